@@ -1,0 +1,85 @@
+// Errors as values: every failure from untrusted input is an Error with a code, a location
+// (a JSON Pointer or a file position) and a message that says what was expected there.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace mlc {
+
+// What kind of failure; the CLI maps these to exit codes (invalid -> 1, usage -> 2, io -> 3).
+enum class ErrorCode {
+  kInvalid = 1,      // the input breaks a rule (malformed, mismatched, out of range)
+  kUsage = 2,        // the caller asked for something that cannot be done as asked
+  kIo = 3,           // a file could not be read or written
+  kUnsupported = 4,  // well-formed, but outside what this implementation handles
+  kLimit = 5,        // over a configured limit (size, depth, pixels, samples)
+};
+
+struct Error {
+  ErrorCode code = ErrorCode::kInvalid;
+  std::string path;     // JSON Pointer ("" is the whole document), file position or file name
+  std::string message;  // what was expected / what went wrong
+
+  // "path: message", or just the message when there is no path.
+  std::string ToString() const;
+};
+
+// Convenience constructors.
+Error Invalid(std::string path, std::string message);
+Error IoError(std::string path, std::string message);
+
+// One or more errors (never empty when it stands for a failure).
+using Errors = std::vector<Error>;
+
+// An expected-like result: a value, or the errors that prevented it.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}                   // NOLINT(implicit)
+  Result(Error error) : v_(Errors{std::move(error)}) {}      // NOLINT(implicit)
+  Result(Errors errors) : v_(std::move(errors)) {}           // NOLINT(implicit)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+  const Errors& errors() const { return std::get<1>(v_); }
+  Errors&& take_errors() { return std::get<1>(std::move(v_)); }
+  const Error& error() const { return errors().front(); }
+
+ private:
+  std::variant<T, Errors> v_;
+};
+
+// A result without a value.
+class [[nodiscard]] Status {
+ public:
+  Status() = default;
+  Status(Error error) : errors_{std::move(error)} {}          // NOLINT(implicit)
+  Status(Errors errors) : errors_(std::move(errors)) {}       // NOLINT(implicit)
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return errors_.empty(); }
+  explicit operator bool() const { return ok(); }
+  const Errors& errors() const { return errors_; }
+  const Error& error() const { return errors_.front(); }
+
+ private:
+  Errors errors_;
+};
+
+// All messages joined by newlines, for human output.
+std::string FormatErrors(const Errors& errors);
+
+}  // namespace mlc

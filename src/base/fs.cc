@@ -1,0 +1,129 @@
+// Bounded whole-file reads and atomic writes (temporary file + fsync + rename).
+#include "mlc_manifest/fs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+namespace mlc {
+namespace {
+
+std::string ErrnoText() { return std::strerror(errno); }
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path, "cannot open: " + ErrnoText());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return IoError(path, "cannot stat: " + ErrnoText());
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return IoError(path, "is a directory, expected a file");
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return Error{ErrorCode::kLimit, path,
+                 "file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+                     std::to_string(max_bytes)};
+  }
+  std::string out;
+  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string msg = "read failed: " + ErrnoText();
+      ::close(fd);
+      return IoError(path, msg);
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      ::close(fd);
+      return Error{ErrorCode::kLimit, path,
+                   "file is over the limit of " + std::to_string(max_bytes) + " bytes"};
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite) {
+  if (!overwrite && FileExists(path)) {
+    return Error{ErrorCode::kUsage, path, "already exists; pass --force to overwrite"};
+  }
+  std::random_device rd;
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError(path, "cannot create temporary file: " + ErrnoText());
+  if (!WriteAll(fd, bytes) || ::fsync(fd) != 0) {
+    std::string msg = "write failed: " + ErrnoText();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return IoError(path, msg);
+  }
+  ::close(fd);
+  if (!overwrite) {
+    // link() fails if the target appeared meanwhile: no clobbering even under a race.
+    if (::link(tmp.c_str(), path.c_str()) != 0) {
+      std::string msg = errno == EEXIST ? "already exists; pass --force to overwrite"
+                                        : "cannot create: " + ErrnoText();
+      ErrorCode code = errno == EEXIST ? ErrorCode::kUsage : ErrorCode::kIo;
+      ::unlink(tmp.c_str());
+      return Error{code, path, msg};
+    }
+    ::unlink(tmp.c_str());
+  } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string msg = "cannot rename into place: " + ErrnoText();
+    ::unlink(tmp.c_str());
+    return IoError(path, msg);
+  }
+  int dfd = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+std::string JoinPath(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  if (!name.empty() && name.front() == '/') return name;
+  if (dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+}  // namespace mlc

@@ -1,0 +1,24 @@
+// `mlc-manifest version`: the tool's version and the contract schema version it implements.
+#include <iostream>
+
+#include "cli/command.h"
+
+namespace mlc::cli {
+namespace {
+
+const Registration kVersion(100, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand("version", "Print the tool version and the schema version");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "One JSON object on stdout");
+  return [json]() {
+    if (*json) {
+      PrintJson({{"ok", true}, {"version", "0.1.0"}, {"schema_version", 1}});
+    } else {
+      std::cout << "mlc-manifest 0.1.0 (artifact schema_version 1)\n";
+    }
+    return kExitOk;
+  };
+});
+
+}  // namespace
+}  // namespace mlc::cli

@@ -1,0 +1,85 @@
+// mlc-manifest: parse the command line and run the chosen subcommand.
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include "cli/command.h"
+
+namespace mlc::cli {
+namespace {
+
+struct Entry {
+  int order;
+  Setup setup;
+};
+
+std::vector<Entry>& Entries() {
+  static std::vector<Entry> entries;
+  return entries;
+}
+
+}  // namespace
+
+Registration::Registration(int order, Setup setup) {
+  Entries().push_back(Entry{order, std::move(setup)});
+}
+
+int ExitCodeFor(const Errors& errors) {
+  int code = kExitProblems;
+  for (const Error& e : errors) {
+    if (e.code == ErrorCode::kIo) return kExitIo;
+    if (e.code == ErrorCode::kUsage) code = kExitUsage;
+  }
+  return code;
+}
+
+OrderedJson ErrorsJson(const Errors& errors) {
+  OrderedJson list = OrderedJson::array();
+  for (const Error& e : errors) list.push_back({{"path", e.path}, {"message", e.message}});
+  return list;
+}
+
+int ReportFailure(const Errors& errors, bool json, const std::string& context) {
+  if (json) {
+    PrintJson({{"ok", false}, {"errors", ErrorsJson(errors)}});
+  } else {
+    for (const Error& e : errors) {
+      std::cerr << "error: " << (context.empty() ? "" : context + ": ") << e.ToString() << "\n";
+    }
+  }
+  return ExitCodeFor(errors);
+}
+
+void PrintJson(const OrderedJson& value) {
+  std::cout << value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace mlc::cli
+
+int main(int argc, char** argv) {
+  using namespace mlc::cli;
+  CLI::App app{"mlc-manifest: read, check, write and drive the MLC model artifact manifest"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Every subcommand's help");
+  std::vector<Entry> entries = Entries();
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return a.order < b.order; });
+  // Each setup adds one subcommand; remember which action belongs to it.
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+  for (Entry& e : entries) {
+    std::function<int()> action = e.setup(app);
+    auto subs = app.get_subcommands([](CLI::App*) { return true; });
+    actions.emplace_back(subs.back(), std::move(action));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  auto chosen = app.get_subcommands();
+  for (auto& [sub, action] : actions) {
+    if (!chosen.empty() && sub == chosen.front()) return action();
+  }
+  return kExitUsage;
+}

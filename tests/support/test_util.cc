@@ -1,0 +1,93 @@
+// Test helpers: shared paths, temporary folders, subprocesses with captured output.
+#include "support/test_util.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace mlc::test {
+
+std::string SharedPath(const std::string& relative) {
+  const char* env = std::getenv("MLC_SHARED_DIR");
+  return std::string(env ? env : MLC_SHARED_DIR) + "/" + relative;
+}
+
+std::string SourcePath(const std::string& relative) {
+  return std::string(MLC_SOURCE_DIR) + "/" + relative;
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "mlc-test-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string TempDir::Write(const std::string& name, const std::string& text) const {
+  std::string full = File(name);
+  std::filesystem::create_directories(std::filesystem::path(full).parent_path());
+  std::ofstream(full, std::ios::binary) << text;
+  return full;
+}
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+CliResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text) {
+  TempDir io;
+  std::string in_path = io.Write("stdin", stdin_text);
+  std::string out_path = io.File("stdout"), err_path = io.File("stderr");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, in_path.c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  CliResult r;
+  if (posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&fa);
+    r.err = "cannot start " + argv[0];
+    return r;
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out_path);
+  r.err = Slurp(err_path);
+  return r;
+}
+
+CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text) {
+  std::vector<std::string> argv{MLC_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv, stdin_text);
+}
+
+std::string ReadText(const std::string& path) { return Slurp(path); }
+
+}  // namespace mlc::test

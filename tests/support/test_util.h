@@ -1,0 +1,45 @@
+// Helpers shared by the tests: paths to the checkout and ../shared, temporary folders, and
+// running the mlc-manifest binary as a user would.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mlc::test {
+
+// ../shared beside the checkout (reference data, seed, real test data).
+std::string SharedPath(const std::string& relative);
+// A file in this checkout.
+std::string SourcePath(const std::string& relative);
+
+// A fresh empty folder, removed with its contents when the object goes away.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+  // Writes text to name (creating parent folders) and returns its full path.
+  std::string Write(const std::string& name, const std::string& text) const;
+
+ private:
+  std::string path_;
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the built mlc-manifest with these arguments (no shell), optional stdin text.
+CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+// Runs any program (argv[0] looked up on PATH), capturing stdout and stderr.
+CliResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+
+std::string ReadText(const std::string& path);
+
+}  // namespace mlc::test
