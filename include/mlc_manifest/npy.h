@@ -1,0 +1,32 @@
+// NumPy .npy files (format version 1.0): the interchange format for canonical tensors
+// (audio PCM, image pixels) between mlc-manifest and Python tooling.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlc_manifest/error.h"
+
+namespace mlc {
+
+struct NpyArray {
+  std::string descr;           // "<f4", "|u1", "<u4", "<i4", ...
+  std::vector<int64_t> shape;  // C order
+  std::string data;            // raw little-endian element bytes
+};
+
+// The bytes of a .npy v1.0 file (header padded to a multiple of 64 bytes).
+std::string EncodeNpy(const NpyArray& array);
+// Parses a .npy file (v1.0/2.0/3.0, C order, little-endian or byte-sized dtypes); errors give
+// the byte offset of the fault.
+Result<NpyArray> DecodeNpy(std::string_view bytes);
+
+// Size in bytes of one element of a descr, or 0 when unsupported.
+size_t NpyItemSize(std::string_view descr);
+
+// EncodeNpy + WriteFileAtomic.
+Status WriteNpy(const std::string& path, const NpyArray& array, bool overwrite);
+
+}  // namespace mlc
