@@ -70,7 +70,6 @@ struct Task {
 using Tasks = std::map<std::string, Task>;
 
 struct ModelPackage {
-  bool chat_config_declared = true;  // "chat_config" present in the file
   std::string interface_id;
   std::string parameter_schema_id;   // weights.parameter_schema_id
   Tasks tasks;
@@ -95,6 +94,8 @@ struct CompiledProgram {
   std::string parameter_schema_id;
   std::map<std::string, Program> programs;
   Resources resources;
+  // From a _metadata object: its "kv_state_kind" beside "artifact", when present.
+  std::optional<std::string> kv_state_kind;
 };
 
 // ---- Parsing (every rule of SPEC 1; all errors found, each at its JSON Pointer) ----
