@@ -6,6 +6,7 @@
 
 #include "mlc_manifest/bind.h"
 #include "support/seed_docs.h"
+#include "support/test_util.h"
 
 namespace mlc {
 namespace {
@@ -196,13 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"library says hybrid",
              [](Docs& d) { d.prog = Json{{"artifact", d.prog}, {"kv_state_kind", "hybrid"}}; },
              "/kv_state_kind", "library reports \"hybrid\""}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      std::string n = info.param.name;
-      for (char& ch : n) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
-    });
+    test::CaseName());
 
 TEST(Bind, ImageDtypeRule) {
   test::SeedDocs s = test::LoadSeedDocs();

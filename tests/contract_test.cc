@@ -7,6 +7,7 @@
 
 #include "mlc_manifest/contract.h"
 #include "support/seed_docs.h"
+#include "support/test_util.h"
 
 namespace mlc {
 namespace {
@@ -15,12 +16,6 @@ using test::LoadSeedDocs;
 
 constexpr const char* kSeedAudioInterfaceId =
     "sha256:6453d39d6c1a05b41e3d10ac1547892e2fde2ae228c6705b122ffde5e4c9c490";
-
-// Re-computes the interface_id after a mutation of the tasks, so only the rule under test fails.
-void Refresh(Json& pkg) {
-  auto tasks = ParseTasks(pkg["tasks"], "/tasks");
-  if (tasks.ok()) pkg["interface_id"] = ComputeInterfaceId(*tasks);
-}
 
 bool HasError(const Errors& errors, const std::string& path, const std::string& fragment) {
   for (const Error& e : errors) {
@@ -218,13 +213,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "/tasks/chat.completions/inputs/audio/prompt/suffix_token_ids", "expected an array"},
         BadCase{"prompt unknown field", [](Json& p) { AUDIO(p)["prompt"]["count"] = 1; },
                 "/tasks/chat.completions/inputs/audio/prompt/count", "unknown field"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string n = info.param.name;
-      for (char& ch : n) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
-    });
+    test::CaseName());
 
 Json ImageInput(Json processor_patch) {
   Json in = {{"processor",
@@ -336,13 +325,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"metadata artifact broken",
                 [](Json& d) { d = Json{{"artifact", d}, {"model_type", "gemma4"}}; d["artifact"].erase("programs"); },
                 "/artifact/programs", "missing required"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string n = info.param.name;
-      for (char& ch : n) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return n;
-    });
+    test::CaseName());
 
 TEST(Contract, MetadataObjectHoldsTheProgram) {
   test::SeedDocs docs = LoadSeedDocs();

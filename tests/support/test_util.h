@@ -43,3 +43,20 @@ CliResult RunProgram(const std::vector<std::string>& argv, const std::string& st
 std::string ReadText(const std::string& path);
 
 }  // namespace mlc::test
+
+namespace mlc::test {
+
+// Test names from a parameter's `name` field, with non-alphanumerics replaced by '_'
+// (for INSTANTIATE_TEST_SUITE_P).
+struct CaseName {
+  template <class Info>
+  std::string operator()(const Info& i) const {
+    std::string n = i.param.name;
+    for (char& ch : n) {
+      if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))) ch = '_';
+    }
+    return n;
+  }
+};
+
+}  // namespace mlc::test

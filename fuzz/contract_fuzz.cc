@@ -1,0 +1,54 @@
+// libFuzzer target: arbitrary bytes through the strict JSON reader, both document parsers,
+// the writers and binding. Nothing may crash, hang or leak; a document that parses must
+// survive a write/parse round trip unchanged.
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "mlc_manifest/bind.h"
+#include "mlc_manifest/contract.h"
+#include "mlc_manifest/package.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  mlc::JsonLimits limits;
+  limits.max_bytes = 1 << 20;
+  auto doc = mlc::ParseJson(text, limits);
+  if (!doc.ok()) return 0;
+  (void)mlc::CanonicalJson(*doc);
+  (void)mlc::ParseChatConfig(*doc);
+  (void)mlc::ParamSpecsOfDocument(*doc);
+  auto pkg = mlc::ParseModelPackage(*doc);
+  if (pkg.ok()) {
+    std::string once = mlc::WriteModelPackage(*pkg);
+    auto again = mlc::ParseJson(once);
+    if (!again.ok()) std::abort();
+    auto pkg2 = mlc::ParseModelPackage(*again);
+    if (!pkg2.ok() || mlc::WriteModelPackage(*pkg2) != once) std::abort();
+  }
+  if (doc->is_object() && doc->contains("tasks")) {
+    auto tasks = mlc::ParseTasks((*doc)["tasks"], "/tasks");
+    if (tasks.ok()) (void)mlc::ComputeInterfaceId(*tasks);
+  }
+  auto prog = mlc::ParseCompiledProgram(*doc);
+  if (prog.ok()) {
+    std::string once = mlc::WriteCompiledProgram(*prog, true);
+    auto again = mlc::ParseJson(once);
+    if (!again.ok()) std::abort();
+    auto prog2 = mlc::ParseCompiledProgram(*again);
+    if (!prog2.ok() || mlc::WriteCompiledProgram(*prog2, true) != once) std::abort();
+  }
+  // A document holding both halves under "package" and "program" exercises binding.
+  if (doc->is_object() && doc->contains("package") && doc->contains("program")) {
+    auto p = mlc::ParseTasks((*doc)["package"], "/package");
+    auto c = mlc::ParseCompiledProgram((*doc)["program"]);
+    if (p.ok() && c.ok()) {
+      mlc::ModelPackage mp{mlc::ComputeInterfaceId(*p), c->parameter_schema_id, *p};
+      mlc::BindOptions o;
+      o.device = mlc::DeviceLimits{"d", {"shader-f16"}, 1 << 27};
+      auto b = mlc::Bind(mp, *c, o);
+      if (b.ok()) (void)mlc::BoundContractJson(*b);
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,109 @@
+// A converted-model directory: mlc-chat-config.json (the fields we use, type-checked; the rest
+// kept), tensor-cache.json (or the legacy ndarray-cache.json) with its shards, and the
+// resources the parameters need (SPEC 3).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/contract.h"
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
+
+namespace mlc {
+
+// The manifest of a package folder (DIR/mlc-model-manifest.json), or the path itself when it is
+// a file.
+std::string ManifestPath(const std::string& dir_or_file);
+
+// The parameter list of a document: a JSON array of {name, shape, dtype}, or a tensor cache.
+Result<std::vector<ParamSpec>> ParamSpecsOfDocument(const Json& doc);
+
+// ---- mlc-chat-config.json ----
+
+struct ChatConfig {
+  Json raw;  // the whole document; unknown fields are kept and ignored
+  std::string model_type;
+  std::string quantization;
+  Json model_config = Json::object();
+  std::optional<int64_t> vocab_size;
+  std::optional<int64_t> context_window_size;
+  std::optional<int64_t> prefill_chunk_size;
+  std::optional<int64_t> sliding_window_size;   // -1 or absent: none
+  std::optional<int64_t> attention_sink_size;
+  std::optional<int64_t> tensor_parallel_shards;
+
+  // A named dimension: top-level first, then model_config (SPEC 3). Integers only.
+  std::optional<int64_t> Dimension(const std::string& name) const;
+  // True when a sliding window is configured (> 0).
+  bool HasSlidingWindow() const { return sliding_window_size && *sliding_window_size > 0; }
+};
+
+Result<ChatConfig> ParseChatConfig(const Json& doc);
+Result<ChatConfig> ReadChatConfig(const std::string& path);
+
+// ---- tensor-cache.json ----
+
+struct TensorRecord {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::string dtype;   // declared dtype (what the device holds)
+  std::string format;  // "raw" or "f32-to-bf16"
+  uint64_t nbytes = 0;
+  uint64_t byte_offset = 0;
+
+  // Bytes per element on disk: 2 for a float32 record stored as bfloat16, else the dtype's size.
+  uint64_t StoredItemSize() const;
+  uint64_t Elements() const;
+};
+
+struct TensorShard {
+  std::string data_path;  // relative to the cache file's folder
+  std::string format;     // "raw-shard"
+  uint64_t nbytes = 0;
+  std::string md5sum;     // lowercase hex, may be empty when absent
+  std::vector<TensorRecord> records;
+};
+
+struct TensorCache {
+  std::string file;  // the file it was read from
+  bool legacy_name = false;  // read from ndarray-cache.json
+  std::optional<int64_t> param_size;   // metadata.ParamSize
+  std::optional<int64_t> param_bytes;  // metadata.ParamBytes
+  std::vector<TensorShard> shards;
+};
+
+// Parses and validates the document: data paths relative without "..", records inside their
+// shard without overlaps, unique names, nbytes = elements x stored itemsize.
+Result<TensorCache> ParseTensorCache(const Json& doc);
+// DIR/tensor-cache.json, else DIR/ndarray-cache.json (legacy: current runtimes only look for the
+// new name; `legacy_name` says so).
+Result<TensorCache> ReadTensorCache(const std::string& dir);
+
+// Every record as {name, shape, dtype} (integer dimensions).
+std::vector<ParamSpec> ParamSpecsOf(const TensorCache& cache);
+
+// ---- resources (SPEC 3) ----
+
+// Size in bytes of one element of a declared dtype; nullopt for an unknown dtype.
+std::optional<int64_t> DtypeItemSize(const std::string& dtype);
+
+struct ResourceEstimate {
+  int64_t parameter_count = 0;
+  int64_t max_parameter_bytes = 0;  // max_storage_buffer_binding_size
+  std::string largest_parameter;
+  int64_t total_bytes = 0;          // estimated_device_memory_bytes
+};
+
+// Sizes from shapes x declared itemsize; named dimensions resolved from the chat config (may be
+// null when every dimension is an integer). Overflow, unknown dtypes and unresolved names are
+// errors naming the parameter.
+Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
+                                           const ChatConfig* config);
+
+// Resources for the program document: the estimate plus features sorted and unique.
+Resources MakeResources(const ResourceEstimate& estimate, std::vector<std::string> features);
+
+}  // namespace mlc
