@@ -1,0 +1,71 @@
+// The audio frontend (SPEC 6.1): turns a recording (a file, bytes in memory or raw float
+// samples) into exactly what an `audio_decode` processor declares: mono float32 PCM at
+// sample_rate_hz, with the contract's canonical length. Decoding is libsndfile's, resampling
+// soxr's; the source is streamed, so memory stays proportional to the output.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlc_manifest/contract.h"
+#include "mlc_manifest/error.h"
+
+namespace mlc {
+
+enum class ResampleQuality {
+  kHigh,      // soxr HQ (20-bit precision), flat passband; the default
+  kVeryHigh,  // soxr VHQ (28-bit precision), flat passband
+};
+const char* ResampleQualityName(ResampleQuality quality);  // "high" / "very-high"
+
+struct AudioOptions {
+  ResampleQuality quality = ResampleQuality::kHigh;
+  // Limits on untrusted input (ErrorCode::kLimit when exceeded).
+  int64_t max_channels = 256;
+  int64_t max_source_rate_hz = 1'536'000;
+  // Largest resampling ratio either way (target / source or source / target).
+  int64_t max_rate_ratio = 4096;
+};
+
+// What the recording was, as found in its header (and, for frames, as decoded).
+struct AudioSourceInfo {
+  std::string container;      // "WAV", "WAVEX", "RF64", "FLAC", "OGG", "MP3", "raw", ...
+  std::string sample_format;  // "pcm_u8", "pcm_s16", "pcm_s24", "pcm_s32", "f32", "f64", ...
+  int64_t sample_rate_hz = 0;
+  int64_t channels = 0;
+  int64_t frames = 0;          // frames decoded
+  double duration_s = 0;       // frames / sample_rate_hz
+};
+
+struct DecodedAudio {
+  std::vector<float> samples;  // mono PCM, exactly the canonical length
+  int64_t sample_rate_hz = 0;  // the processor's rate
+  AudioSourceInfo source;
+};
+
+// SPEC 6.1's canonical length: n at the same rate, else max(1, round_half_up(n * target /
+// source)), in exact integer arithmetic. n = 0 gives 0 (a recording without samples is
+// rejected before this matters). Rates must be >= 1.
+int64_t CanonicalAudioLength(int64_t frames, int64_t source_rate_hz, int64_t target_rate_hz);
+
+// Checks the processor itself (rate >= 1, channels == 1, 1 <= min <= max); kUsage otherwise.
+Status CheckAudioProcessor(const AudioDecode& processor);
+
+// Decodes a file. An unreadable file is ErrorCode::kIo; a file that is not audio, or a recording
+// the processor rejects, is kInvalid (kLimit for AudioOptions limits).
+Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
+                                     const AudioOptions& options = {});
+
+// Decodes an encoded file held in memory (WAV, FLAC, Ogg, MP3, ... as libsndfile reads them).
+Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
+                                       const AudioOptions& options = {});
+
+// Takes raw float samples (interleaved when channels > 1) at sample_rate_hz.
+Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int64_t channels,
+                                        int64_t sample_rate_hz, const AudioDecode& processor,
+                                        const AudioOptions& options = {});
+
+}  // namespace mlc

@@ -1,0 +1,251 @@
+// The audio frontend's decoders: libsndfile over a file descriptor or over bytes in memory
+// (sf_open_virtual), and raw float samples. Each reads blocks of frames, averages the channels
+// and feeds the streaming pipeline, never holding the whole source.
+#include <fcntl.h>
+#include <sndfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "media/audio_internal.h"
+#include "mlc_manifest/audio.h"
+
+namespace mlc {
+namespace {
+
+using audio_internal::MonoPipeline;
+
+// About this many interleaved samples are decoded per block, whatever the channel count.
+constexpr int64_t kBlockSamples = 1 << 15;
+
+struct SndfileCloser {
+  void operator()(SNDFILE* f) const { sf_close(f); }
+};
+using SndfilePtr = std::unique_ptr<SNDFILE, SndfileCloser>;
+
+std::string ContainerName(int format) {
+  switch (format & SF_FORMAT_TYPEMASK) {
+    case SF_FORMAT_WAV: return "WAV";
+    case SF_FORMAT_WAVEX: return "WAVEX";
+    case SF_FORMAT_RF64: return "RF64";
+    case SF_FORMAT_W64: return "W64";
+    case SF_FORMAT_AIFF: return "AIFF";
+    case SF_FORMAT_AU: return "AU";
+    case SF_FORMAT_CAF: return "CAF";
+    case SF_FORMAT_FLAC: return "FLAC";
+    case SF_FORMAT_OGG: return "OGG";
+    case SF_FORMAT_MPEG: return "MP3";
+    default: break;
+  }
+  SF_FORMAT_INFO info{};
+  info.format = format & SF_FORMAT_TYPEMASK;
+  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof info) == 0 && info.name) {
+    return info.name;
+  }
+  return "unknown";
+}
+
+std::string SampleFormatName(int format) {
+  switch (format & SF_FORMAT_SUBMASK) {
+    case SF_FORMAT_PCM_U8: return "pcm_u8";
+    case SF_FORMAT_PCM_S8: return "pcm_s8";
+    case SF_FORMAT_PCM_16: return "pcm_s16";
+    case SF_FORMAT_PCM_24: return "pcm_s24";
+    case SF_FORMAT_PCM_32: return "pcm_s32";
+    case SF_FORMAT_FLOAT: return "f32";
+    case SF_FORMAT_DOUBLE: return "f64";
+    case SF_FORMAT_ULAW: return "ulaw";
+    case SF_FORMAT_ALAW: return "alaw";
+    case SF_FORMAT_IMA_ADPCM: return "ima_adpcm";
+    case SF_FORMAT_MS_ADPCM: return "ms_adpcm";
+    case SF_FORMAT_GSM610: return "gsm610";
+    case SF_FORMAT_VORBIS: return "vorbis";
+    case SF_FORMAT_OPUS: return "opus";
+    case SF_FORMAT_MPEG_LAYER_I: return "mp1";
+    case SF_FORMAT_MPEG_LAYER_II: return "mp2";
+    case SF_FORMAT_MPEG_LAYER_III: return "mp3";
+    default: break;
+  }
+  SF_FORMAT_INFO info{};
+  info.format = format & SF_FORMAT_SUBMASK;
+  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof info) == 0 && info.name) {
+    return info.name;
+  }
+  return "unknown";
+}
+
+AudioSourceInfo SourceInfo(const SF_INFO& info) {
+  AudioSourceInfo s;
+  s.container = ContainerName(info.format);
+  s.sample_format = SampleFormatName(info.format);
+  s.sample_rate_hz = info.samplerate;
+  s.channels = info.channels;
+  return s;
+}
+
+void Finalize(AudioSourceInfo& s, int64_t frames) {
+  s.frames = frames;
+  s.duration_s = s.sample_rate_hz > 0 ? static_cast<double>(frames) / s.sample_rate_hz : 0.0;
+}
+
+Error NotAudio(const std::string& where, SNDFILE* failed) {
+  return Invalid(where, std::string("not a recognized audio file (") + sf_strerror(failed) + ")");
+}
+
+// Reads every frame of an open file into the pipeline. Checks the header first.
+Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDecode& processor,
+                                const AudioOptions& options) {
+  Status shape = audio_internal::CheckSourceShape(info.samplerate, info.channels, options);
+  if (!shape) return shape.errors();
+  if (info.frames != SF_COUNT_MAX) {
+    Status declared = audio_internal::CheckDeclaredFrames(info.frames, info.samplerate, processor);
+    if (!declared) return declared.errors();
+  }
+  auto pipeline = MonoPipeline::Create(info.samplerate, processor, options);
+  if (!pipeline) return pipeline.errors();
+  MonoPipeline& pipe = **pipeline;
+
+  // Integer PCM as doubles scaled by 1/2^(bits-1) (exact); float data unscaled.
+  sf_command(sf, SFC_SET_NORM_DOUBLE, nullptr, SF_TRUE);
+  sf_command(sf, SFC_SET_SCALE_FLOAT_INT_READ, nullptr, SF_FALSE);
+  const int64_t channels = info.channels;
+  const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
+  std::vector<double> block(static_cast<size_t>(block_frames * channels));
+  std::vector<float> mono(static_cast<size_t>(block_frames));
+  for (;;) {
+    sf_count_t got = sf_readf_double(sf, block.data(), block_frames);
+    if (got <= 0) break;
+    Status mixed = audio_internal::DownmixDouble(block.data(), got, channels, pipe.frames(),
+                                                 mono.data());
+    if (!mixed) return mixed.errors();
+    Status pushed = pipe.Push(mono.data(), got);
+    if (!pushed) return pushed.errors();
+  }
+  if (sf_error(sf) != SF_ERR_NO_ERROR) {
+    return Invalid("frame " + std::to_string(pipe.frames()),
+                   std::string("decoding failed: ") + sf_strerror(sf));
+  }
+  auto samples = pipe.Finish();
+  if (!samples) return samples.errors();
+  DecodedAudio out;
+  out.samples = std::move(*samples);
+  out.sample_rate_hz = processor.sample_rate_hz;
+  out.source = SourceInfo(info);
+  Finalize(out.source, pipe.frames());
+  return out;
+}
+
+// sf_open_virtual callbacks over a byte range.
+struct MemoryStream {
+  const char* data;
+  sf_count_t size;
+  sf_count_t pos;
+};
+
+sf_count_t MemLength(void* user) { return static_cast<MemoryStream*>(user)->size; }
+
+sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
+  auto* m = static_cast<MemoryStream*>(user);
+  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+  sf_count_t target = base + offset;
+  if (offset > 0 && target < base) return -1;  // overflow
+  if (target < 0) return -1;
+  m->pos = target;
+  return m->pos;
+}
+
+sf_count_t MemRead(void* ptr, sf_count_t count, void* user) {
+  auto* m = static_cast<MemoryStream*>(user);
+  if (count <= 0 || m->pos >= m->size) return 0;
+  sf_count_t n = std::min(count, m->size - m->pos);
+  std::memcpy(ptr, m->data + m->pos, static_cast<size_t>(n));
+  m->pos += n;
+  return n;
+}
+
+sf_count_t MemWrite(const void*, sf_count_t, void*) { return 0; }
+
+sf_count_t MemTell(void* user) { return static_cast<MemoryStream*>(user)->pos; }
+
+}  // namespace
+
+Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
+                                     const AudioOptions& options) {
+  Status ok = CheckAudioProcessor(processor);
+  if (!ok) return ok.errors();
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return IoError(path, "cannot read: not a regular file");
+  }
+  SF_INFO info{};
+  SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
+  if (!sf) return NotAudio(path, nullptr);
+  auto decoded = DecodeOpen(sf.get(), info, processor, options);
+  if (!decoded) {
+    Errors errors = decoded.take_errors();
+    for (Error& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
+    return errors;
+  }
+  return decoded;
+}
+
+Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
+                                       const AudioOptions& options) {
+  Status ok = CheckAudioProcessor(processor);
+  if (!ok) return ok.errors();
+  MemoryStream stream{bytes.data(), static_cast<sf_count_t>(bytes.size()), 0};
+  SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
+  SF_INFO info{};
+  SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
+  if (!sf) return NotAudio("", nullptr);
+  return DecodeOpen(sf.get(), info, processor, options);
+}
+
+Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int64_t channels,
+                                        int64_t sample_rate_hz, const AudioDecode& processor,
+                                        const AudioOptions& options) {
+  Status ok = CheckAudioProcessor(processor);
+  if (!ok) return ok.errors();
+  Status shape = audio_internal::CheckSourceShape(sample_rate_hz, channels, options);
+  if (!shape) return shape.errors();
+  if (interleaved.size() % static_cast<size_t>(channels) != 0) {
+    return Invalid("", std::to_string(interleaved.size()) + " samples do not make whole frames of " +
+                           std::to_string(channels) + " channels");
+  }
+  const int64_t frames = static_cast<int64_t>(interleaved.size()) / channels;
+  Status declared = audio_internal::CheckDeclaredFrames(frames, sample_rate_hz, processor);
+  if (!declared) return declared.errors();
+  auto pipeline = MonoPipeline::Create(sample_rate_hz, processor, options);
+  if (!pipeline) return pipeline.errors();
+  MonoPipeline& pipe = **pipeline;
+  const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
+  std::vector<float> mono(static_cast<size_t>(block_frames));
+  for (int64_t start = 0; start < frames; start += block_frames) {
+    int64_t count = std::min(block_frames, frames - start);
+    Status mixed = audio_internal::DownmixFloat(interleaved.data() + start * channels, count,
+                                                channels, start, mono.data());
+    if (!mixed) return mixed.errors();
+    Status pushed = pipe.Push(mono.data(), count);
+    if (!pushed) return pushed.errors();
+  }
+  auto samples = pipe.Finish();
+  if (!samples) return samples.errors();
+  DecodedAudio out;
+  out.samples = std::move(*samples);
+  out.sample_rate_hz = processor.sample_rate_hz;
+  out.source.container = "raw";
+  out.source.sample_format = "f32";
+  out.source.sample_rate_hz = sample_rate_hz;
+  out.source.channels = channels;
+  Finalize(out.source, frames);
+  return out;
+}
+
+}  // namespace mlc
