@@ -1,0 +1,494 @@
+// Image decoding with libvips (C API): format detection against an allow-list, header-only
+// probing with the pixel limit, then a sequential decode to upright 8-bit sRGB RGB: ICC profiles
+// honoured, 16-bit samples scaled, grey expanded, CMYK without a profile converted as Pillow
+// does, alpha dropped (or composited onto white) and the EXIF orientation applied.
+#include <vips/vips.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/image.h"
+
+namespace mlc {
+namespace {
+
+// ---- libvips plumbing ----
+
+bool InitVips() {
+  static std::once_flag once;
+  static bool ok = false;
+  std::call_once(once, [] {
+    ok = VIPS_INIT("mlc-manifest") == 0;
+    if (ok) {
+      vips_cache_set_max(0);  // no operation cache: every image is decoded once
+      vips_cache_set_max_mem(0);
+      // Decoder warnings about damaged files become errors (fail_on) or are irrelevant; a
+      // library does not print them on stderr.
+      g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING,
+                        [](const gchar*, GLogLevelFlags, const gchar*, gpointer) {}, nullptr);
+    }
+  });
+  return ok;
+}
+
+// The libvips error text (thread-local use of a global buffer: copy and clear).
+std::string TakeVipsError() {
+  char* text = vips_error_buffer_copy();
+  std::string s = text ? text : "";
+  g_free(text);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  const size_t nl = s.find('\n');
+  if (nl != std::string::npos) s = s.substr(0, nl);  // the first line says what failed
+  return s.empty() ? "libvips failed" : s;
+}
+
+struct ImageRef {
+  VipsImage* image = nullptr;
+  ImageRef() = default;
+  explicit ImageRef(VipsImage* i) : image(i) {}
+  ImageRef(const ImageRef&) = delete;
+  ImageRef& operator=(const ImageRef&) = delete;
+  ImageRef(ImageRef&& o) noexcept : image(o.image) { o.image = nullptr; }
+  ImageRef& operator=(ImageRef&& o) noexcept {
+    std::swap(image, o.image);
+    return *this;
+  }
+  ~ImageRef() {
+    if (image) g_object_unref(image);
+  }
+  VipsImage* get() const { return image; }
+};
+
+// ---- Formats ----
+
+struct FormatEntry {
+  const char* loader;  // vips nickname of the buffer loader
+  const char* name;
+};
+
+constexpr FormatEntry kFormats[] = {
+    {"jpegload_buffer", "jpeg"}, {"pngload_buffer", "png"},   {"webpload_buffer", "webp"},
+    {"gifload_buffer", "gif"},   {"tiffload_buffer", "tiff"}, {"heifload_buffer", "heif"},
+};
+
+bool LooksLikeBmp(std::string_view bytes) {
+  return bytes.size() >= 26 && bytes[0] == 'B' && bytes[1] == 'M';
+}
+
+// Detects the format from the bytes; the loader is one of the allow-listed ones.
+Result<std::string> DetectFormat(std::string_view bytes) {
+  if (bytes.empty()) return Invalid("byte 0", "empty input: expected an image file");
+  // libvips answers with a class name ("VipsForeignLoadPngBuffer"); compare nicknames.
+  const char* found = vips_foreign_find_load_buffer(bytes.data(), bytes.size());
+  const char* loader = found ? vips_nickname_find(g_type_from_name(found)) : nullptr;
+  if (found && !loader) loader = found;
+  vips_error_clear();
+  if (LooksLikeBmp(bytes)) {
+    // libvips has no BMP loader of its own; it reads BMP through ImageMagick.
+    if (vips_type_find("VipsOperation", "magickload_buffer") == 0) {
+      return Error{ErrorCode::kUnsupported, "byte 0",
+                   "BMP image, but this libvips cannot read BMP (no ImageMagick loader)"};
+    }
+    return std::string("bmp");
+  }
+  if (loader) {
+    for (const FormatEntry& f : kFormats) {
+      if (std::strcmp(loader, f.loader) == 0) return std::string(f.name);
+    }
+    return Error{ErrorCode::kUnsupported, "byte 0",
+                 std::string("not a supported image format (libvips detects ") + loader +
+                     "); expected JPEG, PNG, WebP, GIF, BMP, TIFF or HEIF"};
+  }
+  return Invalid("byte 0",
+                 "not an image: expected JPEG, PNG, WebP, GIF, BMP, TIFF or HEIF data");
+}
+
+// Opens the image lazily (header only until pixels are asked for) with the format's loader.
+Result<ImageRef> OpenImage(std::string_view bytes, const std::string& format, int shrink) {
+  void* buf = const_cast<char*>(bytes.data());
+  const size_t len = bytes.size();
+  VipsImage* out = nullptr;
+  const VipsAccess seq = VIPS_ACCESS_SEQUENTIAL;
+  const VipsFailOn fail = VIPS_FAIL_ON_TRUNCATED;
+  int rc = -1;
+  if (format == "jpeg") {
+    rc = vips_jpegload_buffer(buf, len, &out, "access", seq, "fail_on", fail, "shrink",
+                              shrink, nullptr);
+  } else if (format == "png") {
+    rc = vips_pngload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  } else if (format == "webp") {
+    rc = vips_webpload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  } else if (format == "gif") {
+    rc = vips_gifload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  } else if (format == "tiff") {
+    rc = vips_tiffload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  } else if (format == "heif") {
+    rc = vips_heifload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  } else if (format == "bmp") {
+    rc = vips_magickload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  }
+  if (rc != 0 || !out) {
+    return Invalid("byte 0", "cannot read the " + format + " header: " + TakeVipsError());
+  }
+  return ImageRef(out);
+}
+
+std::string ColourName(VipsInterpretation interpretation) {
+  switch (interpretation) {
+    case VIPS_INTERPRETATION_B_W:
+    case VIPS_INTERPRETATION_GREY16: return "grey";
+    case VIPS_INTERPRETATION_sRGB:
+    case VIPS_INTERPRETATION_RGB16: return "srgb";
+    case VIPS_INTERPRETATION_CMYK: return "cmyk";
+    case VIPS_INTERPRETATION_scRGB: return "scrgb";
+    case VIPS_INTERPRETATION_LAB:
+    case VIPS_INTERPRETATION_LABS: return "lab";
+    default: break;
+  }
+  const char* nick = vips_enum_nick(VIPS_TYPE_INTERPRETATION, interpretation);
+  return nick ? nick : "unknown";
+}
+
+int BitsOf(VipsBandFormat format) {
+  switch (format) {
+    case VIPS_FORMAT_UCHAR:
+    case VIPS_FORMAT_CHAR: return 8;
+    case VIPS_FORMAT_USHORT:
+    case VIPS_FORMAT_SHORT: return 16;
+    case VIPS_FORMAT_FLOAT:
+    case VIPS_FORMAT_UINT:
+    case VIPS_FORMAT_INT: return 32;
+    default: return 64;
+  }
+}
+
+int OrientationOf(VipsImage* image) {
+  int o = 1;
+  if (vips_image_get_typeof(image, VIPS_META_ORIENTATION) &&
+      vips_image_get_int(image, VIPS_META_ORIENTATION, &o) == 0 && o >= 1 && o <= 8) {
+    return o;
+  }
+  vips_error_clear();
+  return 1;
+}
+
+bool Transposes(int orientation) { return orientation >= 5; }
+
+ImageInfo InfoOf(VipsImage* image, const std::string& format) {
+  ImageInfo info;
+  info.format = format;
+  info.width = vips_image_get_width(image);
+  info.height = vips_image_get_height(image);
+  info.orientation = OrientationOf(image);
+  info.upright_width = Transposes(info.orientation) ? info.height : info.width;
+  info.upright_height = Transposes(info.orientation) ? info.width : info.height;
+  info.bands = vips_image_get_bands(image);
+  info.bits = BitsOf(vips_image_get_format(image));
+  info.colour = ColourName(vips_image_guess_interpretation(image));
+  info.has_alpha = vips_image_hasalpha(image);
+  info.has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+  return info;
+}
+
+Status CheckLimits(const ImageInfo& info, const ImageOptions& options) {
+  if (info.width < 1 || info.height < 1) {
+    return Invalid("header", "image has no pixels: expected a width and height >= 1");
+  }
+  const int64_t pixels = info.width * info.height;
+  if (pixels > options.max_pixels) {
+    return Error{ErrorCode::kLimit, "header",
+                 std::to_string(info.width) + "x" + std::to_string(info.height) + " = " +
+                     std::to_string(pixels) + " pixels, over the limit of " +
+                     std::to_string(options.max_pixels) + " pixels"};
+  }
+  return Status::Ok();
+}
+
+// ---- The conversion pipeline (each step takes and returns a lazily evaluated image) ----
+
+using Step = Result<ImageRef>;
+
+// Takes the address of the output so the result is read after the call has run.
+Step Wrap(int rc, VipsImage** out, const char* what) {
+  VipsImage* image = out ? *out : nullptr;
+  if (rc != 0 || !image) {
+    if (image) g_object_unref(image);
+    return Invalid("pixels", std::string(what) + ": " + TakeVipsError());
+  }
+  return ImageRef(image);
+}
+
+int ColourBands(VipsImage* image) {
+  const int bands = vips_image_get_bands(image);
+  return vips_image_hasalpha(image) ? bands - 1 : bands;
+}
+
+// Drops alpha (the contract's rule) or blends it onto white.
+Step HandleAlpha(ImageRef in, const ImageOptions& options) {
+  if (!vips_image_hasalpha(in.get())) return in;
+  VipsImage* out = nullptr;
+  if (options.composite_on_white) {
+    const bool wide = vips_image_get_format(in.get()) == VIPS_FORMAT_USHORT;
+    const bool cmyk = vips_image_get_interpretation(in.get()) == VIPS_INTERPRETATION_CMYK;
+    const double white = cmyk ? 0.0 : (wide ? 65535.0 : 255.0);
+    const int n = ColourBands(in.get());
+    double background[4] = {white, white, white, white};
+    VipsArrayDouble* bg = vips_array_double_new(background, std::min(n, 4));
+    const int rc = vips_flatten(in.get(), &out, "background", bg, "max_alpha",
+                                wide ? 65535.0 : 255.0, nullptr);
+    vips_area_unref(VIPS_AREA(bg));
+    return Wrap(rc, &out, "cannot composite alpha onto white");
+  }
+  return Wrap(vips_extract_band(in.get(), &out, 0, "n", ColourBands(in.get()), nullptr), &out,
+              "cannot drop alpha");
+}
+
+// Embedded profile -> sRGB. Returns the input unchanged (applied = false) when the profile
+// cannot be used.
+Step ApplyIcc(ImageRef in, bool* applied) {
+  *applied = false;
+  if (!vips_image_get_typeof(in.get(), VIPS_META_ICC_NAME)) return in;
+  VipsImage* out = nullptr;
+  if (vips_icc_transform(in.get(), &out, "srgb", "embedded", TRUE, "depth", 8, nullptr) != 0 ||
+      !out) {
+    vips_error_clear();
+    return in;  // a broken profile: decode as if untagged
+  }
+  *applied = true;
+  return ImageRef(out);
+}
+
+// Any sample format -> 8 bits: 16-bit by its high byte (as Pillow and libvips), others through
+// libvips's colourspace conversion to sRGB.
+Step ToEightBit(ImageRef in) {
+  const VipsBandFormat format = vips_image_get_format(in.get());
+  if (format == VIPS_FORMAT_UCHAR) return in;
+  VipsImage* out = nullptr;
+  if (format == VIPS_FORMAT_USHORT) {
+    VipsImage* shifted = nullptr;
+    if (vips_rshift_const1(in.get(), &shifted, 8, nullptr) != 0) {
+      return Wrap(-1, nullptr, "cannot scale 16-bit samples");
+    }
+    ImageRef s(shifted);
+    return Wrap(vips_cast_uchar(s.get(), &out, nullptr), &out, "cannot scale 16-bit samples");
+  }
+  VipsImage* srgb = nullptr;
+  if (vips_colourspace(in.get(), &srgb, VIPS_INTERPRETATION_sRGB, nullptr) != 0) {
+    return Wrap(-1, nullptr, "cannot convert to sRGB");
+  }
+  ImageRef s(srgb);
+  return Wrap(vips_cast_uchar(s.get(), &out, nullptr), &out, "cannot convert to 8 bits");
+}
+
+// Interpretations other than grey, RGB and CMYK (Lab, XYZ, ...) go through libvips to sRGB.
+Step ToKnownColour(ImageRef in) {
+  const int bands = vips_image_get_bands(in.get());
+  const VipsInterpretation t = vips_image_guess_interpretation(in.get());
+  const bool simple = t == VIPS_INTERPRETATION_B_W || t == VIPS_INTERPRETATION_GREY16 ||
+                      t == VIPS_INTERPRETATION_sRGB || t == VIPS_INTERPRETATION_RGB16 ||
+                      t == VIPS_INTERPRETATION_CMYK || t == VIPS_INTERPRETATION_MULTIBAND;
+  if (simple && (bands == 1 || bands == 3 || (bands == 4 && t == VIPS_INTERPRETATION_CMYK))) {
+    return in;
+  }
+  VipsImage* out = nullptr;
+  if (vips_colourspace(in.get(), &out, VIPS_INTERPRETATION_sRGB, nullptr) == 0 && out &&
+      (vips_image_get_bands(out) == 3)) {
+    return ImageRef(out);
+  }
+  if (out) g_object_unref(out);
+  vips_error_clear();
+  if (bands >= 3) {  // unknown multi-band data: keep the first three bands as RGB
+    return Wrap(vips_extract_band(in.get(), &out, 0, "n", 3, nullptr), &out,
+                "cannot read the colour bands");
+  }
+  return Wrap(vips_extract_band(in.get(), &out, 0, "n", 1, nullptr), &out,
+              "cannot read the colour bands");
+}
+
+// Pillow's CMYK -> RGB: R = (255 - K) - (C (255 - K)) / 255, rounded as its MULDIV255.
+inline uint8_t CmykChannel(int c, int nk) {
+  const int t = c * nk + 128;
+  const int v = nk - (((t >> 8) + t) >> 8);
+  return static_cast<uint8_t>(std::clamp(v, 0, 255));
+}
+
+// The source coordinate (sx, sy) of upright pixel (x, y) for an EXIF orientation; w, h are the
+// stored size.
+inline void SourceOf(int orientation, int64_t x, int64_t y, int64_t w, int64_t h, int64_t* sx,
+                     int64_t* sy) {
+  switch (orientation) {
+    case 2: *sx = w - 1 - x; *sy = y; return;
+    case 3: *sx = w - 1 - x; *sy = h - 1 - y; return;
+    case 4: *sx = x; *sy = h - 1 - y; return;
+    case 5: *sx = y; *sy = x; return;
+    case 6: *sx = y; *sy = h - 1 - x; return;
+    case 7: *sx = w - 1 - y; *sy = h - 1 - x; return;
+    case 8: *sx = w - 1 - y; *sy = x; return;
+    default: *sx = x; *sy = y; return;
+  }
+}
+
+// Decoded samples (1, 3 or 4 = CMYK bands, 8-bit, stored orientation) -> upright RGB.
+RgbImage ToUprightRgb(const uint8_t* data, int64_t w, int64_t h, int bands, int orientation) {
+  RgbImage rgb;
+  const bool transpose = Transposes(orientation);
+  rgb.width = transpose ? h : w;
+  rgb.height = transpose ? w : h;
+  rgb.pixels.resize(static_cast<size_t>(w) * h * 3);
+  auto convert = [&](const uint8_t* p, uint8_t* q) {
+    if (bands == 1) {
+      q[0] = q[1] = q[2] = p[0];
+    } else if (bands == 4) {
+      const int nk = 255 - p[3];
+      q[0] = CmykChannel(p[0], nk);
+      q[1] = CmykChannel(p[1], nk);
+      q[2] = CmykChannel(p[2], nk);
+    } else {
+      q[0] = p[0];
+      q[1] = p[1];
+      q[2] = p[2];
+    }
+  };
+  if (orientation == 1 && bands == 3) {
+    std::memcpy(rgb.pixels.data(), data, rgb.pixels.size());
+    return rgb;
+  }
+  for (int64_t y = 0; y < rgb.height; ++y) {
+    uint8_t* row = rgb.pixels.data() + static_cast<size_t>(y) * rgb.width * 3;
+    for (int64_t x = 0; x < rgb.width; ++x) {
+      int64_t sx = 0, sy = 0;
+      SourceOf(orientation, x, y, w, h, &sx, &sy);
+      convert(data + (static_cast<size_t>(sy) * w + sx) * bands, row + x * 3);
+    }
+  }
+  return rgb;
+}
+
+// The full-resolution extent of a DCT-shrunk axis: the last stored block may be partial, and an
+// orientation that reverses the axis moves it to the start.
+void ShrunkExtent(int64_t full, int64_t stored, int shrink, bool reversed, double* a0,
+                  double* a1) {
+  const double extent = static_cast<double>(full) / shrink;
+  if (reversed) {
+    *a0 = static_cast<double>(stored) - extent;
+    *a1 = static_cast<double>(stored);
+  } else {
+    *a0 = 0.0;
+    *a1 = extent;
+  }
+}
+
+SourceBox BoxFor(const ImageInfo& full, int64_t w, int64_t h, int shrink, int orientation) {
+  if (shrink <= 1) {
+    const bool t = Transposes(orientation);
+    return {0, 0, static_cast<double>(t ? h : w), static_cast<double>(t ? w : h)};
+  }
+  SourceBox box;
+  // Stored-axis reversal per orientation: x reversed for 2, 3, 7, 8; y reversed for 3, 4, 6, 7.
+  const bool rev_x = orientation == 2 || orientation == 3 || orientation == 7 || orientation == 8;
+  const bool rev_y = orientation == 3 || orientation == 4 || orientation == 6 || orientation == 7;
+  double sx0, sx1, sy0, sy1;
+  ShrunkExtent(full.width, w, shrink, rev_x, &sx0, &sx1);
+  ShrunkExtent(full.height, h, shrink, rev_y, &sy0, &sy1);
+  if (Transposes(orientation)) {
+    box = {sy0, sx0, sy1, sx1};
+  } else {
+    box = {sx0, sy0, sx1, sy1};
+  }
+  return box;
+}
+
+Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& format,
+                                  const ImageInfo& header, const ImageOptions& options,
+                                  int shrink) {
+  auto opened = OpenImage(bytes, format, shrink);
+  if (!opened) return opened.take_errors();
+  DecodedImage decoded;
+  decoded.info = header;
+  decoded.info.shrink = shrink;
+  ImageRef image = std::move(*opened);
+  auto step = HandleAlpha(std::move(image), options);
+  if (!step) return step.take_errors();
+  step = ApplyIcc(std::move(*step), &decoded.info.icc_applied);
+  if (!step) return step.take_errors();
+  step = ToEightBit(std::move(*step));
+  if (!step) return step.take_errors();
+  step = ToKnownColour(std::move(*step));
+  if (!step) return step.take_errors();
+  VipsImage* final_image = step->get();
+  const int64_t w = vips_image_get_width(final_image);
+  const int64_t h = vips_image_get_height(final_image);
+  const int bands = vips_image_get_bands(final_image);
+  if (w * h > options.max_pixels || w < 1 || h < 1) {
+    return Invalid("pixels", "decoded size differs from the header");
+  }
+  size_t size = 0;
+  void* data = vips_image_write_to_memory(final_image, &size);
+  if (!data) {
+    return Invalid("pixels", "cannot decode the " + format + " pixels: " + TakeVipsError());
+  }
+  std::unique_ptr<void, decltype(&g_free)> hold(data, g_free);
+  if (size != static_cast<size_t>(w) * h * bands) {
+    return Invalid("pixels", "decoder returned an unexpected amount of data");
+  }
+  decoded.rgb = ToUprightRgb(static_cast<const uint8_t*>(data), w, h, bands, header.orientation);
+  decoded.box = BoxFor(header, w, h, shrink, header.orientation);
+  return decoded;
+}
+
+}  // namespace
+
+Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
+  if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};
+  if (bytes.size() > options.max_file_bytes) {
+    return Error{ErrorCode::kLimit, "", "image file of " + std::to_string(bytes.size()) +
+                                            " bytes is over the limit of " +
+                                            std::to_string(options.max_file_bytes)};
+  }
+  auto format = DetectFormat(bytes);
+  if (!format) return format.take_errors();
+  auto opened = OpenImage(bytes, *format, 1);
+  if (!opened) return opened.take_errors();
+  ImageInfo info = InfoOf(opened->get(), *format);
+  Status limits = CheckLimits(info, options);
+  if (!limits) return limits.errors();
+  return info;
+}
+
+Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options,
+                                 int shrink) {
+  auto info = ProbeImage(bytes, options);
+  if (!info) return info.take_errors();
+  if (info->format != "jpeg" || (shrink != 2 && shrink != 4 && shrink != 8)) shrink = 1;
+  return DecodePixels(bytes, info->format, *info, options, shrink);
+}
+
+Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions& options,
+                                     int shrink) {
+  auto bytes = ReadFile(path, options.max_file_bytes);
+  if (!bytes) return bytes.take_errors();
+  return DecodeImage(*bytes, options, shrink);
+}
+
+Result<std::string> EncodePng(const RgbImage& rgb) {
+  if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};
+  if (rgb.width < 1 || rgb.height < 1) return Invalid("", "empty image");
+  ImageRef image(vips_image_new_from_memory(rgb.pixels.data(), rgb.pixels.size(),
+                                            static_cast<int>(rgb.width),
+                                            static_cast<int>(rgb.height), 3, VIPS_FORMAT_UCHAR));
+  if (!image.get()) return Invalid("", "cannot wrap pixels: " + TakeVipsError());
+  void* buf = nullptr;
+  size_t len = 0;
+  if (vips_pngsave_buffer(image.get(), &buf, &len, nullptr) != 0) {
+    return Invalid("", "cannot encode PNG: " + TakeVipsError());
+  }
+  std::string out(static_cast<const char*>(buf), len);
+  g_free(buf);
+  return out;
+}
+
+}  // namespace mlc

@@ -1,0 +1,267 @@
+// The image resize of SPEC 6.2: the resize geometry (stretch / center_crop) and a separable
+// convolution with Pillow's conventions (ImagingResample on 8-bit images): centre of output pixel
+// i at in0 + (i + 0.5) * scale, kernel stretched by max(1, scale), weights normalized per output
+// pixel in double then rounded to fixed point with 22 fractional bits, horizontal pass first,
+// rounding and clamping to 8 bits after each pass. Only the kept crop window is computed.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "mlc_manifest/image.h"
+
+namespace mlc {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // as Pillow for 8-bit images
+constexpr int32_t kHalf = int32_t{1} << (kPrecisionBits - 1);
+
+double BicubicKernel(double x) {
+  constexpr double a = -0.5;
+  x = std::fabs(x);
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+  return 0.0;
+}
+
+double BilinearKernel(double x) {
+  x = std::fabs(x);
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+double Sinc(double x) {
+  if (x == 0.0) return 1.0;
+  x *= M_PI;
+  return std::sin(x) / x;
+}
+
+double LanczosKernel(double x) {
+  return (x >= -3.0 && x < 3.0) ? Sinc(x) * Sinc(x / 3.0) : 0.0;
+}
+
+struct Kernel {
+  double (*fn)(double);
+  double support;
+};
+
+Kernel KernelFor(ResizeFilter filter) {
+  switch (filter) {
+    case ResizeFilter::kBilinear: return {BilinearKernel, 1.0};
+    case ResizeFilter::kLanczos: return {LanczosKernel, 3.0};
+    case ResizeFilter::kBicubic: break;
+  }
+  return {BicubicKernel, 2.0};
+}
+
+// Fixed-point weights of a run of output pixels along one axis.
+struct AxisWeights {
+  int ksize = 0;
+  std::vector<int32_t> first;    // first source index per output pixel
+  std::vector<int32_t> count;    // number of taps per output pixel
+  std::vector<int32_t> weights;  // ksize per output pixel
+};
+
+// Weights for output pixels [begin, begin + n) of an axis of out_size pixels drawn from the
+// source extent [in0, in1) of an axis of in_size pixels.
+AxisWeights ComputeWeights(int64_t in_size, double in0, double in1, int64_t out_size,
+                           int64_t begin, int64_t n, const Kernel& kernel) {
+  const double scale = (in1 - in0) / static_cast<double>(out_size);
+  const double filterscale = std::max(scale, 1.0);
+  const double support = kernel.support * filterscale;
+  AxisWeights w;
+  w.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  w.first.resize(n);
+  w.count.resize(n);
+  w.weights.assign(static_cast<size_t>(n) * w.ksize, 0);
+  std::vector<double> k(w.ksize);
+  const double ss = 1.0 / filterscale;
+  for (int64_t j = 0; j < n; ++j) {
+    const double center = in0 + (static_cast<double>(begin + j) + 0.5) * scale;
+    // Pillow truncates toward zero here (a C cast), then clamps.
+    int64_t xmin = static_cast<int64_t>(center - support + 0.5);
+    int64_t xmax = static_cast<int64_t>(center + support + 0.5);
+    xmin = std::clamp<int64_t>(xmin, 0, in_size);
+    xmax = std::clamp<int64_t>(xmax, 0, in_size);
+    int64_t taps = std::clamp<int64_t>(xmax - xmin, 0, w.ksize);
+    if (taps == 0) {  // cannot happen for sane boxes; keep one tap at the nearest pixel
+      xmin = std::clamp<int64_t>(static_cast<int64_t>(center), 0, in_size - 1);
+      taps = 1;
+    }
+    double total = 0.0;
+    for (int64_t x = 0; x < taps; ++x) {
+      k[x] = kernel.fn((static_cast<double>(x + xmin) - center + 0.5) * ss);
+      total += k[x];
+    }
+    int32_t* out = &w.weights[static_cast<size_t>(j) * w.ksize];
+    for (int64_t x = 0; x < taps; ++x) {
+      const double v = (total != 0.0 ? k[x] / total : k[x]) * (1 << kPrecisionBits);
+      out[x] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
+    }
+    if (total == 0.0 && taps == 1) out[0] = 1 << kPrecisionBits;
+    w.first[j] = static_cast<int32_t>(xmin);
+    w.count[j] = static_cast<int32_t>(taps);
+  }
+  return w;
+}
+
+inline uint8_t Clip8(int32_t v) {
+  if (v >= (int32_t{1} << kPrecisionBits << 8)) return 255;
+  if (v <= 0) return 0;
+  return static_cast<uint8_t>(v >> kPrecisionBits);
+}
+
+// Horizontal pass over source rows [row0, row0 + rows) into dst (rows x cols x 3).
+void HorizontalPass(const RgbImage& src, int64_t row0, int64_t rows, const AxisWeights& w,
+                    uint8_t* dst) {
+  const int64_t cols = static_cast<int64_t>(w.first.size());
+  for (int64_t y = 0; y < rows; ++y) {
+    const uint8_t* in = src.pixels.data() + static_cast<size_t>(row0 + y) * src.width * 3;
+    uint8_t* out = dst + static_cast<size_t>(y) * cols * 3;
+    for (int64_t x = 0; x < cols; ++x) {
+      const int32_t* k = &w.weights[static_cast<size_t>(x) * w.ksize];
+      const uint8_t* p = in + static_cast<size_t>(w.first[x]) * 3;
+      int32_t r = kHalf, g = kHalf, b = kHalf;
+      for (int32_t t = 0, n = w.count[x]; t < n; ++t) {
+        r += p[3 * t] * k[t];
+        g += p[3 * t + 1] * k[t];
+        b += p[3 * t + 2] * k[t];
+      }
+      out[3 * x] = Clip8(r);
+      out[3 * x + 1] = Clip8(g);
+      out[3 * x + 2] = Clip8(b);
+    }
+  }
+}
+
+// Vertical pass: output row j combines rows of `in` (row `row0` of the source is in[0]).
+void VerticalPass(const uint8_t* in, int64_t stride, int64_t row0, int64_t row_bytes,
+                  const AxisWeights& w, uint8_t* dst) {
+  std::vector<int32_t> acc(row_bytes);
+  const int64_t rows = static_cast<int64_t>(w.first.size());
+  for (int64_t j = 0; j < rows; ++j) {
+    std::fill(acc.begin(), acc.end(), kHalf);
+    const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
+    for (int32_t t = 0, n = w.count[j]; t < n; ++t) {
+      const uint8_t* r = in + static_cast<size_t>(w.first[j] + t - row0) * stride;
+      const int32_t kt = k[t];
+      int32_t* a = acc.data();
+      for (int64_t x = 0; x < row_bytes; ++x) a[x] += r[x] * kt;
+    }
+    uint8_t* out = dst + static_cast<size_t>(j) * row_bytes;
+    for (int64_t x = 0; x < row_bytes; ++x) out[x] = Clip8(acc[x]);
+  }
+}
+
+}  // namespace
+
+const char* ResizeFilterName(ResizeFilter filter) {
+  switch (filter) {
+    case ResizeFilter::kBilinear: return "bilinear";
+    case ResizeFilter::kLanczos: return "lanczos";
+    case ResizeFilter::kBicubic: break;
+  }
+  return "bicubic";
+}
+
+std::optional<ResizeFilter> ParseResizeFilter(std::string_view name) {
+  if (name == "bicubic") return ResizeFilter::kBicubic;
+  if (name == "bilinear") return ResizeFilter::kBilinear;
+  if (name == "lanczos") return ResizeFilter::kLanczos;
+  return std::nullopt;
+}
+
+ResizePlan PlanResize(int64_t source_width, int64_t source_height, ResizeMode mode,
+                      int64_t height, int64_t width) {
+  ResizePlan plan;
+  plan.mode = mode;
+  plan.source_width = source_width;
+  plan.source_height = source_height;
+  plan.width = width;
+  plan.height = height;
+  plan.scaled_width = width;
+  plan.scaled_height = height;
+  if (mode == ResizeMode::kCenterCrop) {
+    const double s = std::max(static_cast<double>(height) / static_cast<double>(source_height),
+                              static_cast<double>(width) / static_cast<double>(source_width));
+    // Math.round: floor(x + 0.5); never below the target (s covers it up to float error).
+    plan.scaled_width = std::max<int64_t>(
+        width, static_cast<int64_t>(std::floor(static_cast<double>(source_width) * s + 0.5)));
+    plan.scaled_height = std::max<int64_t>(
+        height, static_cast<int64_t>(std::floor(static_cast<double>(source_height) * s + 0.5)));
+    plan.left = (plan.scaled_width - width) / 2;
+    plan.top = (plan.scaled_height - height) / 2;
+  }
+  return plan;
+}
+
+RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan, ResizeFilter filter,
+                   const std::optional<SourceBox>& box_in) {
+  const SourceBox box = box_in.value_or(SourceBox{0, 0, static_cast<double>(src.width),
+                                                  static_cast<double>(src.height)});
+  const Kernel kernel = KernelFor(filter);
+  RgbImage out;
+  out.width = plan.width;
+  out.height = plan.height;
+  out.pixels.resize(static_cast<size_t>(plan.width) * plan.height * 3);
+  if (src.width <= 0 || src.height <= 0 || plan.width <= 0 || plan.height <= 0) return out;
+
+  // As Pillow: an axis whose size and extent are unchanged is copied, not convolved.
+  const bool need_h = plan.scaled_width != src.width || box.x0 != 0.0 ||
+                      box.x1 != static_cast<double>(src.width);
+  const bool need_v = plan.scaled_height != src.height || box.y0 != 0.0 ||
+                      box.y1 != static_cast<double>(src.height);
+  const AxisWeights wv = need_v ? ComputeWeights(src.height, box.y0, box.y1, plan.scaled_height,
+                                                 plan.top, plan.height, kernel)
+                                : AxisWeights{};
+  // Source rows the vertical pass reads.
+  int64_t row0 = plan.top, row1 = plan.top + plan.height;
+  if (need_v) {
+    row0 = wv.first.front();
+    row1 = 0;
+    for (size_t j = 0; j < wv.first.size(); ++j) {
+      row0 = std::min<int64_t>(row0, wv.first[j]);
+      row1 = std::max<int64_t>(row1, wv.first[j] + wv.count[j]);
+    }
+  }
+  const int64_t row_bytes = plan.width * 3;
+
+  // Horizontal pass into a temporary (or read the source in place when not needed).
+  std::vector<uint8_t> temp;
+  const uint8_t* mid = nullptr;
+  int64_t mid_stride = 0;
+  if (need_h) {
+    const AxisWeights wh = ComputeWeights(src.width, box.x0, box.x1, plan.scaled_width,
+                                          plan.left, plan.width, kernel);
+    temp.resize(static_cast<size_t>(row1 - row0) * row_bytes);
+    HorizontalPass(src, row0, row1 - row0, wh, temp.data());
+    mid = temp.data();
+    mid_stride = row_bytes;
+  } else {
+    mid = src.pixels.data() + static_cast<size_t>(row0) * src.width * 3 + plan.left * 3;
+    mid_stride = src.width * 3;
+  }
+
+  if (need_v) {
+    VerticalPass(mid, mid_stride, row0, row_bytes, wv, out.pixels.data());
+  } else {
+    for (int64_t y = 0; y < plan.height; ++y) {
+      std::memcpy(out.pixels.data() + static_cast<size_t>(y) * row_bytes,
+                  mid + static_cast<size_t>(y + plan.top - row0) * mid_stride, row_bytes);
+    }
+  }
+  return out;
+}
+
+double Psnr(const RgbImage& a, const RgbImage& b) {
+  if (a.pixels.size() != b.pixels.size() || a.pixels.empty()) return 0.0;
+  double sum = 0.0;
+  for (size_t i = 0; i < a.pixels.size(); ++i) {
+    const double d = static_cast<double>(a.pixels[i]) - static_cast<double>(b.pixels[i]);
+    sum += d * d;
+  }
+  if (sum == 0.0) return std::numeric_limits<double>::infinity();
+  const double mse = sum / static_cast<double>(a.pixels.size());
+  return 10.0 * std::log10(255.0 * 255.0 / mse);
+}
+
+}  // namespace mlc

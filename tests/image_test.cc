@@ -1,0 +1,509 @@
+// Tests of the image frontend (SPEC 6.2): geometry, fidelity to Pillow's resampling for every
+// format, colour model, orientation and filter (Pillow run by tests/support/pil_image.py),
+// shrink-on-load quality, limits and hostile inputs.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/image.h"
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/npy.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+constexpr const char* kPython = "/usr/bin/python3";
+
+std::string Helper() { return test::SourcePath("tests/support/pil_image.py"); }
+
+// One comparison against Pillow.
+struct Job {
+  std::string input;
+  ResizeMode mode;
+  int64_t height, width;
+  ResizeFilter filter;
+  bool icc = false;
+  std::string out;
+};
+
+struct Reference {
+  RgbImage rgb;
+  int64_t scaled_w = 0, scaled_h = 0, left = 0, top = 0;
+};
+
+// Generates the test images once and runs every Pillow reference in one Python process.
+class PillowFixture : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    auto made = test::RunProgram({kPython, Helper(), "make", dir_->path()});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    auto list = ParseJson(made.out);
+    ASSERT_TRUE(list.ok());
+    images_ = new std::map<std::string, Json>();
+    for (const Json& item : *list) (*images_)[item["name"]] = item;
+    jobs_ = new std::vector<Job>(BuildJobs());
+    refs_ = new std::map<std::string, Reference>();
+    Json jobs = Json::array();
+    for (const Job& j : *jobs_) {
+      jobs.push_back({{"input", j.input}, {"mode", ResizeModeName(j.mode)}, {"height", j.height},
+                      {"width", j.width}, {"filter", ResizeFilterName(j.filter)},
+                      {"icc", j.icc}, {"out", j.out}});
+    }
+    std::string jobs_path = dir_->Write("jobs.json", jobs.dump());
+    auto ran = test::RunProgram({kPython, Helper(), "resize", jobs_path});
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+    size_t pos = 0;
+    while (pos < ran.out.size()) {
+      size_t nl = ran.out.find('\n', pos);
+      if (nl == std::string::npos) nl = ran.out.size();
+      auto line = ParseJson(std::string_view(ran.out).substr(pos, nl - pos));
+      pos = nl + 1;
+      ASSERT_TRUE(line.ok());
+      Reference ref;
+      auto bytes = ReadFile((*line)["out"]);
+      ASSERT_TRUE(bytes.ok());
+      auto npy = DecodeNpy(*bytes);
+      ASSERT_TRUE(npy.ok());
+      ref.rgb.height = npy->shape[1];
+      ref.rgb.width = npy->shape[2];
+      ref.rgb.pixels.assign(npy->data.begin(), npy->data.end());
+      ref.scaled_w = (*line)["scaled"][0];
+      ref.scaled_h = (*line)["scaled"][1];
+      ref.left = (*line)["left"];
+      ref.top = (*line)["top"];
+      (*refs_)[(*line)["out"]] = std::move(ref);
+    }
+  }
+
+  static void TearDownTestSuite() {
+    delete refs_;
+    delete jobs_;
+    delete images_;
+    delete dir_;
+  }
+
+  static std::string File(const std::string& name) { return dir_->File(name); }
+
+  static std::vector<Job> BuildJobs() {
+    std::vector<Job> jobs;
+    auto add = [&](const std::string& name, ResizeMode mode, int64_t h, int64_t w,
+                   ResizeFilter f = ResizeFilter::kBicubic, bool icc = false) {
+      std::string out = File("ref" + std::to_string(jobs.size()) + ".npy");
+      jobs.push_back({File(name), mode, h, w, f, icc, out});
+    };
+    const auto crop = ResizeMode::kCenterCrop;
+    const auto stretch = ResizeMode::kStretch;
+    for (const auto& [name, props] : *images_) {
+      if (props.contains("large") || name == "one.png" || name == "wide.png" ||
+          name == "tall.jpg" || name == "small.png") {
+        continue;
+      }
+      const bool icc = props.contains("icc");
+      add(name, crop, 32, 40, ResizeFilter::kBicubic, icc);
+      add(name, stretch, 30, 50, ResizeFilter::kBicubic, icc);
+    }
+    for (const char* name : {"rgb.png", "rgb.jpg", "orient6.jpg"}) {
+      for (ResizeFilter f : {ResizeFilter::kBilinear, ResizeFilter::kLanczos}) {
+        add(name, crop, 32, 40, f);
+        add(name, stretch, 30, 50, f);
+        add(name, crop, 150, 200, f);  // upscaling
+      }
+      add(name, crop, 150, 200);
+      add(name, crop, 61, 97);  // identity size
+      add(name, stretch, 61, 20);  // only one axis resampled
+    }
+    add("one.png", stretch, 7, 5);
+    add("one.png", crop, 4, 4);
+    add("wide.png", crop, 336, 336);
+    add("wide.png", stretch, 200, 20, ResizeFilter::kLanczos);
+    add("tall.jpg", crop, 336, 336);
+    add("tall.jpg", crop, 24, 336, ResizeFilter::kBilinear);
+    add("small.png", crop, 336, 336);
+    add("small.png", stretch, 100, 3);
+    return jobs;
+  }
+
+  static test::TempDir* dir_;
+  static std::map<std::string, Json>* images_;
+  static std::vector<Job>* jobs_;
+  static std::map<std::string, Reference>* refs_;
+};
+
+test::TempDir* PillowFixture::dir_ = nullptr;
+std::map<std::string, Json>* PillowFixture::images_ = nullptr;
+std::vector<Job>* PillowFixture::jobs_ = nullptr;
+std::map<std::string, Reference>* PillowFixture::refs_ = nullptr;
+
+int MaxDiff(const RgbImage& a, const RgbImage& b) {
+  int m = 0;
+  for (size_t i = 0; i < a.pixels.size() && i < b.pixels.size(); ++i) {
+    m = std::max(m, std::abs(int(a.pixels[i]) - int(b.pixels[i])));
+  }
+  return m;
+}
+
+std::string Describe(const Job& j) {
+  return j.input.substr(j.input.rfind('/') + 1) + " " + ResizeModeName(j.mode) + " " +
+         std::to_string(j.width) + "x" + std::to_string(j.height) + " " +
+         ResizeFilterName(j.filter);
+}
+
+TEST_F(PillowFixture, MatchesPillowForEveryFormatOrientationAndFilter) {
+  ASSERT_FALSE(jobs_->empty());
+  int exact = 0;
+  for (const Job& j : *jobs_) {
+    SCOPED_TRACE(Describe(j));
+    auto bytes = ReadFile(j.input);
+    ASSERT_TRUE(bytes.ok());
+    ImageOptions options;
+    options.filter = j.filter;
+    auto got = PrepareImage(*bytes, j.mode, j.height, j.width, options);
+    ASSERT_TRUE(got.ok()) << got.error().ToString();
+    const Reference& ref = refs_->at(j.out);
+    EXPECT_EQ(got->plan.scaled_width, ref.scaled_w);
+    EXPECT_EQ(got->plan.scaled_height, ref.scaled_h);
+    EXPECT_EQ(got->plan.left, ref.left);
+    EXPECT_EQ(got->plan.top, ref.top);
+    ASSERT_EQ(got->rgb.width, ref.rgb.width);
+    ASSERT_EQ(got->rgb.height, ref.rgb.height);
+    const double psnr = Psnr(got->rgb, ref.rgb);
+    const int diff = MaxDiff(got->rgb, ref.rgb);
+    EXPECT_GE(psnr, 60.0) << "max diff " << diff;
+    if (!j.icc) {
+      EXPECT_LE(diff, 1) << "psnr " << psnr;
+    }
+    if (diff == 0) ++exact;
+  }
+  std::printf("[ image ] %d of %zu Pillow comparisons bit-exact\n", exact, jobs_->size());
+}
+
+TEST_F(PillowFixture, ReportsHeaderFacts) {
+  auto info = [](const std::string& name) {
+    auto bytes = ReadFile(File(name));
+    EXPECT_TRUE(bytes.ok());
+    auto i = ProbeImage(*bytes);
+    EXPECT_TRUE(i.ok()) << (i.ok() ? "" : i.error().ToString());
+    return i.ok() ? *i : ImageInfo{};
+  };
+  EXPECT_EQ(info("rgb.jpg").format, "jpeg");
+  EXPECT_EQ(info("rgb.png").format, "png");
+  EXPECT_EQ(info("lossy.webp").format, "webp");
+  EXPECT_EQ(info("anim.gif").format, "gif");
+  EXPECT_EQ(info("rgb.bmp").format, "bmp");
+  EXPECT_EQ(info("rgb.tif").format, "tiff");
+  EXPECT_EQ(info("cmyk.jpg").colour, "cmyk");
+  EXPECT_EQ(info("grey16.png").bits, 16);
+  EXPECT_TRUE(info("rgba.png").has_alpha);
+  EXPECT_TRUE(info("icc.png").has_icc);
+  for (int o = 1; o <= 8; ++o) {
+    ImageInfo i = info("orient" + std::to_string(o) + ".jpg");
+    EXPECT_EQ(i.orientation, o);
+    EXPECT_EQ(i.upright_width, o >= 5 ? 61 : 97);
+    EXPECT_EQ(i.upright_height, o >= 5 ? 97 : 61);
+  }
+}
+
+TEST_F(PillowFixture, IccProfileIsApplied) {
+  auto bytes = ReadFile(File("icc.png"));
+  ASSERT_TRUE(bytes.ok());
+  auto with = DecodeImage(*bytes);
+  ASSERT_TRUE(with.ok());
+  EXPECT_TRUE(with->info.icc_applied);
+  auto plain = DecodeImage(*ReadFile(File("rgb.png")));
+  ASSERT_TRUE(plain.ok());
+  // A wide-gamut profile moves the colours well away from the untagged pixels.
+  EXPECT_LT(Psnr(with->rgb, plain->rgb), 35.0);
+}
+
+TEST_F(PillowFixture, CompositeOnWhiteInsteadOfDroppingAlpha) {
+  auto bytes = ReadFile(File("rgba.png"));
+  ASSERT_TRUE(bytes.ok());
+  ImageOptions options;
+  options.composite_on_white = true;
+  auto white = DecodeImage(*bytes, options);
+  auto dropped = DecodeImage(*bytes);
+  ASSERT_TRUE(white.ok() && dropped.ok());
+  // Column 0 has alpha 0: white when composited, the colour itself when alpha is dropped.
+  EXPECT_EQ(white->rgb.pixels[0], 255);
+  EXPECT_EQ(white->rgb.pixels[1], 255);
+  EXPECT_EQ(white->rgb.pixels[2], 255);
+  auto plain = DecodeImage(*ReadFile(File("rgb.png")));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(dropped->rgb.pixels, plain->rgb.pixels);
+  // The last column is opaque: the same either way.
+  const size_t last = (dropped->rgb.width - 1) * 3;
+  EXPECT_EQ(white->rgb.pixels[last], dropped->rgb.pixels[last]);
+}
+
+TEST_F(PillowFixture, GifFirstFrameOnly) {
+  auto d = DecodeImage(*ReadFile(File("anim.gif")));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->rgb.width, 97);
+  EXPECT_EQ(d->rgb.height, 61);
+}
+
+TEST_F(PillowFixture, HeifWhenLibvipsReadsIt) {
+  // Pillow cannot write HEIF here; libvips's own CLI (libvips-tools) can.
+  std::string heic = File("rgb.heic");
+  auto saved = test::RunProgram({"vips", "copy", File("rgb.png"), heic + "[Q=95]"});
+  if (saved.exit_code != 0) GTEST_SKIP() << "libvips cannot write HEIF here: " << saved.err;
+  auto got = DecodeImageFile(heic);
+  ASSERT_TRUE(got.ok()) << got.error().ToString();
+  EXPECT_EQ(got->info.format, "heif");
+  auto png = DecodeImageFile(File("rgb.png"));
+  ASSERT_TRUE(png.ok());
+  EXPECT_GE(Psnr(got->rgb, png->rgb), 30.0);
+}
+
+// ---- Shrink-on-load: only where it stays >= 45 dB from the full decode ----
+
+TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45Db) {
+  struct Case {
+    const char* name;
+    ResizeMode mode;
+    int64_t h, w;
+  };
+  const Case cases[] = {
+      {"photo.jpg", ResizeMode::kCenterCrop, 100, 100},  // reduction 12 -> shrink 4
+      {"photo.jpg", ResizeMode::kCenterCrop, 50, 50},    // reduction 24 -> shrink 8
+      {"photo.jpg", ResizeMode::kStretch, 200, 266},     // reduction 6 -> shrink 2
+      {"photo.jpg", ResizeMode::kStretch, 130, 70},      // anisotropic
+      {"photo_o6.jpg", ResizeMode::kCenterCrop, 60, 90}, // rotated source
+      {"odd_o3.jpg", ResizeMode::kCenterCrop, 41, 37},   // partial blocks, 180 degrees
+  };
+  int used = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto bytes = ReadFile(File(c.name));
+    ASSERT_TRUE(bytes.ok());
+    ImageOptions full_opts;
+    full_opts.shrink_on_load = false;
+    auto full = PrepareImage(*bytes, c.mode, c.h, c.w, full_opts);
+    auto fast = PrepareImage(*bytes, c.mode, c.h, c.w);
+    ASSERT_TRUE(full.ok() && fast.ok());
+    EXPECT_EQ(full->info.shrink, 1);
+    EXPECT_EQ(fast->plan, full->plan);
+    if (fast->info.shrink > 1) ++used;
+    const double psnr = Psnr(fast->rgb, full->rgb);
+    std::printf("[ image ] %s %lldx%lld shrink %d: %.1f dB\n", c.name,
+                static_cast<long long>(c.w), static_cast<long long>(c.h), fast->info.shrink,
+                psnr);
+    EXPECT_GE(psnr, 45.0);
+  }
+  EXPECT_GE(used, 4);  // the fast path is really taken
+}
+
+TEST(ImageShrink, ChoosesOnlyForJpegAndLargeReductions) {
+  ImageInfo info;
+  info.format = "jpeg";
+  info.upright_width = 4000;
+  info.upright_height = 3000;
+  ResizePlan plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 336, 336);
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 2);  // 8.9 / 2 >= 3, 8.9 / 4 < 3
+  plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 100, 100);
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 8);
+  plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 1200, 1200);
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 1);
+  info.format = "png";
+  plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 100, 100);
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 1);
+}
+
+// ---- Geometry (SPEC 6.2) ----
+
+TEST(ImagePlan, CenterCropGeometry) {
+  ResizePlan p = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 336, 336);
+  EXPECT_EQ(p.scaled_width, 448);
+  EXPECT_EQ(p.scaled_height, 336);
+  EXPECT_EQ(p.left, 56);
+  EXPECT_EQ(p.top, 0);
+  // round(1000 * 336 / 667) = round(503.75) = 504; Hugging Face's shortest-edge resize would
+  // truncate to 503, but SPEC's geometry rounds.
+  p = PlanResize(1000, 667, ResizeMode::kCenterCrop, 336, 336);
+  EXPECT_EQ(p.scaled_width, 504);
+  EXPECT_EQ(p.scaled_height, 336);
+  EXPECT_EQ(p.left, 84);
+  // Halves round up (Math.round): 5 x 2 into 1 x 1 scales by 0.5 to 2.5 -> 3.
+  p = PlanResize(5, 2, ResizeMode::kCenterCrop, 1, 1);
+  EXPECT_EQ(p.scaled_width, 3);
+  EXPECT_EQ(p.scaled_height, 1);
+  EXPECT_EQ(p.left, 1);
+  // Non-square target: the height covers, the width is cropped with floor.
+  p = PlanResize(640, 480, ResizeMode::kCenterCrop, 224, 100);
+  EXPECT_EQ(p.scaled_width, 299);
+  EXPECT_EQ(p.scaled_height, 224);
+  EXPECT_EQ(p.left, 99);
+  EXPECT_EQ(p.top, 0);
+  // Upscaling a tiny image.
+  p = PlanResize(1, 1, ResizeMode::kCenterCrop, 336, 336);
+  EXPECT_EQ(p.scaled_width, 336);
+  EXPECT_EQ(p.left, 0);
+}
+
+TEST(ImagePlan, StretchIgnoresAspect) {
+  ResizePlan p = PlanResize(3000, 40, ResizeMode::kStretch, 896, 896);
+  EXPECT_EQ(p.scaled_width, 896);
+  EXPECT_EQ(p.scaled_height, 896);
+  EXPECT_EQ(p.left, 0);
+  EXPECT_EQ(p.top, 0);
+}
+
+TEST(ImageResize, IdentityAndConstantImages) {
+  RgbImage src;
+  src.width = 7;
+  src.height = 5;
+  for (int i = 0; i < 7 * 5 * 3; ++i) src.pixels.push_back(static_cast<uint8_t>(i * 7));
+  for (ResizeFilter f : {ResizeFilter::kBicubic, ResizeFilter::kBilinear, ResizeFilter::kLanczos}) {
+    RgbImage same = ResizeRgb(src, PlanResize(7, 5, ResizeMode::kStretch, 5, 7), f);
+    EXPECT_EQ(same.pixels, src.pixels);
+    RgbImage flat;
+    flat.width = 9;
+    flat.height = 4;
+    flat.pixels.assign(9 * 4 * 3, 200);
+    RgbImage r = ResizeRgb(flat, PlanResize(9, 4, ResizeMode::kCenterCrop, 13, 11), f);
+    for (uint8_t v : r.pixels) ASSERT_EQ(v, 200);  // weights are normalized
+  }
+}
+
+// ---- Output tensor ----
+
+TEST(ImageTensor, Uint8AndWidenedUint32) {
+  RgbImage rgb;
+  rgb.width = 2;
+  rgb.height = 1;
+  rgb.pixels = {0, 1, 2, 253, 254, 255};
+  NpyArray u8 = ImageTensor(rgb, PixelDtype::kUint8);
+  EXPECT_EQ(u8.descr, "|u1");
+  EXPECT_EQ(u8.shape, (std::vector<int64_t>{1, 1, 2, 3}));
+  EXPECT_EQ(u8.data, std::string("\x00\x01\x02\xfd\xfe\xff", 6));
+  NpyArray u32 = ImageTensor(rgb, PixelDtype::kUint32);
+  EXPECT_EQ(u32.descr, "<u4");
+  ASSERT_EQ(u32.data.size(), 24u);
+  EXPECT_EQ(static_cast<uint8_t>(u32.data[20]), 255);
+  EXPECT_EQ(u32.data.substr(21, 3), std::string(3, '\0'));
+  EXPECT_EQ(ParsePixelDtype("uint32"), PixelDtype::kUint32);
+  EXPECT_FALSE(ParsePixelDtype("float32").has_value());
+}
+
+TEST(ImagePng, PreviewRoundTrips) {
+  RgbImage rgb;
+  rgb.width = 3;
+  rgb.height = 2;
+  for (int i = 0; i < 18; ++i) rgb.pixels.push_back(static_cast<uint8_t>(i * 13));
+  auto png = EncodePng(rgb);
+  ASSERT_TRUE(png.ok());
+  auto back = DecodeImage(*png);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->rgb.pixels, rgb.pixels);
+}
+
+// ---- Hostile and broken inputs ----
+
+std::string Be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+uint32_t Crc32(const std::string& data) {
+  uint32_t c = 0xffffffffu;
+  for (unsigned char b : data) {
+    c ^= b;
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+std::string PngChunk(const std::string& type, const std::string& data) {
+  return Be32(static_cast<uint32_t>(data.size())) + type + data + Be32(Crc32(type + data));
+}
+
+// A valid PNG header claiming width x height, with a tiny (wrong) IDAT.
+std::string HugePng(uint32_t width, uint32_t height) {
+  std::string ihdr = Be32(width) + Be32(height) + std::string("\x08\x02\x00\x00\x00", 5);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + PngChunk("IHDR", ihdr) +
+         PngChunk("IDAT", std::string("\x78\x9c\x03\x00\x00\x00\x00\x01", 8)) +
+         PngChunk("IEND", "");
+}
+
+long PeakRssKb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+TEST(ImageLimits, HugePngHeaderIsRejectedQuicklyWithBoundedMemory) {
+  const std::string png = HugePng(100000, 100000);
+  const long before = PeakRssKb();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = PrepareImage(png, ResizeMode::kCenterCrop, 336, 336);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kLimit);
+  EXPECT_NE(r.error().message.find("100000x100000"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("limit"), std::string::npos);
+  EXPECT_LT(PeakRssKb() - before, 64 * 1024);  // nowhere near the 30 GB the pixels would take
+  (void)ms;  // tests never assert on time; the header path decodes nothing
+}
+
+TEST(ImageLimits, ConfigurablePixelLimit) {
+  const std::string png = HugePng(200, 100);
+  ImageOptions options;
+  options.max_pixels = 19999;
+  auto r = ProbeImage(png, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kLimit);
+  options.max_pixels = 20000;
+  EXPECT_TRUE(ProbeImage(png, options).ok());
+}
+
+TEST_F(PillowFixture, JpegHeaderClaimingHugeSizeIsRejected) {
+  std::string jpg = *ReadFile(File("rgb.jpg"));
+  size_t sof = jpg.find("\xff\xc0");
+  ASSERT_NE(sof, std::string::npos);
+  jpg[sof + 5] = '\xea';  // height 60000
+  jpg[sof + 6] = '\x60';
+  jpg[sof + 7] = '\xea';  // width 60000
+  jpg[sof + 8] = '\x60';
+  auto r = PrepareImage(jpg, ResizeMode::kStretch, 10, 10);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::kLimit);
+}
+
+TEST_F(PillowFixture, TruncatedFilesAreRejected) {
+  for (const char* name : {"rgb.jpg", "progressive.jpg", "rgb.png", "lossy.webp", "rgb.tif",
+                           "anim.gif", "rgb.bmp", "photo.jpg"}) {
+    SCOPED_TRACE(name);
+    std::string bytes = *ReadFile(File(name));
+    for (size_t keep : {bytes.size() / 2, size_t{40}, size_t{8}}) {
+      auto r = PrepareImage(std::string_view(bytes).substr(0, keep), ResizeMode::kStretch, 8, 8);
+      EXPECT_FALSE(r.ok()) << "kept " << keep << " bytes";
+    }
+  }
+}
+
+TEST(ImageInputs, NonImagesAreRejectedSayingSo) {
+  const std::string inputs[] = {
+      "", "hello, world\n", std::string(100, '\0'), "%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n",
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"></svg>",
+      "P6\n2 2\n255\n" + std::string(12, 'x'), "BM"};
+  for (const std::string& in : inputs) {
+    auto r = PrepareImage(in, ResizeMode::kStretch, 8, 8);
+    ASSERT_FALSE(r.ok());
+    const std::string& m = r.error().message;
+    EXPECT_TRUE(m.find("not an image") != std::string::npos ||
+                m.find("not a supported image") != std::string::npos ||
+                m.find("empty") != std::string::npos || m.find("header") != std::string::npos)
+        << m;
+  }
+}
+
+}  // namespace
+}  // namespace mlc
