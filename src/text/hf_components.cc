@@ -377,6 +377,35 @@ class DigitsPreTokenizer : public PreTokenizer {
   bool individual_;
 };
 
+// Hugging Face's Whitespace: the runs of `\w+|[^\w\s]+` (Rust regex classes), spaces dropped.
+class WhitespacePreTokenizer : public PreTokenizer {
+ public:
+  std::vector<Piece> Split(std::vector<Piece> pieces) const override {
+    std::vector<Piece> out;
+    for (const Piece& p : pieces) {
+      const std::string& t = p.text;
+      size_t run_begin = 0;
+      int run_class = 0;  // 0 whitespace, 1 word, 2 other
+      auto close = [&](size_t end) {
+        if (run_class != 0 && end > run_begin) {
+          out.push_back(Piece{t.substr(run_begin, end - run_begin), p.at_start && run_begin == 0});
+        }
+      };
+      for (size_t i = 0, len = 0; i < t.size(); i += len) {
+        char32_t cp = DecodeUtf8(t, i, &len);
+        int c = IsWhitespace(cp) ? 0 : IsWordChar(cp) ? 1 : 2;
+        if (c != run_class || i == 0) {
+          close(i);
+          run_begin = i;
+          run_class = c;
+        }
+      }
+      close(t.size());
+    }
+    return out;
+  }
+};
+
 class SequencePreTokenizer : public PreTokenizer {
  public:
   explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> parts)
@@ -672,9 +701,7 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const Json& j, const std
     return Done<PreTokenizer>(std::make_unique<DigitsPreTokenizer>(individual), errors);
   }
   if (*type == "Whitespace") {
-    auto r = Regex::Compile(R"(\w+|[^\w\s]+)", path);
-    if (!r.ok()) return r.errors();
-    return std::unique_ptr<PreTokenizer>(new SplitPreTokenizer(*r, Behavior::kRemoved, true));
+    return std::unique_ptr<PreTokenizer>(new WhitespacePreTokenizer());
   }
   if (*type == "Sequence") {
     auto parts = ParseList<PreTokenizer>(j, "pretokenizers", path, ParsePreTokenizer);

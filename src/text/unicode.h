@@ -31,5 +31,7 @@ std::string Lowercase(std::string_view s);
 // (the only classes the tokenizers need).
 bool IsWhitespace(char32_t cp);
 bool IsNumeric(char32_t cp);
+// Rust regex's \w: alphabetic, marks, decimal digits, connector punctuation, join controls.
+bool IsWordChar(char32_t cp);
 
 }  // namespace mlc::text
