@@ -1,0 +1,289 @@
+// The runtime boundary of the native frontend: a loaded model library exposes named functions
+// taking and returning tensors (DLPack DLTensor views), integers, shape tuples and opaque objects
+// (the KV cache, the parameters). Binding resolves every role and adapter the contract names
+// before any call; the parameter loader maps tensor-cache.json shards; a Session drives
+// create_kv_cache, embed_tokens, the adapters, prefill and decode with a sampler, turn by turn.
+#pragma once
+
+#include <dlpack/dlpack.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "mlc_manifest/bind.h"
+#include "mlc_manifest/contract.h"
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/plan.h"
+#include "mlc_manifest/request.h"
+
+namespace mlc {
+
+// ---- Tensors ----
+
+DLDataType DlFloat32();
+DLDataType DlInt32();
+DLDataType DlUInt8();
+DLDataType DlUInt32();
+bool SameDtype(DLDataType a, DLDataType b);
+std::string DlDtypeName(DLDataType dtype);                     // "float32", "uint8", ...
+std::optional<DLDataType> ParseDlDtype(const std::string& name);  // the inverse
+
+// A CPU tensor: owns its bytes (or keeps the owner of a view alive, e.g. a mapped shard) and
+// exposes them as a DLTensor. Copies share the storage.
+class NDArray {
+ public:
+  NDArray() = default;
+  // Zero-filled.
+  static NDArray Empty(std::vector<int64_t> shape, DLDataType dtype);
+  // A view of data owned by `owner` (kept alive as long as the view).
+  static NDArray View(std::shared_ptr<const void> owner, const void* data,
+                      std::vector<int64_t> shape, DLDataType dtype);
+
+  bool defined() const { return state_ != nullptr; }
+  const DLTensor& dl() const;
+  DLTensor* mutable_dl();
+  const std::vector<int64_t>& shape() const;
+  DLDataType dtype() const;
+  int64_t ndim() const { return static_cast<int64_t>(shape().size()); }
+  int64_t Elements() const;
+  size_t Bytes() const;
+  template <class T>
+  T* data() { return static_cast<T*>(mutable_dl()->data); }
+  template <class T>
+  const T* data() const { return static_cast<const T*>(dl().data); }
+  // The same bytes under another shape with as many elements (shares the storage).
+  NDArray Reshape(std::vector<int64_t> shape) const;
+  // "[2, 64] float32"
+  std::string Describe() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// ---- Values and functions ----
+
+class RuntimeObject {
+ public:
+  virtual ~RuntimeObject() = default;
+  virtual std::string TypeName() const = 0;
+};
+
+// The KV cache (or hybrid state) a library creates.
+class KvState : public RuntimeObject {
+ public:
+  virtual int64_t TotalLength() const = 0;  // positions held
+};
+
+// The parameters, in the order the library asked for them.
+class ParameterSet : public RuntimeObject {
+ public:
+  std::string TypeName() const override { return "ParameterSet"; }
+  std::vector<std::string> names;
+  std::vector<NDArray> tensors;
+  uint64_t mapped_bytes = 0;   // shard bytes mapped
+  uint64_t widened_bytes = 0;  // bytes of float32 produced from bf16 records
+};
+
+struct ShapeTuple {
+  std::vector<int64_t> dims;
+};
+
+using ObjectRef = std::shared_ptr<RuntimeObject>;
+using Value = std::variant<std::monostate, int64_t, double, ShapeTuple, NDArray, ObjectRef>;
+const char* ValueTypeName(const Value& value);
+
+// A library function: arguments in, results out (functions returning (logits, kv) return two).
+using PackedFunction = std::function<Result<std::vector<Value>>(std::span<const Value> args)>;
+
+// What a library says about itself (an MLC library's _metadata).
+struct LibraryMetadata {
+  std::string model_type;
+  std::string kv_state_kind = "kv_cache";
+  std::vector<ParamSpec> params;  // the order parameters are passed in
+  std::optional<Json> artifact;   // _metadata.artifact: the compiled-program document, if any
+};
+
+class ModelLibrary {
+ public:
+  virtual ~ModelLibrary() = default;
+  // nullptr when the library does not export the name.
+  virtual const PackedFunction* GetFunction(const std::string& name) const = 0;
+  virtual std::vector<std::string> FunctionNames() const = 0;
+  virtual const LibraryMetadata& Metadata() const = 0;
+};
+
+// ---- Binding roles to functions ----
+
+struct BoundModel {
+  BoundContract contract;
+  bool legacy = false;  // no manifest: embed/prefill/decode as MLC libraries always worked
+  std::string note;     // how it was bound, for humans
+  const PackedFunction* embed = nullptr;
+  const PackedFunction* create_kv_cache = nullptr;
+  const PackedFunction* prefill = nullptr;
+  const PackedFunction* decode = nullptr;
+  const PackedFunction* audio_adapter = nullptr;
+  const PackedFunction* image_adapter = nullptr;
+};
+
+// The contract for a package without mlc-model-manifest.json: the embed pair over the library's
+// embed / prefill / decode and create_tir_paged_kv_cache (or create_flashinfer_paged_kv_cache),
+// text only.
+// (library may be null: planning without a runtime assumes create_tir_paged_kv_cache).
+BoundContract LegacyContract(const ModelLibrary* library);
+
+// With DIR/mlc-model-manifest.json: parses it (a malformed one is an error, never a fallback),
+// takes the compiled program from `program` or else the library's _metadata.artifact, binds them
+// (SPEC 5, with the weights' parameter_schema_id when tensor-cache.json is readable) and resolves
+// every export and adapter function; each missing one is an error naming it. Without a manifest:
+// LegacyContract, with a note saying so. No function is called.
+Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary& library,
+                             const std::optional<CompiledProgram>& program = std::nullopt);
+
+// ---- Parameters ----
+
+// Maps the shards of DIR/tensor-cache.json and returns the parameters in `order` (the library's
+// metadata), checking each record's shape and dtype; "f32-to-bf16" float32 records are widened
+// from bfloat16, raw records are views into the mapping.
+Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_dir,
+                                                     const std::vector<ParamSpec>& order);
+
+// The converter's encoding: float32 -> bfloat16 rounding to nearest even; and back.
+uint16_t FloatToBf16(float value);
+float Bf16ToFloat(uint16_t value);
+
+// ---- Sampling ----
+
+struct SamplerConfig {
+  double temperature = 0.0;  // 0: greedy
+  double top_p = 1.0;        // nucleus mass in (0, 1]
+  int64_t top_k = 0;         // 0: all tokens
+  uint64_t seed = 0;
+};
+
+Status CheckSamplerConfig(const SamplerConfig& config);
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplerConfig& config);
+  int32_t Sample(std::span<const float> logits);
+
+ private:
+  SamplerConfig config_;
+  std::mt19937_64 rng_;
+};
+
+// ---- Generation ----
+
+// A turn ready to run: its planner pieces and, per piece, the media tensor its adapter takes
+// (audio float32 [n]; image uint8 / uint32 [1, H, W, 3]); undefined for text and row-count-only
+// pieces.
+struct TurnInput {
+  std::vector<PromptPiece> pieces;
+  std::vector<NDArray> media;
+};
+
+// Decodes the media files of a request turn with the audio and image frontends, into the dtype
+// the bound contract's adapter takes.
+Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn);
+
+struct GenerationOptions {
+  int64_t max_tokens = 32;
+  SamplerConfig sampler;
+  std::vector<int32_t> stop_token_ids;
+};
+
+// conv_template.stop_token_ids of the chat config (empty when absent).
+std::vector<int32_t> StopTokenIds(const ChatConfig& config);
+
+struct PhaseTimings {
+  double create_kv_ms = 0;
+  double embed_ms = 0;
+  double adapter_ms = 0;
+  double prefill_ms = 0;
+  double decode_ms = 0;
+  int64_t prefill_positions = 0;
+  int64_t prefill_calls = 0;
+  int64_t decode_steps = 0;
+};
+
+struct PrefillResult {
+  PrefillPlan plan;
+  std::vector<float> logits;  // of the last prompt position
+};
+
+struct TurnResult {
+  PrefillPlan plan;
+  std::vector<int32_t> tokens;
+  std::string stop_reason;  // "stop_token" or "length"
+  std::vector<float> last_logits;
+  PhaseTimings timings;
+};
+
+// One conversation over one KV cache: each turn continues the cache of the previous ones.
+class Session {
+ public:
+  // The KV cache is created lazily by the first turn, with create_kv_cache(max_batch_size 1,
+  // context window, prefill chunk size, page size 16, sliding window flag).
+  Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,
+          std::optional<int64_t> hidden_size = std::nullopt);
+
+  // Runs the adapters, plans and prefills the turn; returns the last position's logits.
+  // An image that cannot fit is rejected before its adapter runs.
+  Result<PrefillResult> Prefill(const TurnInput& input);
+  // Prefill, then sample and decode until a stop token or max_tokens. The sampled stop token
+  // is not fed back; a last token cut by the limit is fed at the start of the next turn.
+  Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
+
+  int64_t KvLength() const;
+  const PhaseTimings& timings() const { return timings_; }
+  int64_t adapter_calls() const { return adapter_calls_; }
+
+ private:
+  Status EnsureKvCache();
+  Result<NDArray> RunAdapter(const MediaPiece& media, const NDArray& input);
+  Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const std::vector<NDArray>& outputs);
+  Result<std::vector<float>> RunPrefillChunk(const PrefillChunk& chunk, const NDArray& embeds);
+  Result<std::vector<float>> DecodeStep(int32_t token);
+  Result<NDArray> Embed(std::span<const int32_t> ids);
+  Result<std::vector<float>> TakeLogits(std::vector<Value> results, const std::string& function);
+
+  BoundModel model_;
+  std::shared_ptr<ParameterSet> params_;
+  PlanLimits limits_;
+  std::optional<int64_t> hidden_size_;
+  ObjectRef kv_;
+  std::optional<int32_t> pending_token_;
+  PhaseTimings timings_;
+  int64_t adapter_calls_ = 0;
+};
+
+// A package and a library opened together: chat config, binding, parameters, session limits.
+struct LoadedModel {
+  ChatConfig config;
+  BoundModel bound;
+  std::shared_ptr<ParameterSet> params;
+  PlanLimits limits;
+  std::optional<int64_t> hidden_size;
+  double load_ms = 0;
+
+  Session NewSession() const { return Session(bound, params, limits, hidden_size); }
+};
+
+Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program = std::nullopt);
+
+// {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}
+OrderedJson PhaseTimingsJson(const PhaseTimings& t);
+
+}  // namespace mlc

@@ -1,0 +1,141 @@
+// `mlc-manifest plan DIR --program FILE --request FILE`: the prefill chunks a request becomes
+// (token ids, modality ids, adapter rows) under the package's chat config, without a runtime.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/plan.h"
+#include "mlc_manifest/request.h"
+#include "mlc_manifest/runtime.h"
+
+namespace mlc::cli {
+namespace {
+
+struct PlanArgs {
+  std::string dir;
+  std::string program;
+  std::string request;
+  std::string task = "chat.completions";
+  int64_t kv_length = 0;
+  bool json = false;
+};
+
+// The contract to plan with: the bound manifest, or the legacy text-only contract.
+Result<BoundContract> ContractFor(const PlanArgs& a, std::string* note) {
+  std::string manifest = JoinPath(a.dir, kManifestFileName);
+  if (!FileExists(manifest)) {
+    *note = std::string("no ") + kManifestFileName + ": the legacy embed pair, text only";
+    return LegacyContract(nullptr);
+  }
+  if (a.program.empty()) {
+    return Error{ErrorCode::kUsage, "--program",
+                 "the package has a manifest; give the compiled-program document with --program"};
+  }
+  auto package = ReadModelPackage(manifest);
+  if (!package) return package.take_errors();
+  auto program = ReadCompiledProgram(a.program);
+  if (!program) return program.take_errors();
+  BindOptions options;
+  options.task = a.task;
+  *note = "task \"" + a.task + "\"";
+  return Bind(*package, *program, options);
+}
+
+void PrintHuman(const PrefillPlan& plan, size_t turn, size_t turns) {
+  if (turns > 1) std::cout << "turn " << turn << ": ";
+  std::cout << "prompt_length " << plan.prompt_length << " (KV " << plan.kv_length << " -> "
+            << plan.kv_length + plan.prompt_length << "), " << plan.chunks.size() << " chunks\n";
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const PrefillChunk& c = plan.chunks[i];
+    std::cout << "  chunk " << i << ": " << c.size();
+    if (c.rows) {
+      std::cout << " adapter rows " << c.rows->start << ".." << c.rows->start + c.rows->count - 1
+                << " of input \"" << c.rows->input << "\" (placeholder " << c.token_ids.front()
+                << ")\n";
+      continue;
+    }
+    std::cout << " text positions [";
+    for (size_t k = 0; k < c.token_ids.size(); ++k) {
+      if (k == 16) {
+        std::cout << " ...";
+        break;
+      }
+      std::cout << (k ? " " : "") << c.token_ids[k];
+    }
+    std::cout << "]\n";
+  }
+}
+
+int Run(const PlanArgs& a) {
+  std::string note;
+  auto contract = ContractFor(a, &note);
+  if (!contract) return ReportFailure(contract.errors(), a.json);
+  auto config = ReadChatConfig(JoinPath(a.dir, kChatConfigFileName));
+  if (!config) return ReportFailure(config.errors(), a.json);
+  auto limits = PlanLimitsFromChatConfig(*config);
+  if (!limits) return ReportFailure(limits.errors(), a.json, kChatConfigFileName);
+  auto request = ReadRequestFile(a.request);
+  if (!request) return ReportFailure(request.errors(), a.json, a.request);
+  int64_t kv = a.kv_length;
+  std::vector<PrefillPlan> plans;
+  for (const RequestTurn& turn : request->turns) {
+    auto pieces = PiecesForTurn(*contract, turn);
+    if (!pieces) return ReportFailure(pieces.errors(), a.json, a.request);
+    for (const PromptPiece& p : *pieces) {
+      if (!p.Known()) {
+        return ReportFailure({Error{ErrorCode::kUsage, p.path,
+                                    "an audio clip's row count is known only once its adapter "
+                                    "runs; plan with {\"audio_rows\": N}"}},
+                             a.json, a.request);
+      }
+    }
+    auto plan = PlanPrefill(*limits, kv, *pieces);
+    if (!plan) return ReportFailure(plan.errors(), a.json, a.request);
+    kv += plan->prompt_length;
+    plans.push_back(std::move(*plan));
+  }
+  if (!a.json) {
+    std::cout << note << "; prefill_chunk_size " << limits->prefill_chunk_size
+              << ", context_window_size " << limits->context_window_size << "\n";
+    for (size_t i = 0; i < plans.size(); ++i) PrintHuman(plans[i], i, plans.size());
+    return kExitOk;
+  }
+  OrderedJson out = {{"ok", true}};
+  OrderedJson chunks = OrderedJson::array(), turns = OrderedJson::array();
+  int64_t total = 0;
+  for (const PrefillPlan& p : plans) {
+    OrderedJson one = PrefillPlanJson(p);
+    for (auto& c : one["chunks"]) chunks.push_back(c);
+    total += p.prompt_length;
+    turns.push_back({{"kv_length", p.kv_length}, {"prompt_length", p.prompt_length},
+                     {"chunks", p.chunks.size()}});
+  }
+  out["prompt_length"] = total;
+  out["kv_length"] = a.kv_length;
+  out["prefill_chunk_size"] = limits->prefill_chunk_size;
+  out["context_window_size"] = limits->context_window_size;
+  out["chunks"] = std::move(chunks);
+  if (plans.size() > 1) out["turns"] = std::move(turns);
+  PrintJson(out);
+  return kExitOk;
+}
+
+const Registration kPlan(600, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand("plan", "Plan the prefill chunks of a request (no runtime)");
+  auto a = std::make_shared<PlanArgs>();
+  cmd->add_option("DIR", a->dir, "The converted-model folder")->required();
+  cmd->add_option("--program", a->program, "The compiled-program document (or _metadata)");
+  cmd->add_option("--request", a->request,
+                  "Request JSON: [{\"tokens\": [..]}, {\"audio_rows\": N}, {\"image\": F}] or "
+                  "{\"turns\": [[...], ...]}")
+      ->required();
+  cmd->add_option("--task", a->task, "The task to plan for");
+  cmd->add_option("--kv-length", a->kv_length, "Positions the KV cache already holds")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", a->json, "One JSON object on stdout");
+  return [a]() { return Run(*a); };
+});
+
+}  // namespace
+}  // namespace mlc::cli

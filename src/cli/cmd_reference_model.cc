@@ -1,0 +1,75 @@
+// `mlc-manifest reference-model DIR`: writes the reference transformer as a converted package
+// (shards, tensor-cache.json, chat config, both manifest halves) for tests and the demo.
+#include <iostream>
+
+#include "cli/command.h"
+#include "mlc_manifest/reference_model.h"
+
+namespace mlc::cli {
+namespace {
+
+struct GenArgs {
+  std::string dir;
+  std::string pair = "tokens";
+  ReferenceModelOptions options;
+  bool no_manifest = false;
+  bool json = false;
+};
+
+int Run(GenArgs a) {
+  if (a.pair == "tokens") {
+    a.options.pairs = ReferencePairs::kTokens;
+  } else if (a.pair == "embeds") {
+    a.options.pairs = ReferencePairs::kEmbeds;
+  } else {
+    a.options.pairs = ReferencePairs::kBoth;
+  }
+  a.options.manifest = !a.no_manifest;
+  auto report = WriteReferenceModel(a.dir, a.options);
+  if (!report) return ReportFailure(report.errors(), a.json);
+  if (a.json) {
+    PrintJson({{"ok", true},
+               {"dir", a.dir},
+               {"files", report->files},
+               {"pair", a.pair},
+               {"parameters", report->parameter_count},
+               {"parameter_bytes", report->parameter_bytes},
+               {"shard_bytes", report->shard_bytes},
+               {"interface_id", report->interface_id},
+               {"parameter_schema_id", report->parameter_schema_id}});
+    return kExitOk;
+  }
+  std::cout << "wrote " << report->files.size() << " files to " << a.dir << " ("
+            << report->parameter_count << " parameters, " << report->parameter_bytes
+            << " bytes as float32, " << report->shard_bytes << " bytes of bf16 shards; "
+            << a.pair << " pair)\n"
+            << "interface_id " << report->interface_id << "\nparameter_schema_id "
+            << report->parameter_schema_id << "\n";
+  return kExitOk;
+}
+
+const Registration kReferenceModel(620, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "reference-model", "Write the small reference transformer as a converted package");
+  auto a = std::make_shared<GenArgs>();
+  ReferenceModelOptions& o = a->options;
+  cmd->add_option("DIR", a->dir, "Output folder (created when missing)")->required();
+  cmd->add_option("--seed", o.seed, "Weight seed");
+  cmd->add_option("--pair", a->pair, "Exported pairs")
+      ->check(CLI::IsMember({"tokens", "embeds", "both"}));
+  cmd->add_flag("--audio", o.audio, "Add an audio input and adapter");
+  cmd->add_flag("--image", o.image, "Add an image input and adapter");
+  cmd->add_option("--image-dtype", o.image_dtype, "Pixels the image adapter takes")
+      ->check(CLI::IsMember({"uint8", "uint32"}));
+  cmd->add_option("--context-window", o.context_window_size, "context_window_size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("--prefill-chunk", o.prefill_chunk_size, "prefill_chunk_size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_flag("--no-manifest", a->no_manifest, "Write a legacy package without a manifest");
+  cmd->add_flag("--force", o.force, "Replace existing files");
+  cmd->add_flag("--json", a->json, "One JSON object on stdout");
+  return [a]() { return Run(*a); };
+});
+
+}  // namespace
+}  // namespace mlc::cli

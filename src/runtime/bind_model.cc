@@ -1,0 +1,180 @@
+// Binding a package to a loaded library: the manifest path (SPEC 5, every function resolved
+// before any call), the legacy path for packages without a manifest, and LoadModel.
+#include <chrono>
+
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/runtime.h"
+
+namespace mlc {
+namespace {
+
+constexpr const char* kLegacyKvCreators[] = {"create_tir_paged_kv_cache",
+                                             "create_flashinfer_paged_kv_cache"};
+
+// Looks up a function, recording an error naming it (and its role) when missing.
+const PackedFunction* Resolve(const ModelLibrary& library, const std::string& function,
+                              const std::string& role, const std::string& path, Errors& errors) {
+  if (function.empty()) return nullptr;
+  const PackedFunction* f = library.GetFunction(function);
+  if (!f) {
+    errors.push_back(Invalid(path, "the library has no function \"" + function + "\" (" + role +
+                                       ")"));
+  }
+  return f;
+}
+
+Status ResolveFunctions(const ModelLibrary& library, const std::string& program_path,
+                        BoundModel& out) {
+  Errors errors;
+  const BoundContract& c = out.contract;
+  std::string exports = program_path + "/exports";
+  std::string prefill_role = std::string("prefill_") + GenerationPairName(c.pair);
+  std::string decode_role = std::string("decode_") + GenerationPairName(c.pair);
+  out.embed = Resolve(library, c.embed_function, "role embed_tokens",
+                      PointerAppend(exports, "embed_tokens"), errors);
+  out.create_kv_cache = Resolve(library, c.create_kv_cache_function, "role create_kv_cache",
+                                PointerAppend(exports, "create_kv_cache"), errors);
+  out.prefill = Resolve(library, c.prefill_function, "role " + prefill_role,
+                        PointerAppend(exports, prefill_role), errors);
+  out.decode = Resolve(library, c.decode_function, "role " + decode_role,
+                       PointerAppend(exports, decode_role), errors);
+  // Every other export the program names must exist too, even those this frontend does not call.
+  for (const auto& [role, function] : c.program.exports) {
+    if (role == "embed_tokens" || role == "create_kv_cache" || role == prefill_role ||
+        role == decode_role) {
+      continue;
+    }
+    Resolve(library, function, "role " + role, PointerAppend(exports, role), errors);
+  }
+  if (c.program.adapters) {
+    for (const auto& [adapter, function] : *c.program.adapters) {
+      const PackedFunction* f = Resolve(library, function, "adapter " + adapter,
+                                        PointerAppend(program_path + "/adapters", adapter), errors);
+      if (c.audio && c.audio->adapter == adapter) out.audio_adapter = f;
+      if (c.image && c.image->adapter == adapter) out.image_adapter = f;
+    }
+  }
+  if (!errors.empty()) return errors;
+  return Status::Ok();
+}
+
+Result<BoundModel> BindLegacy(const ModelLibrary& library) {
+  BoundModel out;
+  out.legacy = true;
+  out.contract = LegacyContract(&library);
+  Errors errors;
+  out.embed = Resolve(library, "embed", "legacy embed", "", errors);
+  out.prefill = Resolve(library, "prefill", "legacy prefill", "", errors);
+  out.decode = Resolve(library, "decode", "legacy decode", "", errors);
+  out.create_kv_cache = library.GetFunction(out.contract.create_kv_cache_function);
+  if (!out.create_kv_cache) {
+    errors.push_back(Invalid("", "the library has neither create_tir_paged_kv_cache nor "
+                                 "create_flashinfer_paged_kv_cache (legacy KV cache creation)"));
+  }
+  if (!errors.empty()) return errors;
+  out.note = std::string("no ") + kManifestFileName +
+             ": bound as MLC libraries always were (embed, prefill, decode, " +
+             out.contract.create_kv_cache_function + "; the embed pair, text only)";
+  return out;
+}
+
+}  // namespace
+
+BoundContract LegacyContract(const ModelLibrary* library) {
+  BoundContract c;
+  c.task_name = "chat.completions";
+  c.executor = "legacy";
+  c.pair = GenerationPair::kEmbeds;
+  c.embed_function = "embed";
+  c.prefill_function = "prefill";
+  c.decode_function = "decode";
+  c.create_kv_cache_function = kLegacyKvCreators[0];
+  for (const char* name : kLegacyKvCreators) {
+    if (library && library->GetFunction(name)) {
+      c.create_kv_cache_function = name;
+      break;
+    }
+  }
+  c.kv_state_kind = "kv_cache";
+  c.program.kind = "token_generation";
+  c.program.exports = {{"embed_tokens", c.embed_function},
+                       {"prefill_embeds", c.prefill_function},
+                       {"decode_embeds", c.decode_function},
+                       {"create_kv_cache", c.create_kv_cache_function}};
+  return c;
+}
+
+Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary& library,
+                             const std::optional<CompiledProgram>& program) {
+  std::string manifest_path = JoinPath(package_dir, kManifestFileName);
+  if (!FileExists(manifest_path)) return BindLegacy(library);
+  auto package = ReadModelPackage(manifest_path);
+  if (!package) {
+    Errors errors = package.take_errors();
+    for (Error& e : errors) {
+      if (e.code != ErrorCode::kIo) e.path = manifest_path + "#" + e.path;
+    }
+    return errors;
+  }
+  std::optional<CompiledProgram> compiled = program;
+  std::string program_path;
+  if (!compiled) {
+    const auto& artifact = library.Metadata().artifact;
+    if (!artifact) {
+      return Invalid("_metadata", std::string(kManifestFileName) +
+                                      " is present but the library carries no "
+                                      "_metadata.artifact (and no program document was given)");
+    }
+    auto parsed = ParseCompiledProgram(*artifact);
+    if (!parsed) {
+      Errors errors = parsed.take_errors();
+      for (Error& e : errors) e.path = "_metadata.artifact#" + e.path;
+      return errors;
+    }
+    compiled = *parsed;
+  }
+  BindOptions options;
+  if (auto cache = ReadTensorCache(package_dir)) {
+    auto id = ComputeParameterSchemaId(ParamSpecsOf(*cache));
+    if (id) options.weights_parameter_schema_id = *id;
+  }
+  auto bound = Bind(*package, *compiled, options);
+  if (!bound) return bound.take_errors();
+  if (compiled->kv_state_kind && library.Metadata().kv_state_kind != *compiled->kv_state_kind) {
+    return Invalid("/kv_state_kind", "the program says kv_state_kind \"" +
+                                         *compiled->kv_state_kind + "\" but the library has \"" +
+                                         library.Metadata().kv_state_kind + "\"");
+  }
+  BoundModel out;
+  out.contract = std::move(*bound);
+  program_path = PointerAppend("/programs", out.contract.executor);
+  if (Status s = ResolveFunctions(library, program_path, out); !s) return s.errors();
+  out.note = std::string(kManifestFileName) + ": task \"" + out.contract.task_name +
+             "\" bound to program \"" + out.contract.executor + "\" with the " +
+             GenerationPairName(out.contract.pair) + " pair";
+  return out;
+}
+
+Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program) {
+  auto start = std::chrono::steady_clock::now();
+  LoadedModel model;
+  auto config = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
+  if (!config) return config.take_errors();
+  model.config = std::move(*config);
+  auto limits = PlanLimitsFromChatConfig(model.config);
+  if (!limits) return limits.take_errors();
+  model.limits = *limits;
+  model.hidden_size = model.config.Dimension("hidden_size");
+  auto bound = BindModel(package_dir, library, program);
+  if (!bound) return bound.take_errors();
+  model.bound = std::move(*bound);
+  auto params = LoadParameters(package_dir, library.Metadata().params);
+  if (!params) return params.take_errors();
+  model.params = *params;
+  model.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                            start).count();
+  return model;
+}
+
+}  // namespace mlc

@@ -1,0 +1,161 @@
+// The parameter loader: maps the shards named by tensor-cache.json and hands the library its
+// parameters in the order it asks for, widening bfloat16-encoded float32 records.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/runtime.h"
+
+namespace mlc {
+namespace {
+
+// A read-only mapping of a whole file, unmapped when the last view goes away.
+class MappedFile {
+ public:
+  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
+  ~MappedFile() {
+    if (data_ && size_) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const uint8_t* bytes() const { return static_cast<const uint8_t*>(data_); }
+  size_t size() const { return size_; }
+
+ private:
+  void* data_;
+  size_t size_;
+};
+
+Result<std::shared_ptr<MappedFile>> MapFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return IoError(path, "not a regular file");
+  }
+  size_t size = static_cast<size_t>(st.st_size);
+  void* data = nullptr;
+  if (size > 0) {
+    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      ::close(fd);
+      return IoError(path, std::string("cannot map: ") + std::strerror(errno));
+    }
+  }
+  ::close(fd);
+  return std::make_shared<MappedFile>(data, size);
+}
+
+struct Located {
+  const TensorShard* shard;
+  const TensorRecord* record;
+};
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// The shape a library asks for must be all integers (named dimensions are resolved by then).
+std::optional<std::vector<int64_t>> IntegerShape(const ParamSpec& spec) {
+  std::vector<int64_t> out;
+  for (const auto& d : spec.shape) {
+    if (!std::holds_alternative<int64_t>(d)) return std::nullopt;
+    out.push_back(std::get<int64_t>(d));
+  }
+  return out;
+}
+
+Result<NDArray> Materialize(const Located& at, const std::shared_ptr<MappedFile>& file,
+                            const std::string& shard_path, uint64_t* widened) {
+  const TensorRecord& r = *at.record;
+  auto dtype = ParseDlDtype(r.dtype);
+  if (!dtype) return Invalid(r.name, "unsupported dtype \"" + r.dtype + "\"");
+  if (r.byte_offset + r.nbytes > file->size()) {
+    return Invalid(shard_path, "record \"" + r.name + "\" ends at byte " +
+                                   std::to_string(r.byte_offset + r.nbytes) + " but the shard has " +
+                                   std::to_string(file->size()) + " bytes");
+  }
+  const uint8_t* src = file->bytes() + r.byte_offset;
+  if (r.format == "f32-to-bf16" && r.dtype == "float32") {
+    NDArray out = NDArray::Empty(r.shape, *dtype);
+    float* dst = out.data<float>();
+    for (uint64_t i = 0; i < r.Elements(); ++i) {
+      uint16_t v;
+      std::memcpy(&v, src + 2 * i, 2);
+      dst[i] = Bf16ToFloat(v);
+    }
+    *widened += out.Bytes();
+    return out;
+  }
+  size_t align = std::max<size_t>(1, (dtype->bits + 7) / 8);
+  if (reinterpret_cast<uintptr_t>(src) % align == 0) {
+    return NDArray::View(file, src, r.shape, *dtype);
+  }
+  NDArray out = NDArray::Empty(r.shape, *dtype);  // unaligned record: copy
+  std::memcpy(out.data<uint8_t>(), src, r.nbytes);
+  return out;
+}
+
+}  // namespace
+
+Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_dir,
+                                                     const std::vector<ParamSpec>& order) {
+  auto cache = ReadTensorCache(package_dir);
+  if (!cache) return cache.take_errors();
+  std::map<std::string, Located> by_name;
+  for (const TensorShard& s : cache->shards) {
+    for (const TensorRecord& r : s.records) by_name[r.name] = Located{&s, &r};
+  }
+  Errors errors;
+  auto params = std::make_shared<ParameterSet>();
+  std::map<std::string, std::shared_ptr<MappedFile>> mapped;
+  for (const ParamSpec& spec : order) {
+    auto it = by_name.find(spec.name);
+    if (it == by_name.end()) {
+      errors.push_back(Invalid(cache->file, "the library asks for parameter \"" + spec.name +
+                                                "\", which tensor-cache.json does not hold"));
+      continue;
+    }
+    const TensorRecord& r = *it->second.record;
+    auto shape = IntegerShape(spec);
+    if (!shape || *shape != r.shape || spec.dtype != r.dtype) {
+      errors.push_back(Invalid(cache->file, "parameter \"" + spec.name + "\" is " +
+                                                ShapeText(r.shape) + " " + r.dtype +
+                                                " in tensor-cache.json but the library expects " +
+                                                (shape ? ShapeText(*shape) : "a symbolic shape") +
+                                                " " + spec.dtype));
+      continue;
+    }
+    const std::string& data_path = it->second.shard->data_path;
+    std::string shard_path = JoinPath(package_dir, data_path);
+    auto& file = mapped[data_path];
+    if (!file) {
+      auto m = MapFile(shard_path);
+      if (!m) {
+        errors.push_back(m.error());
+        continue;
+      }
+      file = *m;
+      params->mapped_bytes += file->size();
+    }
+    auto tensor = Materialize(it->second, file, shard_path, &params->widened_bytes);
+    if (!tensor) {
+      errors.push_back(tensor.error());
+      continue;
+    }
+    params->names.push_back(spec.name);
+    params->tensors.push_back(*tensor);
+  }
+  if (!errors.empty()) return errors;
+  return params;
+}
+
+}  // namespace mlc

@@ -1,0 +1,335 @@
+// The reference model as a ModelLibrary: named functions with the seed's argument shapes
+// (embed, prefill_tokens/decode_tokens, prefill/decode, create_tir_paged_kv_cache, audio_embed,
+// image_embed), each checking its arguments and returning errors, never crashing.
+#include <cstring>
+#include <set>
+
+#include "mlc_manifest/fs.h"
+#include "runtime/reference/reference_internal.h"
+
+namespace mlc {
+namespace reference {
+namespace {
+
+using Args = std::span<const Value>;
+
+// Argument readers: each returns an error naming the function and the argument.
+class ArgReader {
+ public:
+  ArgReader(std::string function, Args args) : fn_(std::move(function)), args_(args) {}
+
+  Status Count(size_t n) const {
+    if (args_.size() == n) return Status::Ok();
+    return Invalid(fn_, "expected " + std::to_string(n) + " arguments, got " +
+                            std::to_string(args_.size()));
+  }
+  Result<NDArray> Tensor(size_t i, DLDataType dtype, std::vector<int64_t> shape) const {
+    const NDArray* t = std::get_if<NDArray>(&args_[i]);
+    bool ok = t && t->defined() && SameDtype(t->dtype(), dtype) && t->ndim() == static_cast<int64_t>(shape.size());
+    for (size_t d = 0; ok && d < shape.size(); ++d) ok = shape[d] < 0 || t->shape()[d] == shape[d];
+    if (ok) return *t;
+    std::string want = "[";
+    for (size_t d = 0; d < shape.size(); ++d) {
+      want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
+    }
+    return Invalid(fn_, "argument " + std::to_string(i) + ": expected " + want + "] " +
+                            DlDtypeName(dtype) + ", got " +
+                            (t ? t->Describe() : std::string(ValueTypeName(args_[i]))));
+  }
+  Result<int64_t> Integer(size_t i) const {
+    if (const int64_t* v = std::get_if<int64_t>(&args_[i])) return *v;
+    return Invalid(fn_, "argument " + std::to_string(i) + ": expected an integer");
+  }
+  template <class T>
+  Result<T*> Object(size_t i) const {
+    const ObjectRef* o = std::get_if<ObjectRef>(&args_[i]);
+    T* p = o ? dynamic_cast<T*>(o->get()) : nullptr;
+    if (p) return p;
+    return Invalid(fn_, "argument " + std::to_string(i) + ": expected a " +
+                            (std::is_same_v<T, KvCache> ? "reference KV cache" : "parameter set") +
+                            ", got " + (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args_[i]))));
+  }
+  const ObjectRef& Ref(size_t i) const { return std::get<ObjectRef>(args_[i]); }
+
+ private:
+  std::string fn_;
+  Args args_;
+};
+
+Status CheckIds(const std::string& fn, const Config& c, std::span<const int32_t> ids) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= c.vocab_size) {
+      return Invalid(fn, "token id " + std::to_string(ids[i]) + " at position " +
+                             std::to_string(i) + " is outside the vocabulary [0, " +
+                             std::to_string(c.vocab_size) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+NDArray FloatTensor(const std::vector<float>& v, std::vector<int64_t> shape) {
+  NDArray a = NDArray::Empty(std::move(shape), DlFloat32());
+  std::memcpy(a.data<float>(), v.data(), v.size() * sizeof(float));
+  return a;
+}
+
+std::vector<Value> LogitsAndKv(const std::vector<float>& logits, const ObjectRef& kv) {
+  return {FloatTensor(logits, {1, 1, static_cast<int64_t>(logits.size())}), kv};
+}
+
+class Library : public ModelLibrary {
+ public:
+  Library(Config config, LibraryMetadata metadata, const std::vector<std::string>& exported)
+      : c_(std::move(config)), metadata_(std::move(metadata)) {
+    for (const std::string& name : exported) {
+      if (auto f = Make(name)) functions_[name] = std::move(*f);
+    }
+  }
+
+  const PackedFunction* GetFunction(const std::string& name) const override {
+    auto it = functions_.find(name);
+    return it == functions_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> FunctionNames() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, f] : functions_) out.push_back(n);
+    return out;
+  }
+  const LibraryMetadata& Metadata() const override { return metadata_; }
+
+  static bool Known(const std::string& name) {
+    static const std::set<std::string> kNames = {
+        "embed",  "prefill_tokens", "decode_tokens", "prefill", "decode",
+        "create_tir_paged_kv_cache", "audio_embed", "image_embed"};
+    return kNames.count(name) > 0;
+  }
+
+ private:
+  std::optional<PackedFunction> Make(const std::string& name) {
+    const Config* c = &c_;
+    if (name == "embed") return [c](Args a) { return Embed(*c, a); };
+    if (name == "prefill_tokens") return [c](Args a) { return PrefillTokens(*c, a); };
+    if (name == "decode_tokens") return [c](Args a) { return DecodeTokens(*c, a); };
+    if (name == "prefill") return [c](Args a) { return PrefillEmbeds(*c, a, "prefill"); };
+    if (name == "decode") return [c](Args a) { return PrefillEmbeds(*c, a, "decode"); };
+    if (name == "create_tir_paged_kv_cache") return [c](Args a) { return CreateKv(*c, a); };
+    if (name == "audio_embed" && c_.audio_frame_size) return [c](Args a) { return Audio(*c, a); };
+    if (name == "image_embed" && c_.image_size) return [c](Args a) { return Image(*c, a); };
+    return std::nullopt;
+  }
+
+  static Result<std::vector<Value>> Embed(const Config& c, Args args) {
+    ArgReader r("embed", args);
+    if (Status s = r.Count(2); !s) return s.errors();
+    auto ids = r.Tensor(0, DlInt32(), {-1});
+    if (!ids) return ids.take_errors();
+    auto params = r.Object<ParameterSet>(1);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
+    if (Status s = CheckIds("embed", c, span); !s) return s.errors();
+    NDArray out = NDArray::Empty({ids->Elements(), c.hidden_size}, DlFloat32());
+    EmbedTokens(c, *w, span, out.data<float>());
+    if (c.modality_in_inputs()) {
+      for (int64_t i = 0; i < ids->Elements(); ++i) {
+        AddModality(c, *w, kModalityText, out.data<float>() + i * c.hidden_size);
+      }
+    }
+    return std::vector<Value>{out};
+  }
+
+  static Result<std::vector<Value>> PrefillTokens(const Config& c, Args args) {
+    ArgReader r("prefill_tokens", args);
+    if (Status s = r.Count(5); !s) return s.errors();
+    auto e = r.Tensor(0, DlFloat32(), {1, -1, c.hidden_size});
+    if (!e) return e.take_errors();
+    int64_t n = e->shape()[1];
+    auto ids = r.Tensor(1, DlInt32(), {1, n});
+    if (!ids) return ids.take_errors();
+    auto mods = r.Tensor(2, DlInt32(), {1, n});
+    if (!mods) return mods.take_errors();
+    auto kv = r.Object<KvCache>(3);
+    if (!kv) return kv.take_errors();
+    auto params = r.Object<ParameterSet>(4);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(n));
+    if (Status s = CheckIds("prefill_tokens", c, id_span); !s) return s.errors();
+    const int32_t* m = mods->data<int32_t>();
+    std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
+    for (int64_t i = 0; i < n; ++i) {
+      if (m[i] != kModalityText && m[i] != kModalityAdapter) {
+        return Invalid("prefill_tokens", "modality id " + std::to_string(m[i]) + " at position " +
+                                             std::to_string(i) + "; expected 0 or 1");
+      }
+      float* row = x.data() + i * c.hidden_size;
+      if (!c.modality_in_inputs()) {
+        AddModality(c, *w, m[i], row);
+      } else if (m[i] == kModalityText) {  // text positions are looked up from their ids
+        EmbedTokens(c, *w, id_span.subspan(static_cast<size_t>(i), 1), row);
+        AddModality(c, *w, kModalityText, row);
+      }
+    }
+    auto logits = Forward(c, *w, **kv, std::move(x), n);
+    if (!logits) return logits.take_errors();
+    return LogitsAndKv(*logits, r.Ref(3));
+  }
+
+  static Result<std::vector<Value>> DecodeTokens(const Config& c, Args args) {
+    ArgReader r("decode_tokens", args);
+    if (Status s = r.Count(3); !s) return s.errors();
+    auto ids = r.Tensor(0, DlInt32(), {1, 1});
+    if (!ids) return ids.take_errors();
+    auto kv = r.Object<KvCache>(1);
+    if (!kv) return kv.take_errors();
+    auto params = r.Object<ParameterSet>(2);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    std::span<const int32_t> id_span(ids->data<int32_t>(), 1);
+    if (Status s = CheckIds("decode_tokens", c, id_span); !s) return s.errors();
+    std::vector<float> x(static_cast<size_t>(c.hidden_size));
+    EmbedTokens(c, *w, id_span, x.data());
+    AddModality(c, *w, kModalityText, x.data());
+    auto logits = Forward(c, *w, **kv, std::move(x), 1);
+    if (!logits) return logits.take_errors();
+    return LogitsAndKv(*logits, r.Ref(1));
+  }
+
+  // prefill (embeddings [1, n, hidden]) and decode (embeddings [1, 1, hidden]).
+  static Result<std::vector<Value>> PrefillEmbeds(const Config& c, Args args, const char* fn) {
+    ArgReader r(fn, args);
+    if (Status s = r.Count(3); !s) return s.errors();
+    bool decode = std::string(fn) == "decode";
+    auto e = r.Tensor(0, DlFloat32(), {1, decode ? 1 : -1, c.hidden_size});
+    if (!e) return e.take_errors();
+    auto kv = r.Object<KvCache>(1);
+    if (!kv) return kv.take_errors();
+    auto params = r.Object<ParameterSet>(2);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    int64_t n = e->shape()[1];
+    std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
+    auto logits = Forward(c, *w, **kv, std::move(x), n);
+    if (!logits) return logits.take_errors();
+    return LogitsAndKv(*logits, r.Ref(1));
+  }
+
+  // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
+  static Result<std::vector<Value>> CreateKv(const Config& c, Args args) {
+    ArgReader r("create_tir_paged_kv_cache", args);
+    if (Status s = r.Count(5); !s) return s.errors();
+    std::vector<int64_t> v;
+    for (size_t i = 0; i < 5; ++i) {
+      auto x = r.Integer(i);
+      if (!x) return x.take_errors();
+      v.push_back(*x);
+    }
+    if (v[0] != 1 || v[1] < 1 || v[1] > (int64_t{1} << 20) || v[2] < 1 || v[3] < 1) {
+      return Invalid("create_tir_paged_kv_cache",
+                     "expected max_batch_size 1, 1 <= max_total_seq_len <= 1048576, "
+                     "prefill_chunk_size >= 1 and page_size >= 1");
+    }
+    if (v[4] != 0) {
+      return Error{ErrorCode::kUnsupported, "create_tir_paged_kv_cache",
+                   "the reference KV cache has no sliding window"};
+    }
+    return std::vector<Value>{ObjectRef(std::make_shared<KvCache>(c, v[1]))};
+  }
+
+  static Result<std::vector<Value>> Audio(const Config& c, Args args) {
+    ArgReader r("audio_embed", args);
+    if (Status s = r.Count(2); !s) return s.errors();
+    auto pcm = r.Tensor(0, DlFloat32(), {-1});
+    if (!pcm) return pcm.take_errors();
+    auto params = r.Object<ParameterSet>(1);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    if (pcm->Elements() < 1) return Invalid("audio_embed", "expected at least one sample");
+    int64_t rows = 0;
+    auto out = AudioAdapter(c, *w, std::span<const float>(pcm->data<float>(), static_cast<size_t>(pcm->Elements())), &rows);
+    return std::vector<Value>{FloatTensor(out, {rows, c.hidden_size})};
+  }
+
+  static Result<std::vector<Value>> Image(const Config& c, Args args) {
+    ArgReader r("image_embed", args);
+    if (Status s = r.Count(2); !s) return s.errors();
+    const NDArray* px = std::get_if<NDArray>(&args[0]);
+    bool wide = px && px->defined() && SameDtype(px->dtype(), DlUInt32());
+    auto pixels = r.Tensor(0, wide ? DlUInt32() : DlUInt8(), {1, c.image_size, c.image_size, 3});
+    if (!pixels) return pixels.take_errors();
+    auto params = r.Object<ParameterSet>(1);
+    if (!params) return params.take_errors();
+    auto w = Weights::From(c, **params);
+    if (!w) return w.take_errors();
+    std::vector<uint32_t> values(static_cast<size_t>(pixels->Elements()));
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = wide ? pixels->data<uint32_t>()[i] : pixels->data<uint8_t>()[i];
+      if (values[i] > 255) return Invalid("image_embed", "pixel values must be 0..255");
+    }
+    auto out = ImageAdapter(c, *w, values);
+    return std::vector<Value>{FloatTensor(out, {c.num_patches(), c.hidden_size})};
+  }
+
+  Config c_;
+  LibraryMetadata metadata_;
+  std::map<std::string, PackedFunction> functions_;
+};
+
+}  // namespace
+}  // namespace reference
+
+Result<std::unique_ptr<ModelLibrary>> OpenReferenceLibrary(const std::string& dir) {
+  auto chat = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
+  if (!chat) return chat.take_errors();
+  auto config = reference::ParseConfig(chat->model_config);
+  if (!config) return config.take_errors();
+  std::string meta_path = JoinPath(dir, kReferenceLibraryFile);
+  auto meta = ReadJsonFile(meta_path);
+  if (!meta) return meta.take_errors();
+  Errors errors;
+  FieldChecker check(&errors);
+  LibraryMetadata metadata;
+  std::vector<std::string> functions;
+  if (check.Object(*meta, "") &&
+      check.Keys(*meta, "", {"model_type", "kv_state_kind", "functions", "params", "artifact"},
+                 {"model_type", "functions", "params"})) {
+    const Json& m = *meta;
+    if (m["model_type"] != kReferenceModelType) {
+      check.Fail("/model_type", std::string("expected \"") + kReferenceModelType + "\"");
+    }
+    if (m.contains("kv_state_kind")) {
+      if (auto k = check.String(m["kv_state_kind"], "/kv_state_kind")) metadata.kv_state_kind = *k;
+    }
+    metadata.model_type = kReferenceModelType;
+    if (!m["functions"].is_array()) check.Fail("/functions", "expected an array of names");
+    for (size_t i = 0; m["functions"].is_array() && i < m["functions"].size(); ++i) {
+      std::string p = PointerAppend("/functions", i);
+      auto name = check.String(m["functions"][i], p);
+      if (name && !reference::Library::Known(*name)) {
+        check.Fail(p, "the reference runtime implements no function \"" + *name + "\"");
+      } else if (name) {
+        functions.push_back(*name);
+      }
+    }
+    if (auto params = ParseParamSpecs(m["params"], "/params")) {
+      metadata.params = std::move(*params);
+    } else {
+      for (const Error& e : params.errors()) errors.push_back(e);
+    }
+    if (m.contains("artifact")) metadata.artifact = m["artifact"];
+  }
+  if (!errors.empty()) {
+    for (Error& e : errors) e.path = meta_path + "#" + e.path;
+    return errors;
+  }
+  std::unique_ptr<ModelLibrary> lib =
+      std::make_unique<reference::Library>(*config, std::move(metadata), functions);
+  return lib;
+}
+
+}  // namespace mlc

@@ -1,0 +1,79 @@
+// Token sampling: greedy, or temperature softmax restricted by top-k and top-p, from a seeded
+// generator so a run is reproducible.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "mlc_manifest/runtime.h"
+
+namespace mlc {
+namespace {
+
+int32_t Argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace
+
+Status CheckSamplerConfig(const SamplerConfig& c) {
+  Errors errors;
+  if (!(c.temperature >= 0) || !std::isfinite(c.temperature)) {
+    errors.push_back(Error{ErrorCode::kUsage, "--temperature", "expected a finite value >= 0"});
+  }
+  if (!(c.top_p > 0 && c.top_p <= 1)) {
+    errors.push_back(Error{ErrorCode::kUsage, "--top-p", "expected a value in (0, 1]"});
+  }
+  if (c.top_k < 0) {
+    errors.push_back(Error{ErrorCode::kUsage, "--top-k", "expected an integer >= 0 (0: all)"});
+  }
+  if (!errors.empty()) return errors;
+  return Status::Ok();
+}
+
+Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
+
+int32_t Sampler::Sample(std::span<const float> logits) {
+  if (logits.empty()) return 0;
+  if (config_.temperature <= 0 || config_.top_k == 1) return Argmax(logits);
+  // Candidates by descending logit (ties: lower id first).
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  size_t keep = logits.size();
+  if (config_.top_k > 0) keep = std::min<size_t>(keep, static_cast<size_t>(config_.top_k));
+  auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[a] != logits[b] ? logits[a] > logits[b] : a < b;
+  };
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    by_logit);
+  order.resize(keep);
+  // Softmax with temperature over the kept candidates.
+  double max_logit = logits[order.front()];
+  std::vector<double> probs(keep);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp((logits[order[i]] - max_logit) / config_.temperature);
+    sum += probs[i];
+  }
+  // Nucleus: the smallest prefix whose mass reaches top_p.
+  size_t nucleus = keep;
+  if (config_.top_p < 1) {
+    double mass = 0;
+    for (size_t i = 0; i < keep; ++i) {
+      mass += probs[i] / sum;
+      if (mass >= config_.top_p) {
+        nucleus = i + 1;
+        break;
+      }
+    }
+  }
+  double total = std::accumulate(probs.begin(), probs.begin() + static_cast<std::ptrdiff_t>(nucleus), 0.0);
+  std::uniform_real_distribution<double> uniform(0.0, total);
+  double r = uniform(rng_);
+  for (size_t i = 0; i < nucleus; ++i) {
+    r -= probs[i];
+    if (r < 0) return order[i];
+  }
+  return order[nucleus - 1];
+}
+
+}  // namespace mlc
