@@ -108,6 +108,9 @@ Result<ModelPackage> ParseModelPackage(const Json& doc);
 // (pointers then start with /artifact).
 Result<CompiledProgram> ParseCompiledProgram(const Json& doc);
 
+// A "programs" object alone: {name: {kind, exports, adapters?, adapter_dtypes?}}.
+Result<std::map<std::string, Program>> ParsePrograms(const Json& value, const std::string& path = "");
+
 enum class DocumentKind { kModelPackage, kCompiledProgram, kMetadata, kUnknown };
 // From "schema" (or an object with "artifact"); kUnknown otherwise.
 DocumentKind DetectDocument(const Json& doc);

@@ -17,6 +17,7 @@ enum class ErrorCode {
   kIo = 3,           // a file could not be read or written
   kUnsupported = 4,  // well-formed, but outside what this implementation handles
   kLimit = 5,        // over a configured limit (size, depth, pixels, samples)
+  kExists = 6,       // a write refused because the target exists (no --force)
 };
 
 struct Error {

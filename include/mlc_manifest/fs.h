@@ -14,7 +14,7 @@ namespace mlc {
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 64ull << 20);
 
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
-// Without overwrite an existing path is left alone and the call fails (ErrorCode::kUsage).
+// Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite);
 
 bool FileExists(const std::string& path);

@@ -85,6 +85,17 @@ Result<TensorCache> ReadTensorCache(const std::string& dir);
 // Every record as {name, shape, dtype} (integer dimensions).
 std::vector<ParamSpec> ParamSpecsOf(const TensorCache& cache);
 
+// Lays parameters out as MLC's converter does: records in the given order, a new shard
+// ("params_shard_N.bin") whenever the next record would take the current one past shard_cap
+// bytes, records contiguous, every record "f32-to-bf16" (float32 stored as bfloat16). Named
+// dimensions are an error (a tensor cache holds concrete shapes). No md5sums (no data yet).
+Result<TensorCache> LayoutTensorCache(const std::vector<ParamSpec>& params,
+                                      uint64_t shard_cap = 32ull << 20);
+
+// The file the converter writes: json.dump(cache, indent=4), with metadata ParamSize and
+// ParamBytes (declared-dtype bytes, a float as the converter writes it).
+std::string WriteTensorCache(const TensorCache& cache);
+
 // ---- resources (SPEC 3) ----
 
 // Size in bytes of one element of a declared dtype; nullopt for an unknown dtype.

@@ -78,7 +78,7 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite) {
   if (!overwrite && FileExists(path)) {
-    return Error{ErrorCode::kUsage, path, "already exists; pass --force to overwrite"};
+    return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
   }
   std::random_device rd;
   std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
@@ -96,7 +96,7 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
     if (::link(tmp.c_str(), path.c_str()) != 0) {
       std::string msg = errno == EEXIST ? "already exists; pass --force to overwrite"
                                         : "cannot create: " + ErrnoText();
-      ErrorCode code = errno == EEXIST ? ErrorCode::kUsage : ErrorCode::kIo;
+      ErrorCode code = errno == EEXIST ? ErrorCode::kExists : ErrorCode::kIo;
       ::unlink(tmp.c_str());
       return Error{code, path, msg};
     }

@@ -269,6 +269,18 @@ Result<Tasks> ParseTasks(const Json& value, const std::string& path) {
   return tasks;
 }
 
+Result<std::map<std::string, Program>> ParsePrograms(const Json& value, const std::string& path) {
+  Errors errors;
+  Parser p(&errors);
+  std::map<std::string, Program> out;
+  p.Entries(value, path, false, "program",
+            [&](const std::string& k, const Json& v, const std::string& at) {
+              out[k] = p.ProgramOf(v, at);
+            });
+  if (!errors.empty()) return errors;
+  return out;
+}
+
 Result<ModelPackage> ParseModelPackage(const Json& doc) {
   Errors errors;
   Parser p(&errors);
@@ -336,8 +348,8 @@ Result<CompiledProgram> ParseCompiledProgram(const Json& whole) {
   out.parameter_schema_id = p.Id(*doc, "parameter_schema_id", base);
   if (doc->contains("programs")) {
     p.Entries((*doc)["programs"], base + "/programs", false, "program",
-              [&](const std::string& k, const Json& v, const std::string& path) {
-                out.programs[k] = p.ProgramOf(v, path);
+              [&](const std::string& k, const Json& v, const std::string& at) {
+                out.programs[k] = p.ProgramOf(v, at);
               });
   }
   if (doc->contains("resources")) out.resources = p.ResourcesOf((*doc)["resources"], base + "/resources");

@@ -76,11 +76,13 @@ void AppendString(std::string& out, std::string_view s, bool ascii_only) {
   out += '"';
 }
 
+// Canonical form (ascii_only false) writes integral numbers as integers, as JavaScript does;
+// the Python form keeps a float a float ("868547584.0"), as json.dump does.
 template <class J>
 void AppendScalar(std::string& out, const J& v, bool ascii_only) {
   if (v.is_string()) {
     AppendString(out, v.template get_ref<const std::string&>(), ascii_only);
-  } else if (v.is_number_float()) {
+  } else if (v.is_number_float() && !ascii_only) {
     std::optional<int64_t> i = SafeInteger(Json(v.template get<double>()));
     out += i ? std::to_string(*i) : v.dump();
   } else {

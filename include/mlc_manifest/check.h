@@ -1,0 +1,81 @@
+// Checking a whole package before anyone downloads it: documents, identifiers, binding,
+// resources, shards and device fit, every verdict in one report; and `inspect`'s summary.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/device.h"
+#include "mlc_manifest/package.h"
+
+namespace mlc {
+
+// ---- shards ----
+
+enum class ShardStatus { kOk, kNotVerified, kMissing, kOutside, kSizeMismatch, kMd5Mismatch, kIoError };
+const char* ShardStatusName(ShardStatus s);
+
+struct ShardResult {
+  std::string data_path;
+  ShardStatus status = ShardStatus::kNotVerified;
+  uint64_t expected_size = 0;
+  uint64_t actual_size = 0;
+  std::string actual_md5;  // when computed
+  std::string message;
+};
+
+// Called with bytes hashed so far and the total to hash (from any worker thread, serialized).
+using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
+
+struct ShardCheckOptions {
+  bool verify_md5 = false;  // read every byte and compare md5sum
+  int threads = 0;          // 0: one per core
+  ProgressFn progress;
+};
+
+// For each shard: inside the folder after following links, present, of the recorded size and,
+// with verify_md5, of the recorded md5 (streamed in fixed-size blocks, shards in parallel).
+std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& cache,
+                                     const ShardCheckOptions& options);
+
+// Lowercase hex MD5 of a file, streamed; adds bytes read to *progress_bytes as it goes.
+Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes = {});
+
+// ---- check ----
+
+enum class Verdict { kPass, kFail, kWarn, kSkip };
+const char* VerdictName(Verdict v);
+
+struct CheckItem {
+  std::string name;     // "manifest", "interface_id", "parameter_schema_id", "binding", ...
+  Verdict verdict = Verdict::kPass;
+  std::string message;  // one line for people
+  OrderedJson details = OrderedJson::object();
+};
+
+struct CheckReport {
+  std::vector<CheckItem> items;
+  bool ok() const;  // no kFail
+  OrderedJson ToJson() const;
+};
+
+struct CheckOptions {
+  std::optional<std::string> program_path;  // compiled-program document or _metadata JSON
+  std::optional<std::string> params_path;   // parameter list with symbolic dimensions
+  std::string task = "chat.completions";
+  bool verify_shards = false;
+  std::optional<DeviceProfile> device;
+  ShardCheckOptions shard_options;           // threads, progress (verify_md5 set from above)
+};
+
+CheckReport CheckPackage(const std::string& dir, const CheckOptions& options);
+
+// ---- inspect ----
+
+// What the package is: tasks, inputs, processors, ids, parameters (count, bytes by dtype, the
+// largest), shards, context and prefill sizes, resources. Errors only when nothing is readable.
+Result<OrderedJson> InspectPackage(const std::string& dir);
+
+}  // namespace mlc

@@ -1,0 +1,120 @@
+// `mlc-manifest check DIR`: every verdict about a package before it is published.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.h"
+#include "mlc_manifest/check.h"
+
+namespace mlc::cli {
+namespace {
+
+// A one-line progress bar on stderr, redrawn at most once per percent.
+ProgressFn TerminalProgress() {
+  auto last = std::make_shared<int>(-1);
+  return [last](uint64_t done, uint64_t total) {
+    int pct = total ? static_cast<int>(done * 100 / total) : 100;
+    if (pct == *last) return;
+    *last = pct;
+    int bars = pct * 30 / 100;
+    std::fprintf(stderr, "\rverifying shards [%s%s] %3d%% %.1f/%.1f MiB", std::string(bars, '#').c_str(),
+                 std::string(30 - bars, ' ').c_str(), pct, done / 1048576.0, total / 1048576.0);
+    if (done >= total) std::fprintf(stderr, "\n");
+  };
+}
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+const Registration kCheck(50, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand("check", "Check a whole package: documents, ids, binding, resources, shards, device fit");
+  struct Args {
+    std::string dir, program, params, device, features, task = "chat.completions";
+    int64_t max_binding = -1, memory = -1;
+    int threads = 0;
+    bool verify = false, json = false, list_devices = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("DIR", a->dir, "Converted-model folder")->check(CLI::ExistingDirectory);
+  cmd->add_option("--program", a->program, "Compiled-program document or _metadata JSON");
+  cmd->add_option("--params", a->params, "Parameter list with symbolic dimensions");
+  cmd->add_option("--task", a->task, "Task to bind")->capture_default_str();
+  cmd->add_flag("--verify-shards", a->verify, "Hash every shard and compare md5sum (absent shards fail)");
+  cmd->add_option("--threads", a->threads, "Hashing threads (default: one per core)");
+  auto* dev = cmd->add_option("--device", a->device, "A shipped device profile (see --list-devices)");
+  auto* mb = cmd->add_option("--max-binding", a->max_binding, "Device maxStorageBufferBindingSize in bytes");
+  auto* ft = cmd->add_option("--features", a->features, "Device features, comma-separated");
+  cmd->add_option("--memory", a->memory, "Device memory in bytes (parameters + KV cache must fit)");
+  dev->excludes(mb)->excludes(ft);
+  cmd->add_flag("--list-devices", a->list_devices, "List the shipped device profiles and exit");
+  cmd->add_flag("--json", a->json, "One JSON object on stdout");
+  return [a]() {
+    if (a->list_devices) {
+      OrderedJson list = OrderedJson::array();
+      for (const DeviceProfile& d : DeviceProfiles()) {
+        if (!a->json) std::cout << d.limits.name << "  " << d.description << "\n";
+        list.push_back({{"name", d.limits.name}, {"max_storage_buffer_binding_size", d.limits.max_storage_buffer_binding_size},
+                        {"features", d.limits.features}});
+      }
+      if (a->json) PrintJson({{"ok", true}, {"devices", list}});
+      return kExitOk;
+    }
+    if (a->dir.empty()) return ReportFailure({Error{ErrorCode::kUsage, "", "DIR is required"}}, a->json);
+    CheckOptions o;
+    o.task = a->task;
+    o.verify_shards = a->verify;
+    o.shard_options.threads = a->threads;
+    if (!a->program.empty()) o.program_path = a->program;
+    if (!a->params.empty()) o.params_path = a->params;
+    if (!a->device.empty()) {
+      const DeviceProfile* d = FindDeviceProfile(a->device);
+      if (!d) {
+        return ReportFailure({Error{ErrorCode::kUsage, "--device", "unknown profile \"" + a->device +
+                                                                       "\" (see --list-devices)"}}, a->json);
+      }
+      o.device = *d;
+    } else if (a->max_binding >= 0 || !a->features.empty() || a->memory >= 0) {
+      DeviceProfile d;
+      d.limits.name = "the given device";
+      d.limits.features = SplitComma(a->features);
+      d.limits.max_storage_buffer_binding_size = a->max_binding >= 0 ? a->max_binding : INT64_MAX;
+      o.device = d;
+    }
+    if (a->memory >= 0 && o.device) o.device->memory_bytes = a->memory;
+    if (!a->json && ::isatty(2)) o.shard_options.progress = TerminalProgress();
+    CheckReport report = CheckPackage(a->dir, o);
+    if (a->json) {
+      PrintJson(report.ToJson());
+    } else {
+      for (const CheckItem& i : report.items) {
+        std::printf("%-4s  %-20s %s\n", VerdictName(i.verdict), i.name.c_str(), i.message.c_str());
+        if (i.verdict == Verdict::kFail && i.details.contains("errors")) {
+          for (const auto& e : i.details["errors"]) {
+            std::string path = e["path"].get<std::string>();
+            std::printf("      %s%s\n", path.empty() ? "" : (path + ": ").c_str(), e["message"].get<std::string>().c_str());
+          }
+        }
+        if (i.verdict == Verdict::kFail && i.details.contains("shards")) {
+          for (const auto& s : i.details["shards"]) {
+            if (s["status"] != "ok" && s["status"] != "not verified") {
+              std::printf("      %s\n", s["message"].get<std::string>().c_str());
+            }
+          }
+        }
+      }
+      std::printf("%s\n", report.ok() ? "package ok" : "package has problems");
+    }
+    return report.ok() ? kExitOk : kExitProblems;
+  };
+});
+
+}  // namespace
+}  // namespace mlc::cli

@@ -1,0 +1,171 @@
+// Shard integrity: containment, presence, size and md5, hashed in parallel with bounded memory
+// (each worker streams its shard through one fixed block).
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "mlc_manifest/check.h"
+#include "mlc_manifest/fs.h"
+
+namespace mlc {
+namespace {
+
+constexpr size_t kBlock = 1 << 20;
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return "";
+  return buf;
+}
+
+std::string Hex(const unsigned char* d, unsigned int n) {
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned int i = 0; i < n; ++i) {
+    s += hex[d[i] >> 4];
+    s += hex[d[i] & 15];
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* ShardStatusName(ShardStatus s) {
+  switch (s) {
+    case ShardStatus::kOk: return "ok";
+    case ShardStatus::kNotVerified: return "not verified";
+    case ShardStatus::kMissing: return "missing";
+    case ShardStatus::kOutside: return "outside the package";
+    case ShardStatus::kSizeMismatch: return "wrong size";
+    case ShardStatus::kMd5Mismatch: return "md5 mismatch";
+    case ShardStatus::kIoError: return "unreadable";
+  }
+  return "?";
+}
+
+Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
+  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBlock]);
+  for (;;) {
+    ssize_t n = ::read(fd, buf.get(), kBlock);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string msg = std::string("read failed: ") + std::strerror(errno);
+      ::close(fd);
+      return IoError(path, msg);
+    }
+    if (n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<size_t>(n));
+    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+  }
+  ::close(fd);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  return Hex(digest, len);
+}
+
+std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& cache,
+                                     const ShardCheckOptions& options) {
+  std::vector<ShardResult> results(cache.shards.size());
+  std::string root = RealPath(dir);
+  // Presence, containment and size first (cheap); collect what to hash.
+  std::vector<size_t> to_hash;
+  uint64_t total = 0;
+  for (size_t i = 0; i < cache.shards.size(); ++i) {
+    const TensorShard& s = cache.shards[i];
+    ShardResult& r = results[i];
+    r.data_path = s.data_path;
+    r.expected_size = s.nbytes;
+    std::string path = JoinPath(dir, s.data_path);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      r.status = ShardStatus::kMissing;
+      r.message = s.data_path + ": missing (expected " + std::to_string(s.nbytes) + " bytes)";
+      continue;
+    }
+    std::string real = RealPath(path);
+    if (root.empty() || real.compare(0, root.size() + 1, root + "/") != 0) {
+      r.status = ShardStatus::kOutside;
+      r.message = s.data_path + ": resolves to " + real + ", outside the package folder";
+      continue;
+    }
+    r.actual_size = static_cast<uint64_t>(st.st_size);
+    if (!S_ISREG(st.st_mode)) {
+      r.status = ShardStatus::kIoError;
+      r.message = s.data_path + ": not a regular file";
+      continue;
+    }
+    if (r.actual_size != s.nbytes) {
+      r.status = ShardStatus::kSizeMismatch;
+      r.message = s.data_path + ": " + std::to_string(r.actual_size) + " bytes, expected " +
+                  std::to_string(s.nbytes) + (r.actual_size < s.nbytes ? " (truncated)" : "");
+      continue;
+    }
+    if (!options.verify_md5 || s.md5sum.empty()) {
+      r.status = options.verify_md5 ? ShardStatus::kOk : ShardStatus::kNotVerified;
+      r.message = s.data_path + (options.verify_md5 ? ": size ok, no md5sum recorded"
+                                                    : ": size ok, md5 not verified");
+      continue;
+    }
+    to_hash.push_back(i);
+    total += s.nbytes;
+  }
+  // Hash in parallel: workers take the next shard; progress is serialized.
+  std::atomic<size_t> next{0};
+  std::atomic<uint64_t> done{0};
+  std::mutex progress_mu;
+  auto on_bytes = [&](uint64_t n) {
+    uint64_t d = done.fetch_add(n) + n;
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(progress_mu);
+      options.progress(d, total);
+    }
+  };
+  auto worker = [&]() {
+    for (size_t k; (k = next.fetch_add(1)) < to_hash.size();) {
+      size_t i = to_hash[k];
+      const TensorShard& s = cache.shards[i];
+      ShardResult& r = results[i];
+      Result<std::string> md5 = Md5File(JoinPath(dir, s.data_path), on_bytes);
+      if (!md5) {
+        r.status = ShardStatus::kIoError;
+        r.message = s.data_path + ": " + md5.error().message;
+        continue;
+      }
+      r.actual_md5 = *md5;
+      if (*md5 != s.md5sum) {
+        r.status = ShardStatus::kMd5Mismatch;
+        r.message = s.data_path + ": md5 " + *md5 + ", expected " + s.md5sum;
+      } else {
+        r.status = ShardStatus::kOk;
+        r.message = s.data_path + ": ok";
+      }
+    }
+  };
+  int threads = options.threads > 0 ? options.threads
+                                    : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::min<int>(threads, static_cast<int>(std::max<size_t>(1, to_hash.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  return results;
+}
+
+}  // namespace mlc
