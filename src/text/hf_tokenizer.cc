@@ -3,8 +3,6 @@
 // model per piece; decoding maps ids back to tokens and runs the decoder chain. The
 // post_processor only adds special tokens, which this encoding never does, so it is not read;
 // truncation and padding change ids and must be null.
-#include <utf8proc.h>
-
 #include <algorithm>
 #include <unordered_set>
 

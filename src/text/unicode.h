@@ -27,8 +27,7 @@ std::string Nfkc(std::string_view s);
 // Rust's char::to_lowercase applied to each code point.
 std::string Lowercase(std::string_view s);
 
-// Rust's char::is_whitespace (White_Space), char::is_numeric (Nd, Nl, No),
-// (the only classes the tokenizers need).
+// Rust's char::is_whitespace (White_Space) and char::is_numeric (Nd, Nl, No).
 bool IsWhitespace(char32_t cp);
 bool IsNumeric(char32_t cp);
 // Rust regex's \w: alphabetic, marks, decimal digits, connector punctuation, join controls.
