@@ -4,6 +4,8 @@
 // Usage: audio_bench [repetitions=9]
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,8 +63,15 @@ std::string MakeWav(int seconds) {
   return wav + data;
 }
 
-// Wall time of one process run, in milliseconds; negative when it fails to start or exit 0.
-double TimeProcess(const std::vector<std::string>& argv) {
+struct Timing {
+  double wall_ms = -1;  // negative when the process failed to start or exit 0
+  double cpu_ms = -1;   // user + system time of the process
+};
+
+double Ms(const timeval& tv) { return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3; }
+
+// Wall and CPU time of one process run.
+Timing TimeProcess(const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -74,11 +83,13 @@ double TimeProcess(const std::vector<std::string>& argv) {
   pid_t pid = 0;
   int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  if (rc != 0) return {};
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
   double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? ms : -1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};
+  return {ms, Ms(usage.ru_utime) + Ms(usage.ru_stime)};
 }
 
 double Median(std::vector<double> v) {
@@ -91,6 +102,7 @@ struct Contender {
   std::string name;
   std::vector<std::string> argv;
   std::vector<double> times;
+  std::vector<double> cpu;
   bool failed = false;
 };
 
@@ -105,15 +117,19 @@ int main(int argc, char** argv) {
 
   std::vector<Contender> contenders = {
       {"mlc-manifest audio",
-       {MLC_CLI_PATH, "audio", in, "-o", dir + "/mlc.npy", "--rate", "16000", "--force"}, {}},
-      {"sox rate -h", {"sox", in, "-r", "16000", "-c", "1", dir + "/sox.wav", "rate", "-h"}, {}},
-      {"ffmpeg", {"ffmpeg", "-y", "-i", in, "-ar", "16000", "-ac", "1", dir + "/ffmpeg.wav"}, {}},
+       {MLC_CLI_PATH, "audio", in, "-o", dir + "/mlc.npy", "--rate", "16000", "--force"}, {}, {}, false},
+      {"sox rate -h", {"sox", in, "-r", "16000", "-c", "1", dir + "/sox.wav", "rate", "-h"}, {}, {}, false},
+      {"ffmpeg", {"ffmpeg", "-y", "-i", in, "-ar", "16000", "-ac", "1", dir + "/ffmpeg.wav"}, {}, {}, false},
   };
   for (int r = 0; r < reps; ++r) {  // interleaved, so drift hits every contender alike
     for (Contender& c : contenders) {
-      double ms = TimeProcess(c.argv);
-      if (ms < 0) c.failed = true;
-      else c.times.push_back(ms);
+      Timing t = TimeProcess(c.argv);
+      if (t.wall_ms < 0) {
+        c.failed = true;
+      } else {
+        c.times.push_back(t.wall_ms);
+        c.cpu.push_back(t.cpu_ms);
+      }
     }
   }
   mlc::AudioDecode processor;  // 16 kHz, up to 480000 samples: exactly 30 s
@@ -132,15 +148,15 @@ int main(int argc, char** argv) {
 
   std::printf("audio: 30 s 48 kHz stereo s16 WAV -> 16 kHz mono (%zu samples), median of %d\n",
               samples, reps);
-  const double ours = Median(contenders[0].times);
+  const double ours = Median(contenders[0].times), ours_cpu = Median(contenders[0].cpu);
   for (const Contender& c : contenders) {
     if (c.failed || c.times.empty()) {
       std::printf("  %-20s unavailable or failed\n", c.name.c_str());
       continue;
     }
-    double m = Median(c.times);
-    std::printf("  %-20s %8.1f ms   %s / mlc-manifest = %.2fx\n", c.name.c_str(), m,
-                c.name.c_str(), m / ours);
+    double m = Median(c.times), cpu = Median(c.cpu);
+    std::printf("  %-20s wall %7.1f ms (%.2fx of mlc-manifest)   cpu %7.1f ms (%.2fx)\n",
+                c.name.c_str(), m, m / ours, cpu, cpu / ours_cpu);
   }
   std::printf("  %-20s %8.1f ms   (library call alone, in process)\n", "DecodeAudioFile",
               Median(lib_times));
