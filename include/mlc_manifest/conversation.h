@@ -1,0 +1,136 @@
+// Conversation templates (SPEC 7): the `conv_template` of mlc-chat-config.json, OpenAI-style chat
+// messages, the prompt segments WebLLM 0.2.86's manifest path builds from them (text strings and
+// media parts in content order), their token ids as request segments the planner and `run`
+// consume, follow-up turns that continue a KV cache, and the stop conditions of a reply.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/request.h"
+#include "mlc_manifest/tokenizer.h"
+
+namespace mlc {
+
+// The fields of conv_template that shape a prompt (unknown fields are ignored).
+struct ConvTemplate {
+  std::string name;
+  std::string system_template = "{system_message}";
+  std::string system_message;
+  std::optional<std::vector<int32_t>> system_prefix_token_ids;  // null / absent: none
+  bool add_role_after_system_message = true;
+  std::map<std::string, std::string> roles;           // "user", "assistant", "tool"
+  std::map<std::string, std::string> role_templates;  // absent role: "{<role>_message}"
+  std::vector<std::string> seps;                      // at least one
+  std::string role_content_sep = ": ";
+  std::string role_empty_sep = ": ";
+  std::vector<std::string> stop_str;
+  std::vector<int32_t> stop_token_ids;
+  std::string function_string;
+  bool use_function_calling = false;
+};
+
+// Parses a conv_template object; type errors are reported at their JSON Pointer under `base`.
+Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base = "");
+// The conv_template of a chat config document (at "/conv_template").
+Result<ConvTemplate> ConvTemplateFromChatConfig(const Json& chat_config);
+
+// ---- Messages ----
+
+enum class PartKind { kText, kImage, kAudio };
+
+struct ContentPart {
+  PartKind kind = PartKind::kText;
+  std::string text;   // kText
+  std::string url;    // kImage: image_url.url; kAudio: input_audio.data
+  std::string format; // kAudio: input_audio.format ("" when absent)
+  std::string path;   // JSON Pointer of the part
+};
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant", "tool"
+  std::vector<ContentPart> parts;  // a string content is one text part
+  std::string path;  // JSON Pointer of the message
+
+  // The text part, or "" (a message has at most one).
+  std::string Text() const;
+};
+
+// Parses an array of {role, content}: roles system|user|assistant|tool, content a string or a
+// list of text / image_url / input_audio parts; system and assistant content must be strings.
+// Enforces SPEC 7 step 1 (system only first, at most one text part, last message user or tool).
+Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::string& base = "");
+// A messages file: the array, or an object with a "messages" array (OpenAI request style).
+Result<std::vector<ChatMessage>> ReadMessagesFile(const std::string& path);
+
+// ---- Prompt segments ----
+
+struct PromptSegment {
+  PartKind kind = PartKind::kText;
+  std::string text;  // kText: the string to encode
+  ContentPart media;  // media segments: the part it came from
+};
+
+struct ChatPrompt {
+  bool first_round = true;  // system_prefix_token_ids go first
+  std::vector<PromptSegment> segments;
+};
+
+// SPEC 7 steps 1-5 for a fresh conversation (first round).
+Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
+                                   const std::vector<ChatMessage>& messages);
+
+// A follow-up turn: `messages` must begin with `previous` (the messages already prefilled, whose
+// system message, if any, is kept), then an assistant message whose text equals `reply` (what was
+// generated, without the stop token), then the new messages. The prompt is the separator that
+// follows the reply (the assistant template's tail + seps[i % len] for its index i), the new
+// messages and the reply header; no system prompt, no prefix ids.
+Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
+                                       const std::vector<ChatMessage>& previous,
+                                       std::string_view reply,
+                                       const std::vector<ChatMessage>& messages);
+
+// The concatenated text of a prompt with media shown as "<image>" / "<audio>" (for humans/tests).
+std::string PromptText(const ChatPrompt& prompt);
+
+// ---- Token ids ----
+
+// Resolves a media part's reference to a file: a path (relative to base_dir) as is, a data: URL
+// (base64) written into media_dir under a fresh name. Errors at the part's pointer.
+Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
+                              const std::string& media_dir);
+// The bytes of a base64 data: URL ("data:<type>;base64,<payload>").
+Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path);
+
+// The request turn of a prompt: prefix ids first on the first round, each string segment
+// encoded on its own, each media segment an audio / image segment whose file MediaFile resolves
+// (media_dir "" leaves data: URLs unresolved: the segment's file is then empty).
+Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
+                               const Tokenizer& tokenizer, const std::string& base_dir,
+                               const std::string& media_dir);
+
+// ---- Stopping ----
+
+// Finds stop strings in streamed text: Push returns the text that is safe to emit (a tail that
+// could begin a stop string is held back); once a stop string is seen, the text before it is
+// returned, stopped() is true and further input is ignored. Finish returns what is held back.
+class StopMatcher {
+ public:
+  explicit StopMatcher(std::vector<std::string> stop_strings);
+  std::string Push(std::string_view text);
+  std::string Finish();
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::vector<std::string> stops_;
+  std::string pending_;
+  bool stopped_ = false;
+};
+
+}  // namespace mlc

@@ -1,0 +1,557 @@
+// Conversation templates (SPEC 7): conv_template and message parsing, the prompt segments of
+// WebLLM 0.2.86's manifest path, follow-up turns over a KV cache, token ids and stop strings.
+#include "mlc_manifest/conversation.h"
+
+#include <atomic>
+#include <filesystem>
+
+#include "mlc_manifest/fs.h"
+
+namespace mlc {
+namespace {
+
+constexpr const char* kFunctionPlaceholder = "{function_string}";
+
+// ---- conv_template fields ----
+
+void ReadString(const Json& obj, const char* key, const std::string& base, std::string* out,
+                Errors* errors) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return;
+  if (!it->is_string()) {
+    errors->push_back(Invalid(PointerAppend(base, key), "expected a string, got " + JsonTypeName(*it)));
+    return;
+  }
+  *out = it->get<std::string>();
+}
+
+void ReadBool(const Json& obj, const char* key, const std::string& base, bool* out,
+              Errors* errors) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return;
+  if (!it->is_boolean()) {
+    errors->push_back(Invalid(PointerAppend(base, key), "expected a boolean, got " + JsonTypeName(*it)));
+    return;
+  }
+  *out = it->get<bool>();
+}
+
+void ReadStrings(const Json& obj, const char* key, const std::string& base,
+                 std::vector<std::string>* out, Errors* errors) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return;
+  std::string path = PointerAppend(base, key);
+  if (!it->is_array()) {
+    errors->push_back(Invalid(path, "expected an array of strings, got " + JsonTypeName(*it)));
+    return;
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (!(*it)[i].is_string()) {
+      errors->push_back(Invalid(PointerAppend(path, i), "expected a string"));
+      continue;
+    }
+    out->push_back((*it)[i].get<std::string>());
+  }
+}
+
+std::optional<std::vector<int32_t>> ReadIds(const Json& obj, const char* key,
+                                            const std::string& base, Errors* errors) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return std::nullopt;
+  std::string path = PointerAppend(base, key);
+  if (!it->is_array()) {
+    errors->push_back(Invalid(path, "expected an array of token ids, got " + JsonTypeName(*it)));
+    return std::nullopt;
+  }
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < it->size(); ++i) {
+    std::optional<int64_t> v = SafeInteger((*it)[i]);
+    if (!v || *v < 0 || *v > INT32_MAX) {
+      errors->push_back(Invalid(PointerAppend(path, i), "expected a token id (integer 0..2^31-1)"));
+      continue;
+    }
+    ids.push_back(static_cast<int32_t>(*v));
+  }
+  return ids;
+}
+
+void ReadStringMap(const Json& obj, const char* key, const std::string& base,
+                   std::map<std::string, std::string>* out, Errors* errors) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return;
+  std::string path = PointerAppend(base, key);
+  if (!it->is_object()) {
+    errors->push_back(Invalid(path, "expected an object of strings, got " + JsonTypeName(*it)));
+    return;
+  }
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string()) {
+      errors->push_back(Invalid(PointerAppend(path, k), "expected a string"));
+      continue;
+    }
+    (*out)[k] = v.get<std::string>();
+  }
+}
+
+// ---- messages ----
+
+Result<ContentPart> ParsePart(const Json& part, const std::string& path) {
+  if (!part.is_object()) return Invalid(path, "expected a content part object");
+  auto type = part.find("type");
+  if (type == part.end() || !type->is_string()) {
+    return Invalid(PointerAppend(path, "type"), "expected \"text\", \"image_url\" or \"input_audio\"");
+  }
+  ContentPart out;
+  out.path = path;
+  const std::string t = type->get<std::string>();
+  auto string_at = [&](const Json& obj, const char* key, const std::string& at,
+                       std::string* dst) -> Status {
+    auto it = obj.find(key);
+    if (it == obj.end() || !it->is_string()) {
+      return Invalid(PointerAppend(at, key), "expected a string");
+    }
+    *dst = it->get<std::string>();
+    return Status::Ok();
+  };
+  auto object_at = [&](const char* key) -> Result<const Json*> {
+    auto it = part.find(key);
+    if (it == part.end() || !it->is_object()) {
+      return Invalid(PointerAppend(path, key), "expected an object");
+    }
+    return &*it;
+  };
+  if (t == "text") {
+    out.kind = PartKind::kText;
+    if (Status s = string_at(part, "text", path, &out.text); !s) return s.errors();
+  } else if (t == "image_url") {
+    out.kind = PartKind::kImage;
+    auto obj = object_at("image_url");
+    if (!obj) return obj.take_errors();
+    if (Status s = string_at(**obj, "url", PointerAppend(path, "image_url"), &out.url); !s) {
+      return s.errors();
+    }
+  } else if (t == "input_audio") {
+    out.kind = PartKind::kAudio;
+    auto obj = object_at("input_audio");
+    if (!obj) return obj.take_errors();
+    std::string at = PointerAppend(path, "input_audio");
+    if (Status s = string_at(**obj, "data", at, &out.url); !s) return s.errors();
+    if ((*obj)->contains("format")) {
+      if (Status s = string_at(**obj, "format", at, &out.format); !s) return s.errors();
+    }
+  } else {
+    return Invalid(PointerAppend(path, "type"),
+                   "unknown content part type \"" + t + "\" (expected text, image_url or input_audio)");
+  }
+  return out;
+}
+
+Result<ChatMessage> ParseMessage(const Json& msg, const std::string& path) {
+  if (!msg.is_object()) return Invalid(path, "expected a message object {role, content}");
+  ChatMessage out;
+  out.path = path;
+  auto role = msg.find("role");
+  if (role == msg.end() || !role->is_string()) {
+    return Invalid(PointerAppend(path, "role"), "expected \"system\", \"user\", \"assistant\" or \"tool\"");
+  }
+  out.role = role->get<std::string>();
+  if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool") {
+    return Invalid(PointerAppend(path, "role"),
+                   "unknown role \"" + out.role + "\" (expected system, user, assistant or tool)");
+  }
+  std::string content_path = PointerAppend(path, "content");
+  auto content = msg.find("content");
+  if (content != msg.end() && content->is_string()) {
+    out.parts.push_back(ContentPart{PartKind::kText, content->get<std::string>(), "", "", content_path});
+    return out;
+  }
+  if (content == msg.end() || !content->is_array() || out.role == "system" || out.role == "assistant") {
+    return Invalid(content_path, out.role == "system" || out.role == "assistant"
+                                     ? "expected a string (" + out.role + " content)"
+                                     : "expected a string or an array of content parts");
+  }
+  bool seen_text = false;
+  for (size_t i = 0; i < content->size(); ++i) {
+    auto part = ParsePart((*content)[i], PointerAppend(content_path, i));
+    if (!part) return part.take_errors();
+    if (part->kind == PartKind::kText) {
+      if (seen_text) return Invalid(part->path, "more than one text part in a message");
+      seen_text = true;
+    }
+    out.parts.push_back(std::move(*part));
+  }
+  return out;
+}
+
+// ---- segments ----
+
+// Appends a string segment, merging with a preceding string and dropping empties (step 5).
+// As in WebLLM, merging happens within one message: the system prompt, each message and the
+// reply header are encoded separately.
+void AddText(std::vector<PromptSegment>* segs, const std::string& text) {
+  if (text.empty()) return;
+  if (!segs->empty() && segs->back().kind == PartKind::kText) {
+    segs->back().text += text;
+    return;
+  }
+  segs->push_back(PromptSegment{PartKind::kText, text, {}});
+}
+
+// A string segment of its own (the system prompt, the reply header, a follow-up separator).
+void AddSeparate(std::vector<PromptSegment>* segs, const std::string& text) {
+  if (!text.empty()) segs->push_back(PromptSegment{PartKind::kText, text, {}});
+}
+
+std::string ReplaceFirst(std::string s, std::string_view what, std::string_view with) {
+  size_t at = s.find(what);
+  if (at != std::string::npos) s.replace(at, what.size(), with);
+  return s;
+}
+
+std::string SystemPrompt(const ConvTemplate& t, const std::vector<ChatMessage>& messages) {
+  std::string message = t.system_message;
+  if (!messages.empty() && messages[0].role == "system") message = messages[0].Text();
+  return ReplaceFirst(t.system_template, "{system_message}", message);
+}
+
+// A role template cut at its message placeholder, {function_string} filled as WebLLM does: the
+// first occurrence gets function_string (when function calling is on), the next one "".
+struct RoleTemplate {
+  std::string before, after;
+  bool has_placeholder = true;
+};
+
+RoleTemplate SplitRoleTemplate(const ConvTemplate& t, const std::string& role) {
+  RoleTemplate out;
+  auto it = t.role_templates.find(role);
+  if (it == t.role_templates.end()) return out;
+  const std::string placeholder = "{" + role + "_message}";
+  size_t at = it->second.find(placeholder);
+  out.has_placeholder = at != std::string::npos;
+  out.before = out.has_placeholder ? it->second.substr(0, at) : it->second;
+  out.after = out.has_placeholder ? it->second.substr(at + placeholder.size()) : "";
+  std::vector<std::string> fills;
+  if (t.use_function_calling && !t.function_string.empty()) fills.push_back(t.function_string);
+  fills.push_back("");
+  size_t next = 0;
+  for (std::string* part : {&out.before, &out.after}) {
+    while (next < fills.size() && part->find(kFunctionPlaceholder) != std::string::npos) {
+      *part = ReplaceFirst(*part, kFunctionPlaceholder, fills[next++]);
+    }
+  }
+  return out;
+}
+
+Result<std::string> RoleString(const ConvTemplate& t, const ChatMessage& m) {
+  auto it = t.roles.find(m.role);
+  if (it == t.roles.end()) {
+    return Invalid(PointerAppend(m.path, "role"),
+                   "the conversation template has no roles." + m.role + " entry");
+  }
+  return it->second;
+}
+
+// Step 3 for message `i` (system excluded).
+Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool omit_role,
+                  std::vector<PromptSegment>* segs) {
+  auto role = RoleString(t, m);
+  if (!role) return role.take_errors();
+  RoleTemplate tpl = SplitRoleTemplate(t, m.role);
+  std::vector<PromptSegment> message;
+  AddText(&message, (omit_role ? "" : *role + t.role_content_sep) + tpl.before);
+  for (const ContentPart& part : m.parts) {
+    if (part.kind == PartKind::kText) {
+      if (tpl.has_placeholder) AddText(&message, part.text);
+    } else {
+      message.push_back(PromptSegment{part.kind, "", part});
+    }
+  }
+  AddText(&message, tpl.after + t.seps[i % t.seps.size()]);
+  segs->insert(segs->end(), message.begin(), message.end());
+  return Status::Ok();
+}
+
+Status AddReplyHeader(const ConvTemplate& t, std::vector<PromptSegment>* segs) {
+  auto it = t.roles.find("assistant");
+  if (it == t.roles.end()) return Invalid("/roles/assistant", "the conversation template has no assistant role");
+  AddSeparate(segs, it->second + t.role_empty_sep);
+  return Status::Ok();
+}
+
+Status CheckTemplate(const ConvTemplate& t) {
+  if (t.seps.empty()) return Invalid("/seps", "expected at least one separator");
+  return Status::Ok();
+}
+
+// Messages [from, end) of a conversation whose non-system messages are numbered from 0.
+Status AddMessages(const ConvTemplate& t, const std::vector<ChatMessage>& messages, size_t from,
+                   bool system_nonempty, std::vector<PromptSegment>* segs) {
+  size_t offset = !messages.empty() && messages[0].role == "system" ? 1 : 0;
+  Errors errors;
+  for (size_t k = std::max(from, offset); k < messages.size(); ++k) {
+    size_t i = k - offset;
+    bool omit = !t.add_role_after_system_message && system_nonempty && i == 0;
+    if (Status s = AddMessage(t, messages[k], i, omit, segs); !s) {
+      errors.insert(errors.end(), s.errors().begin(), s.errors().end());
+    }
+  }
+  if (!errors.empty()) return errors;
+  return Status::Ok();
+}
+
+char Base64Value(char c) {
+  if (c >= 'A' && c <= 'Z') return static_cast<char>(c - 'A');
+  if (c >= 'a' && c <= 'z') return static_cast<char>(c - 'a' + 26);
+  if (c >= '0' && c <= '9') return static_cast<char>(c - '0' + 52);
+  if (c == '+' || c == '-') return 62;
+  if (c == '/' || c == '_') return 63;
+  return -1;
+}
+
+}  // namespace
+
+std::string ChatMessage::Text() const {
+  for (const ContentPart& p : parts) {
+    if (p.kind == PartKind::kText) return p.text;
+  }
+  return "";
+}
+
+Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base) {
+  if (!obj.is_object()) return Invalid(base, "expected a conv_template object, got " + JsonTypeName(obj));
+  ConvTemplate t;
+  Errors errors;
+  ReadString(obj, "name", base, &t.name, &errors);
+  ReadString(obj, "system_template", base, &t.system_template, &errors);
+  ReadString(obj, "system_message", base, &t.system_message, &errors);
+  t.system_prefix_token_ids = ReadIds(obj, "system_prefix_token_ids", base, &errors);
+  ReadBool(obj, "add_role_after_system_message", base, &t.add_role_after_system_message, &errors);
+  ReadStringMap(obj, "roles", base, &t.roles, &errors);
+  ReadStringMap(obj, "role_templates", base, &t.role_templates, &errors);
+  ReadStrings(obj, "seps", base, &t.seps, &errors);
+  ReadString(obj, "role_content_sep", base, &t.role_content_sep, &errors);
+  ReadString(obj, "role_empty_sep", base, &t.role_empty_sep, &errors);
+  ReadStrings(obj, "stop_str", base, &t.stop_str, &errors);
+  t.stop_token_ids = ReadIds(obj, "stop_token_ids", base, &errors).value_or(std::vector<int32_t>{});
+  ReadString(obj, "function_string", base, &t.function_string, &errors);
+  ReadBool(obj, "use_function_calling", base, &t.use_function_calling, &errors);
+  if (errors.empty() && t.seps.empty()) errors.push_back(Invalid(PointerAppend(base, "seps"), "expected at least one separator"));
+  if (!errors.empty()) return errors;
+  return t;
+}
+
+Result<ConvTemplate> ConvTemplateFromChatConfig(const Json& chat_config) {
+  if (!chat_config.is_object() || !chat_config.contains("conv_template")) {
+    return Invalid("/conv_template", "the chat config has no conv_template object");
+  }
+  return ParseConvTemplate(chat_config["conv_template"], "/conv_template");
+}
+
+Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::string& base) {
+  if (!doc.is_array() || doc.empty()) return Invalid(base, "expected a non-empty array of messages");
+  std::vector<ChatMessage> out;
+  for (size_t i = 0; i < doc.size(); ++i) {
+    auto m = ParseMessage(doc[i], PointerAppend(base, i));
+    if (!m) return m.take_errors();
+    if (m->role == "system" && i != 0) {
+      return Invalid(PointerAppend(m->path, "role"), "a system message may only come first");
+    }
+    out.push_back(std::move(*m));
+  }
+  const ChatMessage& last = out.back();
+  if (last.role != "user" && last.role != "tool") {
+    return Invalid(PointerAppend(last.path, "role"), "the last message must be from user or tool");
+  }
+  return out;
+}
+
+Result<std::vector<ChatMessage>> ReadMessagesFile(const std::string& path) {
+  auto doc = ReadJsonFile(path);
+  if (!doc) return doc.take_errors();
+  if (doc->is_object() && doc->contains("messages")) return ParseMessages((*doc)["messages"], "/messages");
+  return ParseMessages(*doc);
+}
+
+Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
+                                   const std::vector<ChatMessage>& messages) {
+  if (Status s = CheckTemplate(tmpl); !s) return s.errors();
+  ChatPrompt prompt;
+  std::string system = SystemPrompt(tmpl, messages);
+  AddSeparate(&prompt.segments, system);
+  if (Status s = AddMessages(tmpl, messages, 0, !system.empty(), &prompt.segments); !s) {
+    return s.errors();
+  }
+  if (Status s = AddReplyHeader(tmpl, &prompt.segments); !s) return s.errors();
+  return prompt;
+}
+
+Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
+                                       const std::vector<ChatMessage>& previous,
+                                       std::string_view reply,
+                                       const std::vector<ChatMessage>& messages) {
+  if (Status s = CheckTemplate(tmpl); !s) return s.errors();
+  size_t n = previous.size();
+  if (n == 0) return Invalid("", "a follow-up needs the previous messages");
+  if (messages.size() < n + 2) {
+    return Invalid("", "expected the previous " + std::to_string(n) +
+                           " messages, the assistant reply and a new message");
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const ChatMessage& a = previous[k];
+    const ChatMessage& b = messages[k];
+    bool same = a.role == b.role && a.parts.size() == b.parts.size();
+    for (size_t p = 0; same && p < a.parts.size(); ++p) {
+      same = a.parts[p].kind == b.parts[p].kind && a.parts[p].text == b.parts[p].text &&
+             a.parts[p].url == b.parts[p].url && a.parts[p].format == b.parts[p].format;
+    }
+    if (!same) return Invalid(b.path, "differs from the conversation in the KV cache");
+  }
+  const ChatMessage& answer = messages[n];
+  if (answer.role != "assistant" || answer.Text() != reply) {
+    return Invalid(answer.path, "expected the assistant reply held in the KV cache");
+  }
+  ChatPrompt prompt;
+  prompt.first_round = false;
+  size_t offset = messages[0].role == "system" ? 1 : 0;
+  RoleTemplate tail = SplitRoleTemplate(tmpl, "assistant");
+  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()]);
+  if (Status s = AddMessages(tmpl, messages, n + 1, false, &prompt.segments); !s) {
+    return s.errors();
+  }
+  if (Status s = AddReplyHeader(tmpl, &prompt.segments); !s) return s.errors();
+  return prompt;
+}
+
+std::string PromptText(const ChatPrompt& prompt) {
+  std::string out;
+  for (const PromptSegment& s : prompt.segments) {
+    out += s.kind == PartKind::kText ? s.text : s.kind == PartKind::kImage ? "<image>" : "<audio>";
+  }
+  return out;
+}
+
+Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path) {
+  size_t comma = url.find(',');
+  if (url.substr(0, 5) != "data:" || comma == std::string_view::npos ||
+      url.substr(0, comma).find(";base64") == std::string_view::npos) {
+    return Invalid(path, "expected a base64 data: URL (data:<type>;base64,<payload>)");
+  }
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pos = comma + 1;
+  for (; pos < url.size() && url[pos] != '='; ++pos) {
+    char v = Base64Value(url[pos]);
+    if (v < 0) return Invalid(path, "invalid base64 character at offset " + std::to_string(pos));
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  for (; pos < url.size(); ++pos) {
+    if (url[pos] != '=') return Invalid(path, "base64 data after padding at offset " + std::to_string(pos));
+  }
+  return out;
+}
+
+Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
+                              const std::string& media_dir) {
+  std::string at = part.kind == PartKind::kImage ? PointerAppend(PointerAppend(part.path, "image_url"), "url")
+                                                 : PointerAppend(PointerAppend(part.path, "input_audio"), "data");
+  if (part.url.rfind("data:", 0) != 0) {
+    if (part.url.empty()) return Invalid(at, "expected a file path or a data: URL");
+    std::filesystem::path p(part.url);
+    return p.is_absolute() || base_dir.empty() ? part.url : (std::filesystem::path(base_dir) / p).string();
+  }
+  if (media_dir.empty()) return std::string();
+  auto bytes = DecodeDataUrl(part.url, at);
+  if (!bytes) return bytes.take_errors();
+  static std::atomic<int> counter{0};
+  std::string file = (std::filesystem::path(media_dir) /
+                      ("media-" + std::to_string(counter++) +
+                       (part.kind == PartKind::kImage ? ".img" : ".audio")))
+                         .string();
+  if (Status s = WriteFileAtomic(file, *bytes, true); !s) return s.errors();
+  return file;
+}
+
+Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
+                               const Tokenizer& tokenizer, const std::string& base_dir,
+                               const std::string& media_dir) {
+  RequestTurn turn;
+  auto add_tokens = [&turn](std::vector<int32_t> ids, const std::string& path) {
+    if (ids.empty()) return;
+    if (!turn.empty() && turn.back().kind == SegmentKind::kTokens) {
+      turn.back().token_ids.insert(turn.back().token_ids.end(), ids.begin(), ids.end());
+      return;
+    }
+    RequestSegment seg;
+    seg.token_ids = std::move(ids);
+    seg.path = path;
+    turn.push_back(std::move(seg));
+  };
+  if (prompt.first_round && tmpl.system_prefix_token_ids) {
+    add_tokens(*tmpl.system_prefix_token_ids, "/conv_template/system_prefix_token_ids");
+  }
+  Errors errors;
+  for (const PromptSegment& s : prompt.segments) {
+    if (s.kind == PartKind::kText) {
+      add_tokens(tokenizer.Encode(s.text), "");
+      continue;
+    }
+    auto file = MediaFile(s.media, base_dir, media_dir);
+    if (!file) {
+      errors.insert(errors.end(), file.errors().begin(), file.errors().end());
+      continue;
+    }
+    RequestSegment seg;
+    seg.kind = s.kind == PartKind::kImage ? SegmentKind::kImage : SegmentKind::kAudio;
+    seg.file = *file;
+    seg.path = s.media.path;
+    turn.push_back(std::move(seg));
+  }
+  if (!errors.empty()) return errors;
+  return turn;
+}
+
+StopMatcher::StopMatcher(std::vector<std::string> stop_strings) {
+  for (std::string& s : stop_strings) {
+    if (!s.empty()) stops_.push_back(std::move(s));
+  }
+}
+
+std::string StopMatcher::Push(std::string_view text) {
+  if (stopped_) return "";
+  pending_ += text;
+  size_t first = std::string::npos;
+  for (const std::string& s : stops_) first = std::min(first, pending_.find(s));
+  if (first != std::string::npos) {
+    stopped_ = true;
+    std::string out = pending_.substr(0, first);
+    pending_.clear();
+    return out;
+  }
+  // Hold back the longest tail that is a proper prefix of a stop string.
+  size_t hold = 0;
+  for (const std::string& s : stops_) {
+    for (size_t len = std::min(s.size() - 1, pending_.size()); len > hold; --len) {
+      if (pending_.compare(pending_.size() - len, len, s, 0, len) == 0) {
+        hold = len;
+        break;
+      }
+    }
+  }
+  std::string out = pending_.substr(0, pending_.size() - hold);
+  pending_.erase(0, pending_.size() - hold);
+  return out;
+}
+
+std::string StopMatcher::Finish() {
+  std::string out = stopped_ ? "" : pending_;
+  pending_.clear();
+  return out;
+}
+
+}  // namespace mlc

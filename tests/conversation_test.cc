@@ -1,0 +1,351 @@
+// Conversation templates (SPEC 7): prompt strings of MLC's gemma_instruction, gemma3_instruction,
+// llava, chatml and phi-3 templates, segments with media in content order, follow-up turns,
+// token ids with the real Phi-3 and Qwen2 tokenizers, stop strings, and errors with pointers.
+#include "mlc_manifest/conversation.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+Json J(const std::string& text) {
+  auto doc = ParseJson(text);
+  EXPECT_TRUE(doc.ok()) << text;
+  return doc.ok() ? *doc : Json();
+}
+
+ConvTemplate Template(const std::string& json) {
+  auto t = ParseConvTemplate(J(json));
+  EXPECT_TRUE(t.ok()) << (t.ok() ? "" : FormatErrors(t.errors()));
+  return t.ok() ? *t : ConvTemplate();
+}
+
+std::vector<ChatMessage> Messages(const std::string& json) {
+  auto m = ParseMessages(J(json));
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : FormatErrors(m.errors()));
+  return m.ok() ? *m : std::vector<ChatMessage>{};
+}
+
+// Segments shown as strings, media as <image> / <audio>.
+std::vector<std::string> Segments(const ChatPrompt& p) {
+  std::vector<std::string> out;
+  for (const PromptSegment& s : p.segments) {
+    out.push_back(s.kind == PartKind::kText ? s.text
+                  : s.kind == PartKind::kImage ? "<image>" : "<audio>");
+  }
+  return out;
+}
+
+std::vector<std::string> Build(const ConvTemplate& t, const std::string& messages) {
+  auto p = BuildChatPrompt(t, Messages(messages));
+  EXPECT_TRUE(p.ok()) << (p.ok() ? "" : FormatErrors(p.errors()));
+  return p.ok() ? Segments(*p) : std::vector<std::string>{};
+}
+
+// Public values of MLC LLM's templates (python/mlc_llm/conversation_template).
+const char* kGemma = R"({"name": "gemma_instruction", "system_template": "{system_message}",
+  "system_message": "", "roles": {"user": "<start_of_turn>user", "assistant": "<start_of_turn>model"},
+  "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
+  "stop_str": ["<end_of_turn>"], "stop_token_ids": [1, 107], "system_prefix_token_ids": [2]})";
+const char* kGemma3 = R"({"name": "gemma3_instruction", "system_template": "{system_message}",
+  "system_message": "", "roles": {"user": "<start_of_turn>user", "assistant": "<start_of_turn>model"},
+  "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
+  "stop_str": ["<end_of_turn>"], "stop_token_ids": [1, 106], "system_prefix_token_ids": [2],
+  "future_field": {"ignored": true}})";
+const char* kLlava = R"({"name": "llava", "system_template": "{system_message}",
+  "system_message": "\n", "roles": {"user": "USER", "assistant": "ASSISTANT"}, "seps": [" "],
+  "role_content_sep": ": ", "role_empty_sep": ":", "stop_str": ["</s>"], "stop_token_ids": [2],
+  "system_prefix_token_ids": [1], "add_role_after_system_message": false})";
+
+TEST(ConvTemplate, GemmaInstruction) {
+  ConvTemplate t = Template(kGemma);
+  EXPECT_EQ(t.stop_token_ids, (std::vector<int32_t>{1, 107}));
+  EXPECT_EQ(t.system_prefix_token_ids, (std::vector<int32_t>{2}));
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": "Hi"}])"),
+            (std::vector<std::string>{"<start_of_turn>user\nHi<end_of_turn>\n",
+                                      "<start_of_turn>model\n"}));
+  // An empty system message leaves the system prompt out; a given one replaces it.
+  EXPECT_EQ(Build(t, R"([{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Hi"},
+                         {"role": "assistant", "content": "Hello!"},
+                         {"role": "user", "content": "Bye"}])"),
+            (std::vector<std::string>{"Be brief.", "<start_of_turn>user\nHi<end_of_turn>\n",
+                                      "<start_of_turn>model\nHello!<end_of_turn>\n",
+                                      "<start_of_turn>user\nBye<end_of_turn>\n",
+                                      "<start_of_turn>model\n"}));
+}
+
+TEST(ConvTemplate, Gemma3ImageInContentOrder) {
+  ConvTemplate t = Template(kGemma3);
+  EXPECT_EQ(t.stop_token_ids, (std::vector<int32_t>{1, 106}));
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "a.jpg"}},
+                {"type": "text", "text": "What is this?"},
+                {"type": "image_url", "image_url": {"url": "b.jpg"}}]}])"),
+            (std::vector<std::string>{"<start_of_turn>user\n", "<image>", "What is this?",
+                                      "<image>", "<end_of_turn>\n", "<start_of_turn>model\n"}));
+}
+
+TEST(ConvTemplate, LlavaOmitsRoleAfterSystemPrompt) {
+  ConvTemplate t = Template(kLlava);
+  // The first message follows the system prompt without its role.
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": [
+                {"type": "text", "text": "Describe it."},
+                {"type": "image_url", "image_url": {"url": "x.png"}}]}])"),
+            (std::vector<std::string>{"\n", "Describe it.", "<image>", " ", "ASSISTANT:"}));
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
+                         {"role": "user", "content": "C"}])"),
+            (std::vector<std::string>{"\n", "A ", "ASSISTANT: B ", "USER: C ", "ASSISTANT:"}));
+  // An empty system prompt keeps the role on the first message.
+  EXPECT_EQ(Build(t, R"([{"role": "system", "content": ""}, {"role": "user", "content": "A"}])"),
+            (std::vector<std::string>{"USER: A ", "ASSISTANT:"}));
+}
+
+TEST(ConvTemplate, RoleTemplatesAndFunctionString) {
+  ConvTemplate t = Template(R"({"system_template": "[{system_message}]", "system_message": "S",
+      "roles": {"user": "U", "assistant": "A", "tool": "T"},
+      "role_templates": {"user": "<{function_string}|{user_message}|{function_string}>",
+                         "tool": "no placeholder"},
+      "seps": ["1", "2"], "role_content_sep": ":", "role_empty_sep": "=",
+      "function_string": "F", "use_function_calling": true})");
+  // First {function_string} -> function_string, the second -> "", seps alternate by index;
+  // a template without the placeholder drops the text.
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": [{"type": "input_audio",
+                            "input_audio": {"data": "a.wav", "format": "wav"}}, {"type": "text", "text": "x"}]},
+                         {"role": "assistant", "content": "y"},
+                         {"role": "tool", "content": "z"}])"),
+            (std::vector<std::string>{"[S]", "U:<F|", "<audio>", "x|>1", "A:y2", "T:no placeholder1",
+                                      "A="}));
+  // Off: only the first occurrence is filled (with ""), as WebLLM does.
+  t.use_function_calling = false;
+  EXPECT_EQ(Build(t, R"([{"role": "user", "content": "x"}])"),
+            (std::vector<std::string>{"[S]", "U:<|x|{function_string}>1", "A="}));
+}
+
+TEST(ConvTemplate, FollowUpPrefillsTheSeparatorAfterTheReply) {
+  ConvTemplate t = Template(kLlava);
+  auto first = Messages(R"([{"role": "user", "content": "A"}])");
+  auto next = Messages(R"([{"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
+                           {"role": "user", "content": [{"type": "text", "text": "C"},
+                             {"type": "image_url", "image_url": {"url": "x.png"}}]}])");
+  auto p = BuildFollowUpPrompt(t, first, "B", next);
+  ASSERT_TRUE(p.ok()) << FormatErrors(p.errors());
+  EXPECT_FALSE(p->first_round);
+  EXPECT_EQ(Segments(*p), (std::vector<std::string>{" ", "USER: C", "<image>", " ", "ASSISTANT:"}));
+  // Fresh prompt text = cached prompt + reply + follow-up (apart from the header/content sep).
+  ConvTemplate g = Template(kGemma);
+  auto sys_first = Messages(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "A"}])");
+  auto sys_next = Messages(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "A"},
+                               {"role": "assistant", "content": "B"}, {"role": "user", "content": "C"}])");
+  auto p1 = BuildChatPrompt(g, sys_first);
+  auto p2 = BuildFollowUpPrompt(g, sys_first, "B", sys_next);
+  auto whole = BuildChatPrompt(g, sys_next);
+  ASSERT_TRUE(p1.ok() && p2.ok() && whole.ok());
+  EXPECT_EQ(PromptText(*p1) + "B" + PromptText(*p2), PromptText(*whole));
+  // A different history or reply is not the cached conversation.
+  auto bad = BuildFollowUpPrompt(g, sys_first, "other", sys_next);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().path, "/2");
+  auto changed = Messages(R"([{"role": "system", "content": "X"}, {"role": "user", "content": "A"},
+                              {"role": "assistant", "content": "B"}, {"role": "user", "content": "C"}])");
+  auto bad2 = BuildFollowUpPrompt(g, sys_first, "B", changed);
+  ASSERT_FALSE(bad2.ok());
+  EXPECT_EQ(bad2.error().path, "/0");
+}
+
+// ---- Real tokenizers and chat configs ----
+
+struct RealModel {
+  ConvTemplate tmpl;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+RealModel LoadReal(const std::string& name, const std::string& tokenizer_file) {
+  RealModel m;
+  std::string dir = test::SharedPath("testdata/tokenizers/" + name);
+  auto config = ReadJsonFile(dir + "/mlc-chat-config.json");
+  EXPECT_TRUE(config.ok());
+  if (!config) return m;
+  auto t = ConvTemplateFromChatConfig(*config);
+  EXPECT_TRUE(t.ok());
+  if (t) m.tmpl = *t;
+  auto tok = Tokenizer::FromJsonFile(dir + "/" + tokenizer_file);
+  EXPECT_TRUE(tok.ok());
+  if (tok) m.tokenizer = std::move(*tok);
+  return m;
+}
+
+std::vector<int32_t> TurnIds(const RequestTurn& turn) {
+  std::vector<int32_t> ids;
+  for (const RequestSegment& s : turn) {
+    EXPECT_EQ(s.kind, SegmentKind::kTokens);
+    ids.insert(ids.end(), s.token_ids.begin(), s.token_ids.end());
+  }
+  return ids;
+}
+
+TEST(ConvTemplateReal, Phi3SystemPrefixAndSpecialTokens) {
+  RealModel m = LoadReal("phi-3-mini", "tokenizer.json");
+  ASSERT_TRUE(m.tokenizer);
+  EXPECT_EQ(m.tmpl.name, "phi-3");
+  auto msgs = Messages(R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])");
+  auto p = BuildChatPrompt(m.tmpl, msgs);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(Segments(*p), (std::vector<std::string>{"<|system|>\nBe brief.", "<|user|>\nHi<|end|>\n",
+                                                    "<|assistant|>\n"}));
+  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "", "");
+  ASSERT_TRUE(turn.ok());
+  std::vector<int32_t> ids = TurnIds(*turn);
+  // <s>, <|system|> ... <|user|>, ..., <|end|>, ..., <|assistant|>: each segment encoded alone.
+  std::vector<int32_t> expect = {1};
+  for (const std::string& s : Segments(*p)) {
+    auto e = m.tokenizer->Encode(s);
+    expect.insert(expect.end(), e.begin(), e.end());
+  }
+  EXPECT_EQ(ids, expect);
+  EXPECT_EQ(ids[1], 32006);  // <|system|>
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 32010), ids.end());  // <|user|>
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 32007), ids.end());  // <|end|>
+  EXPECT_EQ(m.tokenizer->Encode("<|assistant|>\n").front(), 32001);
+  std::string text = m.tokenizer->Decode(ids);
+  EXPECT_NE(text.find("Be brief."), std::string::npos) << text;
+  EXPECT_NE(text.find("Hi<|end|>"), std::string::npos) << text;
+}
+
+TEST(ConvTemplateReal, Qwen2ChatmlFollowUpIds) {
+  RealModel m = LoadReal("qwen2-readerlm", "tokenizer.reconstructed.json");
+  ASSERT_TRUE(m.tokenizer);
+  EXPECT_EQ(m.tmpl.name, "chatml");
+  EXPECT_FALSE(m.tmpl.system_prefix_token_ids.has_value());  // null in the config
+  auto first = Messages(R"([{"role": "user", "content": "Hello"}])");
+  auto p1 = BuildChatPrompt(m.tmpl, first);
+  ASSERT_TRUE(p1.ok());
+  EXPECT_EQ(Segments(*p1),
+            (std::vector<std::string>{
+                "<|im_start|>system\nYou are an AI assistant developed by Jina AI.<|im_end|>\n",
+                "<|im_start|>user\nHello<|im_end|>\n", "<|im_start|>assistant\n"}));
+  auto t1 = PromptTurn(*p1, m.tmpl, *m.tokenizer, "", "");
+  ASSERT_TRUE(t1.ok());
+  std::vector<int32_t> ids1 = TurnIds(*t1);
+  ASSERT_FALSE(ids1.empty());
+  EXPECT_EQ(ids1.front(), 151644);  // <|im_start|>, no prefix ids
+  EXPECT_EQ(ids1.back(), 198);      // "\n" after "assistant"
+
+  auto next = Messages(R"([{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi!"},
+                           {"role": "user", "content": "Bye"}])");
+  auto p2 = BuildFollowUpPrompt(m.tmpl, first, "Hi!", next);
+  ASSERT_TRUE(p2.ok());
+  auto t2 = PromptTurn(*p2, m.tmpl, *m.tokenizer, "", "");
+  ASSERT_TRUE(t2.ok());
+  std::vector<int32_t> ids2 = TurnIds(*t2);
+  // The separator after the reply comes first: <|im_end|> "\n".
+  ASSERT_GE(ids2.size(), 2u);
+  EXPECT_EQ(ids2[0], 151645);
+  EXPECT_EQ(ids2[1], 198);
+  EXPECT_EQ(m.tokenizer->Decode(ids2), "<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  // The cache (first prompt + reply + follow-up) equals the fresh prompt of the whole history.
+  auto whole = BuildChatPrompt(m.tmpl, next);
+  ASSERT_TRUE(whole.ok());
+  std::vector<int32_t> cache = ids1, reply = m.tokenizer->Encode("Hi!");
+  cache.insert(cache.end(), reply.begin(), reply.end());
+  cache.insert(cache.end(), ids2.begin(), ids2.end());
+  auto fresh = PromptTurn(*whole, m.tmpl, *m.tokenizer, "", "");
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(cache, TurnIds(*fresh));
+}
+
+TEST(ConvTemplateReal, MediaSegmentsResolveFilesAndDataUrls) {
+  test::TempDir dir;
+  RealModel m = LoadReal("qwen2-readerlm", "tokenizer.reconstructed.json");
+  ASSERT_TRUE(m.tokenizer);
+  // "RIFF" in base64 is "UklGRg==".
+  auto msgs = Messages(R"([{"role": "user", "content": [
+      {"type": "input_audio", "input_audio": {"data": "data:audio/wav;base64,UklGRg==", "format": "wav"}},
+      {"type": "text", "text": "Transcribe"},
+      {"type": "image_url", "image_url": {"url": "pics/cat.png"}}]}])");
+  auto p = BuildChatPrompt(m.tmpl, msgs);
+  ASSERT_TRUE(p.ok());
+  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "/base", dir.path());
+  ASSERT_TRUE(turn.ok()) << FormatErrors(turn.errors());
+  ASSERT_EQ(turn->size(), 5u);
+  EXPECT_EQ((*turn)[1].kind, SegmentKind::kAudio);
+  EXPECT_EQ(test::ReadText((*turn)[1].file), "RIFF");
+  EXPECT_EQ((*turn)[1].path, "/0/content/0");
+  EXPECT_EQ((*turn)[2].kind, SegmentKind::kTokens);
+  EXPECT_EQ(m.tokenizer->Decode((*turn)[2].token_ids), "Transcribe");
+  EXPECT_EQ((*turn)[3].kind, SegmentKind::kImage);
+  EXPECT_EQ((*turn)[3].file, "/base/pics/cat.png");
+}
+
+// ---- Stop strings ----
+
+TEST(StopMatcher, HoldsBackPartialStopAndCutsAtTheStop) {
+  StopMatcher s({"<end_of_turn>", "</s>"});
+  std::string out = s.Push("Hello <end");
+  EXPECT_EQ(out, "Hello ");
+  out += s.Push("_of");
+  out += s.Push("_turn> more");
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(out, "Hello ");
+  EXPECT_EQ(s.Push("x"), "");
+
+  StopMatcher t({"</s>"});
+  std::string text = t.Push("a</");
+  EXPECT_EQ(text, "a");
+  text += t.Push("b");
+  EXPECT_FALSE(t.stopped());
+  EXPECT_EQ(text + t.Finish(), "a</b");
+  StopMatcher none({});
+  EXPECT_EQ(none.Push("abc"), "abc");
+}
+
+// ---- Errors ----
+
+void ExpectMessagesError(const std::string& json, const std::string& path) {
+  auto m = ParseMessages(J(json));
+  ASSERT_FALSE(m.ok()) << json;
+  EXPECT_EQ(m.error().path, path) << m.error().message;
+}
+
+TEST(ConvErrors, MessagesWithPointers) {
+  ExpectMessagesError(R"([{"role": "user", "content": "a"}, {"role": "system", "content": "s"},
+                          {"role": "user", "content": "b"}])", "/1/role");
+  ExpectMessagesError(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])",
+                      "/1/role");
+  ExpectMessagesError(R"([{"role": "user", "content": [{"type": "text", "text": "a"},
+                          {"type": "text", "text": "b"}]}])", "/0/content/1");
+  ExpectMessagesError(R"([{"role": "user", "content": [{"type": "video_url"}]}])", "/0/content/0/type");
+  ExpectMessagesError(R"([{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])",
+                      "/0/content/0/image_url/url");
+  ExpectMessagesError(R"([{"role": "bot", "content": "a"}])", "/0/role");
+  ExpectMessagesError(R"([{"role": "user"}])", "/0/content");
+  ExpectMessagesError(R"([{"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+                          {"role": "user", "content": "b"}])", "/0/content");
+  ExpectMessagesError(R"([])", "");
+}
+
+TEST(ConvErrors, TemplateTypesWithPointers) {
+  auto t = ConvTemplateFromChatConfig(J(R"({"conv_template": {"seps": ["a", 3], "roles": {"user": 1},
+      "system_prefix_token_ids": [-1], "add_role_after_system_message": "no"}})"));
+  ASSERT_FALSE(t.ok());
+  std::vector<std::string> paths;
+  for (const Error& e : t.errors()) paths.push_back(e.path);
+  EXPECT_EQ(paths, (std::vector<std::string>{"/conv_template/system_prefix_token_ids/0",
+                                             "/conv_template/add_role_after_system_message",
+                                             "/conv_template/roles/user", "/conv_template/seps/1"}));
+  auto no_seps = ParseConvTemplate(J(R"({"seps": []})"));
+  ASSERT_FALSE(no_seps.ok());
+  EXPECT_EQ(no_seps.error().path, "/seps");
+  // A role the template does not name.
+  ConvTemplate phi = Template(R"({"roles": {"user": "U", "assistant": "A"}, "seps": ["\n"]})");
+  auto p = BuildChatPrompt(phi, Messages(R"([{"role": "tool", "content": "x"}])"));
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().path, "/0/role");
+  EXPECT_FALSE(DecodeDataUrl("data:image/png;base64,@@", "/x").ok());
+  EXPECT_FALSE(DecodeDataUrl("data:image/png,abc", "/x").ok());
+}
+
+}  // namespace
+}  // namespace mlc
