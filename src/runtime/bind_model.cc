@@ -107,7 +107,11 @@ BoundContract LegacyContract(const ModelLibrary* library) {
 Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary& library,
                              const std::optional<CompiledProgram>& program) {
   std::string manifest_path = JoinPath(package_dir, kManifestFileName);
-  if (!FileExists(manifest_path)) return BindLegacy(library);
+  if (!FileExists(manifest_path)) {
+    auto legacy = BindLegacy(library);
+    if (legacy && program) legacy->note += " (the compiled-program document is not used)";
+    return legacy;
+  }
   auto package = ReadModelPackage(manifest_path);
   if (!package) {
     Errors errors = package.take_errors();
