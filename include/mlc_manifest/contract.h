@@ -146,4 +146,13 @@ std::string WriteCompiledProgram(const CompiledProgram& program, bool as_metadat
 // Looks up an input of a task: by name, else (name empty) the first audio / image input.
 const TaskInput* FindInput(const Task& task, const std::string& name, bool want_audio);
 
+// The task of a package and its audio (want_audio) or image input, by name or the first of
+// that kind; a missing task or input is a usage error naming what the package has.
+struct TaskAndInput {
+  const Task* task;
+  const TaskInput* input;
+};
+Result<TaskAndInput> FindMediaInput(const ModelPackage& pkg, const std::string& task,
+                                    const std::string& input, bool want_audio);
+
 }  // namespace mlc

@@ -54,19 +54,9 @@ Result<OutputKind> OutputKindOf(const std::string& path) {
 Result<AudioDecode> ProcessorFromModel(const AudioArgs& a) {
   auto pkg = ReadModelPackage(JoinPath(a.model, kManifestFileName));
   if (!pkg) return pkg.take_errors();
-  auto task = pkg->tasks.find(a.task);
-  if (task == pkg->tasks.end()) {
-    std::string names;
-    for (const auto& [name, t] : pkg->tasks) names += (names.empty() ? "" : ", ") + name;
-    return Usage("the package has no task \"" + a.task + "\" (it has: " + names + ")");
-  }
-  const TaskInput* input = FindInput(task->second, a.input_name, /*want_audio=*/true);
-  const AudioDecode* decode = input ? std::get_if<AudioDecode>(&input->processor) : nullptr;
-  if (!decode) {
-    return Usage("task \"" + a.task + "\" has no audio_decode input" +
-                 (a.input_name.empty() ? "" : " named \"" + a.input_name + "\""));
-  }
-  return *decode;
+  auto found = FindMediaInput(*pkg, a.task, a.input_name, /*want_audio=*/true);
+  if (!found) return found.take_errors();
+  return std::get<AudioDecode>(found->input->processor);
 }
 
 Result<AudioDecode> ProcessorFromFlags(const AudioArgs& a) {

@@ -66,21 +66,12 @@ Result<std::optional<PixelDtype>> DtypeFromProgram(const std::string& path, cons
 Result<Target> TargetFromModel(const ImageArgs& a) {
   auto pkg = ReadModelPackage(JoinPath(a.model, kManifestFileName));
   if (!pkg) return pkg.take_errors();
-  auto task = pkg->tasks.find(a.task);
-  if (task == pkg->tasks.end()) {
-    std::string names;
-    for (const auto& [name, t] : pkg->tasks) names += (names.empty() ? "" : ", ") + name;
-    return Usage("the package has no task \"" + a.task + "\" (it has: " + names + ")");
-  }
-  const TaskInput* input = FindInput(task->second, a.input_name, /*want_audio=*/false);
-  const ImageDecode* decode = input ? std::get_if<ImageDecode>(&input->processor) : nullptr;
-  if (!decode) {
-    return Usage("task \"" + a.task + "\" has no image_decode input" +
-                 (a.input_name.empty() ? "" : " named \"" + a.input_name + "\""));
-  }
-  Target target{*decode, std::nullopt, "model"};
+  auto found = FindMediaInput(*pkg, a.task, a.input_name, /*want_audio=*/false);
+  if (!found) return found.take_errors();
+  const TaskInput* input = found->input;
+  Target target{std::get<ImageDecode>(input->processor), std::nullopt, "model"};
   if (!a.program.empty()) {
-    auto dtype = DtypeFromProgram(a.program, task->second, *input);
+    auto dtype = DtypeFromProgram(a.program, *found->task, *input);
     if (!dtype) return dtype.take_errors();
     target.dtype = *dtype;
   }

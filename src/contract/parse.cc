@@ -382,3 +382,27 @@ const TaskInput* FindInput(const Task& task, const std::string& name, bool want_
 }
 
 }  // namespace mlc
+
+namespace mlc {
+
+Result<TaskAndInput> FindMediaInput(const ModelPackage& pkg, const std::string& task,
+                                    const std::string& input, bool want_audio) {
+  auto it = pkg.tasks.find(task);
+  if (it == pkg.tasks.end()) {
+    std::string names;
+    for (const auto& [name, t] : pkg.tasks) names += (names.empty() ? "" : ", ") + name;
+    return Error{ErrorCode::kUsage, "",
+                 "the package has no task \"" + task + "\" (it has: " + names + ")"};
+  }
+  const TaskInput* in = FindInput(it->second, input, want_audio);
+  bool right_kind = in && (want_audio ? std::holds_alternative<AudioDecode>(in->processor)
+                                      : std::holds_alternative<ImageDecode>(in->processor));
+  if (!right_kind) {
+    return Error{ErrorCode::kUsage, "",
+                 "task \"" + task + "\" has no " + (want_audio ? "audio_decode" : "image_decode") +
+                     " input" + (input.empty() ? "" : " named \"" + input + "\"")};
+  }
+  return TaskAndInput{&it->second, in};
+}
+
+}  // namespace mlc

@@ -1,7 +1,6 @@
 // FieldChecker: the shared vocabulary of document rules (exact keys, non-empty strings,
 // literals, safe integers, sha256 identifiers), each failure recorded at its JSON Pointer.
-#include <openssl/evp.h>
-
+#include "mlc_manifest/hash.h"
 #include "mlc_manifest/json.h"
 
 namespace mlc {
@@ -78,17 +77,6 @@ bool IsSha256Id(std::string_view s) {
   return true;
 }
 
-std::string Sha256Id(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string out = "sha256:";
-  for (unsigned int i = 0; i < len; ++i) {
-    out += hex[digest[i] >> 4];
-    out += hex[digest[i] & 15];
-  }
-  return out;
-}
+std::string Sha256Id(std::string_view bytes) { return "sha256:" + Sha256Hex(bytes); }
 
 }  // namespace mlc

@@ -55,16 +55,11 @@ std::optional<int64_t> ModelInt(const ChatConfig& c, const char* key) {
 
 Result<KvCacheEstimate> EstimateKvCache(const ChatConfig& c) {
   KvCacheEstimate e;
-  auto need = [&](const char* key) -> Result<int64_t> {
-    std::optional<int64_t> v = ModelInt(c, key);
-    if (!v || *v <= 0) {
-      return Invalid(std::string("/model_config/") + key,
-                     "needed for the KV-cache estimate: expected a positive integer");
-    }
-    return *v;
-  };
-  Result<int64_t> layers = need("num_hidden_layers");
-  if (!layers) return layers.take_errors();
+  std::optional<int64_t> layers = ModelInt(c, "num_hidden_layers");
+  if (!layers || *layers <= 0) {
+    return Invalid("/model_config/num_hidden_layers",
+                   "needed for the KV-cache estimate: expected a positive integer");
+  }
   e.layers = *layers;
   std::optional<int64_t> heads = ModelInt(c, "num_attention_heads");
   std::optional<int64_t> kv = ModelInt(c, "num_key_value_heads");

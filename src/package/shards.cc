@@ -17,6 +17,7 @@
 
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/hash.h"
 
 namespace mlc {
 namespace {
@@ -27,16 +28,6 @@ std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
   if (!::realpath(p.c_str(), buf)) return "";
   return buf;
-}
-
-std::string Hex(const unsigned char* d, unsigned int n) {
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned int i = 0; i < n; ++i) {
-    s += hex[d[i] >> 4];
-    s += hex[d[i] & 15];
-  }
-  return s;
 }
 
 }  // namespace
@@ -77,7 +68,7 @@ Result<std::string> Md5File(const std::string& path, const std::function<void(ui
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  return Hex(digest, len);
+  return HexLower(digest, len);
 }
 
 std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& cache,
