@@ -644,5 +644,22 @@ TEST(AudioSpeech, EspeakRecordingMatchesSoxVeryHighQuality) {
   std::vector<float> theirs(y.begin() + kEdge, y.begin() + kEdge + 32768);
   EXPECT_GE(BandAgreementDb(ours, theirs, 16000, 7000), 90) << "against sox rate -v";
 }
+// A chunk before "data" that claims to run past the end of the file is rejected at once, with
+// its byte offset (libsndfile alone spins on such a LIST chunk; found by audio_fuzz).
+TEST(AudioHeaders, ChunkPastTheEndIsRejectedQuickly) {
+  std::string bytes("RIFF\x64\x00\x00\x00WAVELIST\x66\xff\xff\xff", 20);
+  bytes += std::string(64, '\xff');
+  auto r = DecodeAudioMemory(bytes, Processor(16000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "byte 12");
+  EXPECT_NE(r.error().message.find("RIFF chunk \"LIST\" claims 4294967142 bytes"), std::string::npos)
+      << r.error().message;
+  test::TempDir d;
+  std::string path = d.Write("bad.wav", bytes);
+  auto f = DecodeAudioFile(path, Processor(16000));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().path, path + ": byte 12");
+}
+
 }  // namespace
 }  // namespace mlc

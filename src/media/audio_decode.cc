@@ -139,6 +139,39 @@ Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDec
   return out;
 }
 
+// RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
+// claims to run past the end of the file is rejected (libsndfile 1.2 can spin for a very long
+// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count.
+template <class ReadAt>
+Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where) {
+  unsigned char head[12];
+  if (size < 12 || read_at(0, head, 12) != 12) return Status::Ok();
+  bool riff = std::memcmp(head, "RIFF", 4) == 0 || std::memcmp(head, "RF64", 4) == 0;
+  if (!riff || std::memcmp(head + 8, "WAVE", 4) != 0) return Status::Ok();
+  uint64_t offset = 12;
+  for (int chunks = 0; offset + 8 <= size; ++chunks) {
+    unsigned char ch[8];
+    if (read_at(offset, ch, 8) != 8) break;
+    if (chunks > 100000) {
+      return Invalid(where.empty() ? "byte " + std::to_string(offset) : where,
+                     "more than 100000 RIFF chunks before the data chunk");
+    }
+    std::string id(reinterpret_cast<const char*>(ch), 4);
+    if (id == "data") break;  // a short data chunk is a truncated recording, read what is there
+    uint64_t bytes = static_cast<uint64_t>(ch[4]) | static_cast<uint64_t>(ch[5]) << 8 |
+                     static_cast<uint64_t>(ch[6]) << 16 | static_cast<uint64_t>(ch[7]) << 24;
+    uint64_t end = offset + 8 + bytes + (bytes & 1);
+    if (end > size + 1) {  // a missing pad byte at the very end is tolerated
+      std::string at = "byte " + std::to_string(offset);
+      return Invalid(where.empty() ? at : where + ": " + at,
+                     "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
+                         " bytes, past the end of the file (" + std::to_string(size) + " bytes)");
+    }
+    offset = end;
+  }
+  return Status::Ok();
+}
+
 // sf_open_virtual callbacks over a byte range.
 struct MemoryStream {
   const char* data;
@@ -184,6 +217,16 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
     ::close(fd);
     return IoError(path, "cannot read: not a regular file");
   }
+  Status chunks = CheckRiffChunks(
+      [fd](uint64_t at, unsigned char* buf, size_t n) {
+        ssize_t got = ::pread(fd, buf, n, static_cast<off_t>(at));
+        return got < 0 ? size_t{0} : static_cast<size_t>(got);
+      },
+      static_cast<uint64_t>(st.st_size), path);
+  if (!chunks) {
+    ::close(fd);
+    return chunks.errors();
+  }
   SF_INFO info{};
   SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
   if (!sf) return NotAudio(path, nullptr);
@@ -200,6 +243,15 @@ Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode
                                        const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
   if (!ok) return ok.errors();
+  Status chunks = CheckRiffChunks(
+      [bytes](uint64_t at, unsigned char* buf, size_t n) {
+        if (at >= bytes.size()) return size_t{0};
+        size_t k = std::min<size_t>(n, bytes.size() - at);
+        std::memcpy(buf, bytes.data() + at, k);
+        return k;
+      },
+      bytes.size(), "");
+  if (!chunks) return chunks.errors();
   MemoryStream stream{bytes.data(), static_cast<sf_count_t>(bytes.size()), 0};
   SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
   SF_INFO info{};
