@@ -142,6 +142,12 @@ struct BoundModel {
 // (library may be null: planning without a runtime assumes create_tir_paged_kv_cache).
 BoundContract LegacyContract(const ModelLibrary* library);
 
+// The contract of a package folder without a library: the legacy contract when it has no
+// manifest (*legacy set), else its manifest bound to the compiled-program document at
+// program_path (a usage error when none is given).
+Result<BoundContract> BindPackageFolder(const std::string& dir, const std::string& program_path,
+                                        const std::string& task, bool* legacy);
+
 // With DIR/mlc-model-manifest.json: parses it (a malformed one is an error, never a fallback),
 // takes the compiled program from `program` or else the library's _metadata.artifact, binds them
 // (SPEC 5, with the weights' parameter_schema_id when tensor-cache.json is readable) and resolves

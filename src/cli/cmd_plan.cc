@@ -23,23 +23,11 @@ struct PlanArgs {
 
 // The contract to plan with: the bound manifest, or the legacy text-only contract.
 Result<BoundContract> ContractFor(const PlanArgs& a, std::string* note) {
-  std::string manifest = JoinPath(a.dir, kManifestFileName);
-  if (!FileExists(manifest)) {
-    *note = std::string("no ") + kManifestFileName + ": the legacy embed pair, text only";
-    return LegacyContract(nullptr);
-  }
-  if (a.program.empty()) {
-    return Error{ErrorCode::kUsage, "--program",
-                 "the package has a manifest; give the compiled-program document with --program"};
-  }
-  auto package = ReadModelPackage(manifest);
-  if (!package) return package.take_errors();
-  auto program = ReadCompiledProgram(a.program);
-  if (!program) return program.take_errors();
-  BindOptions options;
-  options.task = a.task;
-  *note = "task \"" + a.task + "\"";
-  return Bind(*package, *program, options);
+  bool legacy = false;
+  Result<BoundContract> bound = BindPackageFolder(a.dir, a.program, a.task, &legacy);
+  *note = legacy ? std::string("no ") + kManifestFileName + ": the legacy embed pair, text only"
+                 : "task \"" + a.task + "\"";
+  return bound;
 }
 
 void PrintHuman(const PrefillPlan& plan, size_t turn, size_t turns) {

@@ -23,19 +23,8 @@ struct PromptArgs {
 
 // The bound contract when the package has a manifest (then --program is needed), else legacy.
 Result<BoundContract> ContractFor(const PromptArgs& a) {
-  std::string manifest = JoinPath(a.dir, kManifestFileName);
-  if (!FileExists(manifest)) return LegacyContract(nullptr);
-  if (a.program.empty()) {
-    return Error{ErrorCode::kUsage, "--program",
-                 "the package has a manifest; give the compiled-program document with --program"};
-  }
-  auto package = ReadModelPackage(manifest);
-  if (!package) return package.take_errors();
-  auto program = ReadCompiledProgram(a.program);
-  if (!program) return program.take_errors();
-  BindOptions options;
-  options.task = a.task;
-  return Bind(*package, *program, options);
+  bool legacy = false;
+  return BindPackageFolder(a.dir, a.program, a.task, &legacy);
 }
 
 // A media segment: its input, insertion ids and row count (null for audio: its adapter decides).

@@ -80,6 +80,24 @@ Result<BoundModel> BindLegacy(const ModelLibrary& library) {
 
 }  // namespace
 
+Result<BoundContract> BindPackageFolder(const std::string& dir, const std::string& program_path,
+                                        const std::string& task, bool* legacy) {
+  std::string manifest = JoinPath(dir, kManifestFileName);
+  *legacy = !FileExists(manifest);
+  if (*legacy) return LegacyContract(nullptr);
+  if (program_path.empty()) {
+    return Error{ErrorCode::kUsage, "--program",
+                 "the package has a manifest; give the compiled-program document with --program"};
+  }
+  auto package = ReadModelPackage(manifest);
+  if (!package) return package.take_errors();
+  auto program = ReadCompiledProgram(program_path);
+  if (!program) return program.take_errors();
+  BindOptions options;
+  options.task = task;
+  return Bind(*package, *program, options);
+}
+
 BoundContract LegacyContract(const ModelLibrary* library) {
   BoundContract c;
   c.task_name = "chat.completions";
