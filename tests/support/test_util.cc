@@ -18,11 +18,11 @@ namespace mlc::test {
 
 std::string SharedPath(const std::string& relative) {
   const char* env = std::getenv("MLC_SHARED_DIR");
-  return std::string(env ? env : MLC_SHARED_DIR) + "/" + relative;
+  return (std::filesystem::path(env ? env : MLC_SHARED_DIR) / relative).string();
 }
 
 std::string SourcePath(const std::string& relative) {
-  return std::string(MLC_SOURCE_DIR) + "/" + relative;
+  return (std::filesystem::path(MLC_SOURCE_DIR) / relative).string();
 }
 
 TempDir::TempDir() {
