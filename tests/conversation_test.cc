@@ -279,6 +279,42 @@ TEST(ConvTemplateReal, MediaSegmentsResolveFilesAndDataUrls) {
   EXPECT_EQ((*turn)[3].file, "/base/pics/cat.png");
 }
 
+TEST(InlineMedia, RawBase64AudioDataUrlsAndFiles) {
+  test::TempDir dir;
+  auto part = [](PartKind kind, const std::string& url) {
+    return ContentPart{kind, "", url, kind == PartKind::kAudio ? "wav" : "", "/0/content/0"};
+  };
+  // OpenAI's input_audio.data is raw base64.
+  auto raw = InlineMedia(part(PartKind::kAudio, "UklGRg=="), dir.path());
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE(raw->has_value());
+  EXPECT_EQ(**raw, "RIFF");
+  auto url = InlineMedia(part(PartKind::kImage, "data:image/png;base64,UklGRg"), dir.path());
+  ASSERT_TRUE(url.ok() && url->has_value());
+  EXPECT_EQ(**url, "RIFF");
+  // A path is a file (a native extension), also one spelt in base64 characters that exists.
+  auto path = InlineMedia(part(PartKind::kAudio, "clip.wav"), dir.path());
+  ASSERT_TRUE(path.ok());
+  EXPECT_FALSE(path->has_value());
+  dir.Write("abcd", "x");
+  auto named = InlineMedia(part(PartKind::kAudio, "abcd"), dir.path());
+  ASSERT_TRUE(named.ok());
+  EXPECT_FALSE(named->has_value());
+  auto file = MediaFile(part(PartKind::kAudio, "abcd"), dir.path(), "");
+  ASSERT_TRUE(file.ok());
+  EXPECT_EQ(*file, dir.File("abcd"));
+  // Images are never raw base64; errors point at the field.
+  auto image = InlineMedia(part(PartKind::kImage, "UklGRg=="), dir.path());
+  ASSERT_TRUE(image.ok());
+  EXPECT_FALSE(image->has_value());
+  auto bad = InlineMedia(part(PartKind::kAudio, "data:audio/wav;base64,Ukl*"), dir.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.errors()[0].path, "/0/content/0/input_audio/data");
+  auto empty = InlineMedia(part(PartKind::kImage, ""), dir.path());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.errors()[0].path, "/0/content/0/image_url/url");
+}
+
 // ---- Stop strings ----
 
 TEST(StopMatcher, HoldsBackPartialStopAndCutsAtTheStop) {

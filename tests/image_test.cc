@@ -300,6 +300,33 @@ TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45Db) {
   EXPECT_GE(used, 4);  // the fast path is really taken
 }
 
+// The worst case: 1-2 px lines, a checkerboard and hard chroma edges, with 4:2:0 and 4:4:4
+// chroma, over a sweep of reductions on both sides of every shrink factor's threshold.
+TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45DbOnAdversarialContent) {
+  int used = 0;
+  for (const char* name : {"lines420.jpg", "lines444.jpg"}) {
+    auto bytes = ReadFile(File(name));
+    ASSERT_TRUE(bytes.ok());
+    for (int64_t size : {500, 400, 336, 300, 224, 200, 150, 120, 100, 75, 64, 50, 40, 32}) {
+      for (ResizeMode mode : {ResizeMode::kCenterCrop, ResizeMode::kStretch}) {
+        const int64_t w = mode == ResizeMode::kStretch ? size * 4 / 3 : size;
+        ImageOptions full_opts;
+        full_opts.shrink_on_load = false;
+        auto full = PrepareImage(*bytes, mode, size, w, full_opts);
+        auto fast = PrepareImage(*bytes, mode, size, w);
+        ASSERT_TRUE(full.ok() && fast.ok());
+        if (fast->info.shrink == 1) continue;
+        ++used;
+        const double psnr = Psnr(fast->rgb, full->rgb);
+        std::printf("[ image ] %s %s %lldx%lld shrink %d: %.1f dB\n", name, ResizeModeName(mode),
+                    static_cast<long long>(w), static_cast<long long>(size), fast->info.shrink, psnr);
+        EXPECT_GE(psnr, 45.0) << name << " " << ResizeModeName(mode) << " " << w << "x" << size;
+      }
+    }
+  }
+  EXPECT_GE(used, 10);
+}
+
 TEST(ImageShrink, ChoosesOnlyForJpegAndLargeReductions) {
   ImageInfo info;
   info.format = "jpeg";

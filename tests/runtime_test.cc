@@ -205,7 +205,7 @@ TEST(Bind, LegacyPackageBindsTheEmbedPairAndSaysSo) {
   Session s = m.NewSession();
   TurnInput in;
   in.pieces.push_back(PromptPiece{TextPiece{{1, 2, 3}}, "/0"});
-  auto r = s.Generate(in, GenerationOptions{4, {}, {}});
+  auto r = s.Generate(in, GenerationOptions{4, {}, {}, {}});
   ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
   EXPECT_EQ(r->tokens.size(), 4u);
   // Without prefill/decode the legacy path fails naming them.
@@ -321,7 +321,7 @@ TEST(Generate, TokenPairAndEmbedPairGiveTheSameLogits) {
   LoadedModel embeds = MustLoad(*p, *p->library, embeds_only);
   ASSERT_EQ(embeds.bound.contract.pair, GenerationPair::kEmbeds);
   Session st = tokens.NewSession(), se = embeds.NewSession();
-  GenerationOptions opt{6, {}, {}};
+  GenerationOptions opt{6, {}, {}, {}};
   auto rt = st.Generate(MixedTurn(tokens.bound.contract), opt);
   auto re = se.Generate(MixedTurn(embeds.bound.contract), opt);
   ASSERT_TRUE(rt.ok()) << FormatErrors(rt.errors());
@@ -459,7 +459,7 @@ TEST(Generate, TurnsContinueTheKvCache) {
   auto p = MakePackage(Multimodal(ReferencePairs::kTokens));
   LoadedModel m = MustLoad(*p, *p->library);
   Session s = m.NewSession();
-  GenerationOptions opt{5, {}, {}};
+  GenerationOptions opt{5, {}, {}, {}};
   auto t1 = s.Generate(MixedTurn(m.bound.contract), opt);
   ASSERT_TRUE(t1.ok()) << FormatErrors(t1.errors());
   ASSERT_EQ(t1->stop_reason, "length");
@@ -496,25 +496,39 @@ TEST(Generate, StopTokensEndTheTurnAndSamplingIsSeeded) {
   TurnInput in;
   in.pieces.push_back(PromptPiece{TextPiece{{1, 2, 3, 4}}, "/0"});
   Session s = m.NewSession();
-  auto greedy = s.Generate(in, GenerationOptions{8, {}, {}});
+  auto greedy = s.Generate(in, GenerationOptions{8, {}, {}, {}});
   ASSERT_TRUE(greedy.ok());
   ASSERT_FALSE(greedy->tokens.empty());
   // Declaring the first greedy token a stop token ends the turn at once, without feeding it.
   Session s2 = m.NewSession();
-  auto stopped = s2.Generate(in, GenerationOptions{8, {}, {greedy->tokens[0]}});
+  auto stopped = s2.Generate(in, GenerationOptions{8, {}, {greedy->tokens[0]}, {}});
   ASSERT_TRUE(stopped.ok());
   EXPECT_TRUE(stopped->tokens.empty());
   EXPECT_EQ(stopped->stop_reason, "stop_token");
   EXPECT_EQ(s2.KvLength(), 4);
+  // on_token returning false ends the turn after that token ("stop_str"); the token is kept and
+  // fed at the start of the next turn, like a token cut by the limit.
+  Session s6 = m.NewSession();
+  std::vector<int32_t> seen;
+  GenerationOptions until_third{8, {}, {}, [&](int32_t t) {
+                                  seen.push_back(t);
+                                  return seen.size() < 3;
+                                }};
+  auto cut = s6.Generate(in, until_third);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->stop_reason, "stop_str");
+  EXPECT_EQ(cut->tokens, std::vector<int32_t>(greedy->tokens.begin(), greedy->tokens.begin() + 3));
+  EXPECT_EQ(seen, cut->tokens);
+  EXPECT_EQ(s6.KvLength(), 4 + 2);
   // Seeded sampling is reproducible and differs from greedy for a hot temperature.
   SamplerConfig hot{1.5, 0.95, 50, 42};
   Session s3 = m.NewSession(), s4 = m.NewSession();
-  auto x = s3.Generate(in, GenerationOptions{12, hot, {}});
-  auto y = s4.Generate(in, GenerationOptions{12, hot, {}});
+  auto x = s3.Generate(in, GenerationOptions{12, hot, {}, {}});
+  auto y = s4.Generate(in, GenerationOptions{12, hot, {}, {}});
   ASSERT_TRUE(x.ok() && y.ok());
   EXPECT_EQ(x->tokens, y->tokens);
   Session s5 = m.NewSession();
-  auto g12 = s5.Generate(in, GenerationOptions{12, {}, {}});
+  auto g12 = s5.Generate(in, GenerationOptions{12, {}, {}, {}});
   EXPECT_NE(x->tokens, g12->tokens);
 }
 

@@ -353,6 +353,20 @@ TEST(WebTokenizersReference, ComponentDocuments) {
   CompareWithReference(lib, subjects);
 }
 
+// The byte-level BPE tokenizer.json that `reference-model` writes is one the reference loads and
+// agrees with.
+TEST(WebTokenizersReference, ReferenceModelTokenizer) {
+  std::string lib = WebTokenizersLib();
+  ASSERT_FALSE(lib.empty());
+  TempDir dir;
+  auto r = RunCli({"reference-model", dir.File("pkg"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string file = dir.File("pkg/tokenizer.json");
+  auto tok = LoadJson(file);
+  ASSERT_TRUE(tok);
+  CompareWithReference(lib, {Subject{file, false, tok.get()}});
+}
+
 TEST(WebTokenizersReference, TrainedSentencePiece) {
   std::string lib = WebTokenizersLib();
   ASSERT_FALSE(lib.empty());

@@ -101,8 +101,12 @@ std::string PromptText(const ChatPrompt& prompt);
 
 // ---- Token ids ----
 
-// Resolves a media part's reference to a file: a path (relative to base_dir) as is, a data: URL
-// (base64) written into media_dir under a fresh name. Errors at the part's pointer.
+// The bytes a media part carries inline: a base64 data: URL, or for input_audio raw base64 (as
+// OpenAI and WebLLM send it) unless a file of that name exists; none when the reference is a file
+// path (a native extension). Errors at the pointer of the url / data field.
+Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir);
+// Resolves a media part's reference to a file: a path (relative to base_dir) as is, inline bytes
+// (InlineMedia) written into media_dir under a fresh name. Errors at the part's pointer.
 Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
                               const std::string& media_dir);
 // The bytes of a base64 data: URL ("data:<type>;base64,<payload>").
@@ -131,6 +135,29 @@ class StopMatcher {
   std::vector<std::string> stops_;
   std::string pending_;
   bool stopped_ = false;
+};
+
+// A reply as it is generated: detokenizes one token at a time (text is released only once the
+// tokens so far decode to whole characters, so a character split over several byte tokens comes
+// out whole) and cuts it at the first stop string. Push returns the text that is safe to show
+// now; Finish, at the end of the reply, what was held back. text() is all of it so far.
+class ReplyStream {
+ public:
+  ReplyStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings);
+  std::string Push(int32_t token);
+  std::string Finish();
+  bool stopped() const { return matcher_.stopped(); }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string Emit(std::string piece);
+
+  const Tokenizer& tokenizer_;
+  StopMatcher matcher_;
+  std::vector<int32_t> tokens_;
+  size_t prefix_ = 0;  // tokens_[prefix_, read_) decode to the text already released
+  size_t read_ = 0;
+  std::string text_;
 };
 
 }  // namespace mlc

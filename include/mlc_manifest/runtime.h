@@ -207,6 +207,9 @@ struct GenerationOptions {
   int64_t max_tokens = 32;
   SamplerConfig sampler;
   std::vector<int32_t> stop_token_ids;
+  // Called with each generated token (stop tokens excluded) once it is kept; returning false
+  // ends the turn there with stop reason "stop_str" (a stop string was found in the text).
+  std::function<bool(int32_t token)> on_token;
 };
 
 // conv_template.stop_token_ids of the chat config (empty when absent).
@@ -231,7 +234,7 @@ struct PrefillResult {
 struct TurnResult {
   PrefillPlan plan;
   std::vector<int32_t> tokens;
-  std::string stop_reason;  // "stop_token" or "length"
+  std::string stop_reason;  // "stop_token", "stop_str" or "length"
   std::vector<float> last_logits;
   PhaseTimings timings;
 };
@@ -247,8 +250,9 @@ class Session {
   // Runs the adapters, plans and prefills the turn; returns the last position's logits.
   // An image that cannot fit is rejected before its adapter runs.
   Result<PrefillResult> Prefill(const TurnInput& input);
-  // Prefill, then sample and decode until a stop token or max_tokens. The sampled stop token
-  // is not fed back; a last token cut by the limit is fed at the start of the next turn.
+  // Prefill, then sample and decode until a stop token, max_tokens or on_token says stop. The
+  // sampled stop token is not fed back; a last token cut by the limit or by on_token is fed at
+  // the start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
 
   int64_t KvLength() const;

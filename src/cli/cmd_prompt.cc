@@ -38,10 +38,10 @@ Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& s
   MediaPiece piece = image ? ImagePiece(*bound.image) : AudioPiece(*bound.audio, std::nullopt);
   OrderedJson out = {{"media", MediaKindName(piece.kind)}, {"input", piece.input},
                      {"part", seg.media.path}};
-  if (seg.media.url.rfind("data:", 0) == 0) {
-    auto bytes = DecodeDataUrl(seg.media.url, seg.media.path);
-    if (!bytes) return bytes.take_errors();
-    out["data_url_bytes"] = bytes->size();
+  auto inline_bytes = InlineMedia(seg.media, base_dir);
+  if (!inline_bytes) return inline_bytes.take_errors();
+  if (*inline_bytes) {
+    out["inline_bytes"] = (*inline_bytes)->size();
   } else {
     auto file = MediaFile(seg.media, base_dir, "");
     if (!file) return file.take_errors();

@@ -1,7 +1,10 @@
 // `mlc-manifest run DIR --request FILE`: binds a reference package to the reference runtime and
 // generates: adapters, chunked prefill, sampled decode, per-phase timings; turns share one KV cache.
 // With --messages FILE instead, chat messages become the prompt through the package's
-// conversation template and tokenizer (SPEC 7), and the reply text is printed, cut at stop strings.
+// conversation template and tokenizer (SPEC 7); the reply is streamed to stdout and generation
+// stops at stop ids and stop strings. More --messages files continue the conversation.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -19,49 +22,69 @@ struct RunArgs {
   std::string dir;
   std::string program;
   std::string request;
-  std::string messages;
+  std::vector<std::string> messages;  // the conversation, then follow-up messages
   int64_t max_tokens = 16;
   SamplerConfig sampler;
   bool json = false;
 };
 
-void PrintHumanTurn(size_t index, size_t count, const TurnResult& r, int64_t kv_after) {
-  if (count > 1) std::cout << "turn " << index << ": ";
-  std::cout << "prompt " << r.plan.prompt_length << " positions in " << r.plan.chunks.size()
+void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnResult& r,
+                    int64_t kv_after) {
+  if (count > 1) out << "turn " << index << ": ";
+  out << "prompt " << r.plan.prompt_length << " positions in " << r.plan.chunks.size()
             << " chunks (KV " << r.plan.kv_length << " -> " << kv_after << "), "
             << r.tokens.size() << " tokens (" << r.stop_reason << ")\n  tokens:";
-  for (int32_t t : r.tokens) std::cout << " " << t;
+  for (int32_t t : r.tokens) out << " " << t;
   const PhaseTimings& t = r.timings;
-  std::cout << "\n  timings: create_kv " << t.create_kv_ms << " ms, embed " << t.embed_ms
+  out << "\n  timings: create_kv " << t.create_kv_ms << " ms, embed " << t.embed_ms
             << " ms, adapters " << t.adapter_ms << " ms, prefill " << t.prefill_ms << " ms ("
             << t.prefill_calls << " calls), decode " << t.decode_ms << " ms (" << t.decode_steps
             << " steps)\n";
 }
 
-// Chat messages as a one-turn request: template, tokenizer, media data: URLs written to media_dir.
-Result<Request> MessagesRequest(const RunArgs& a, const LoadedModel& model, const Tokenizer& tokenizer,
-                                const std::string& media_dir) {
-  auto messages = ReadMessagesFile(a.messages);
-  if (!messages) return messages.take_errors();
-  auto tmpl = ConvTemplateFromChatConfig(model.config.raw);
-  if (!tmpl) return tmpl.take_errors();
-  auto prompt = BuildChatPrompt(*tmpl, *messages);
-  if (!prompt) return prompt.take_errors();
-  std::string base_dir = std::filesystem::path(a.messages).parent_path().string();
-  auto turn = PromptTurn(*prompt, *tmpl, tokenizer, base_dir, media_dir);
-  if (!turn) return turn.take_errors();
-  return Request{{std::move(*turn)}};
-}
+// Chat messages as request turns: the first file is a conversation (SPEC 7 from the first
+// round), each later file holds the messages that follow the reply to the turn before, run as a
+// follow-up turn on the same KV cache. Media data: URLs are written into media_dir.
+class ChatTurns {
+ public:
+  ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer, std::string media_dir)
+      : tmpl_(std::move(tmpl)), tokenizer_(tokenizer), media_dir_(std::move(media_dir)) {}
 
-// The reply text cut at the first stop string; sets *stopped when one was found.
-std::string ReplyText(const Tokenizer& tokenizer, const ChatConfig& config,
-                      const std::vector<int32_t>& tokens, bool* stopped) {
-  auto tmpl = ConvTemplateFromChatConfig(config.raw);
-  StopMatcher matcher(tmpl ? tmpl->stop_str : std::vector<std::string>{});
-  std::string text = matcher.Push(tokenizer.Decode(tokens));
-  *stopped = matcher.stopped();
-  return text + matcher.Finish();
-}
+  Result<RequestTurn> Next(const std::string& file, const std::string& last_reply) {
+    auto messages = ReadMessagesFile(file);
+    if (!messages) return messages.take_errors();
+    Result<ChatPrompt> prompt = Errors{};
+    if (history_.empty()) {
+      prompt = BuildChatPrompt(tmpl_, *messages);
+      history_ = std::move(*messages);
+    } else {
+      std::vector<ChatMessage> all = history_;
+      all.push_back(ChatMessage{"assistant", {ContentPart{PartKind::kText, last_reply, "", "", ""}}, ""});
+      all.insert(all.end(), messages->begin(), messages->end());
+      prompt = BuildFollowUpPrompt(tmpl_, history_, last_reply, all);
+      history_ = std::move(all);
+    }
+    if (!prompt) return prompt.take_errors();
+    std::string base_dir = std::filesystem::path(file).parent_path().string();
+    return PromptTurn(*prompt, tmpl_, tokenizer_, base_dir, media_dir_);
+  }
+  const ConvTemplate& tmpl() const { return tmpl_; }
+
+ private:
+  ConvTemplate tmpl_;
+  const Tokenizer& tokenizer_;
+  std::string media_dir_;
+  std::vector<ChatMessage> history_;
+};
+
+// A temporary folder removed with everything in it when it goes out of scope.
+struct ScratchDir {
+  std::string path;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
 
 int Run(const RunArgs& a) {
   if (a.request.empty() == a.messages.empty()) {
@@ -82,58 +105,84 @@ int Run(const RunArgs& a) {
   if (!library) return ReportFailure(library.errors(), a.json);
   auto model = LoadModel(a.dir, **library, program);
   if (!model) return ReportFailure(model.errors(), a.json);
+  const bool chat = !a.messages.empty();
   std::unique_ptr<Tokenizer> tokenizer;
   if (auto t = Tokenizer::FromDirectory(a.dir); t) {
     tokenizer = std::move(*t);
-  } else if (!a.messages.empty()) {
+  } else if (chat) {
     return ReportFailure(t.errors(), a.json);
   }
-  std::string media_dir = (std::filesystem::temp_directory_path() / "mlc-run-XXXXXX").string();
-  if (!a.messages.empty() && mkdtemp(media_dir.data()) == nullptr) {
-    return ReportFailure({IoError(media_dir, "cannot create a folder for data: URL media")}, a.json);
+  std::optional<ChatTurns> chat_turns;
+  std::optional<Request> request;
+  ScratchDir scratch;
+  if (chat) {
+    auto tmpl = ConvTemplateFromChatConfig(model->config.raw);
+    if (!tmpl) return ReportFailure(tmpl.errors(), a.json);
+    scratch.path = (std::filesystem::temp_directory_path() / "mlc-run-XXXXXX").string();
+    if (mkdtemp(scratch.path.data()) == nullptr) {
+      std::string failed = scratch.path;
+      scratch.path.clear();
+      return ReportFailure({IoError(failed, "cannot create a folder for data: URL media")}, a.json);
+    }
+    chat_turns.emplace(std::move(*tmpl), *tokenizer, scratch.path);
+  } else {
+    auto r = ReadRequestFile(a.request);
+    if (!r) return ReportFailure(r.errors(), a.json, a.request);
+    request = std::move(*r);
   }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { if (!dir.empty()) { std::error_code ec; std::filesystem::remove_all(dir, ec); } }
-  } cleanup{a.messages.empty() ? "" : media_dir};
-  auto request = a.messages.empty() ? ReadRequestFile(a.request)
-                                    : MessagesRequest(a, *model, *tokenizer, media_dir);
-  const std::string& input_file = a.messages.empty() ? a.request : a.messages;
-  if (!request) return ReportFailure(request.errors(), a.json, input_file);
+  const size_t turn_count = chat ? a.messages.size() : request->turns.size();
+  // Chat replies go to stdout as they are generated (flushed on a terminal); the report of each
+  // turn then goes to stderr, so that stdout holds just the text.
+  const bool stream = chat && !a.json;
+  const bool flush = stream && isatty(STDOUT_FILENO);
+  std::ostream& report = stream ? std::cerr : std::cout;
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
   options.sampler = a.sampler;
   options.stop_token_ids = StopTokenIds(model->config);
   Session session = model->NewSession();
-  if (!a.json) std::cout << model->bound.note << "\n";
+  if (!a.json) report << model->bound.note << "\n";
   OrderedJson turns = OrderedJson::array(), all_tokens = OrderedJson::array();
   int64_t prompt_total = 0;
-  for (size_t i = 0; i < request->turns.size(); ++i) {
-    auto input = PrepareTurn(model->bound.contract, request->turns[i]);
+  std::string reply;
+  for (size_t i = 0; i < turn_count; ++i) {
+    const std::string& input_file = chat ? a.messages[i] : a.request;
+    auto turn = chat ? chat_turns->Next(input_file, reply) : Result<RequestTurn>(request->turns[i]);
+    if (!turn) return ReportFailure(turn.errors(), a.json, input_file);
+    auto input = PrepareTurn(model->bound.contract, *turn);
     if (!input) return ReportFailure(input.errors(), a.json, input_file);
+    std::optional<ReplyStream> text;
+    if (tokenizer) {
+      text.emplace(*tokenizer, chat ? chat_turns->tmpl().stop_str : std::vector<std::string>{});
+      options.on_token = [&](int32_t token) {
+        std::string piece = text->Push(token);
+        if (stream) std::cout << piece;
+        if (flush) std::cout.flush();
+        return !text->stopped();
+      };
+    }
     auto result = session.Generate(*input, options);
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
-    std::optional<std::string> text;
-    if (tokenizer) {
-      bool stopped = false;
-      text = ReplyText(*tokenizer, model->config, result->tokens, &stopped);
-      if (stopped) result->stop_reason = "stop_str";
-      if (!a.json) std::cout << "text: " << OrderedJson(*text).dump() << "\n";
+    if (text) {
+      std::string rest = text->Finish();
+      if (stream) std::cout << rest << std::endl;
+      if (!chat && !a.json) std::cout << "text: " << OrderedJson(text->text()).dump() << "\n";
+      reply = text->text();
     }
     prompt_total += result->plan.prompt_length;
     for (int32_t t : result->tokens) all_tokens.push_back(t);
-    if (!a.json) PrintHumanTurn(i, request->turns.size(), *result, session.KvLength());
+    if (!a.json) PrintHumanTurn(report, i, turn_count, *result, session.KvLength());
     turns.push_back({{"prompt_length", result->plan.prompt_length},
                      {"kv_length_before", result->plan.kv_length},
                      {"chunks", result->plan.chunks.size()},
                      {"tokens", result->tokens},
                      {"stop_reason", result->stop_reason},
-                     {"text", text ? OrderedJson(*text) : OrderedJson()},
+                     {"text", text ? OrderedJson(text->text()) : OrderedJson()},
                      {"timings", PhaseTimingsJson(result->timings)}});
   }
   if (!a.json) {
-    std::cout << "load " << model->load_ms << " ms; KV cache holds " << session.KvLength()
-              << " positions\n";
+    report << "load " << model->load_ms << " ms; KV cache holds " << session.KvLength()
+           << " positions\n";
     return kExitOk;
   }
   PrintJson({{"ok", true},
@@ -156,7 +205,11 @@ const Registration kRun(610, [](CLI::App& app) {
   cmd->add_option("--program", a->program,
                   "The compiled-program document (default: the library's _metadata.artifact)");
   cmd->add_option("--request", a->request, "Request JSON (segments or {\"turns\": [...]})");
-  cmd->add_option("--messages", a->messages, "Chat messages JSON (instead of --request)");
+  cmd->add_option("--messages", a->messages,
+                  "Chat messages JSON (instead of --request); again for each follow-up turn, "
+                  "holding the messages after the previous reply")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate per turn");
   cmd->add_option("--temperature", a->sampler.temperature, "0: greedy");
   cmd->add_option("--top-p", a->sampler.top_p, "Nucleus mass in (0, 1]");

@@ -245,7 +245,9 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
       break;
     }
     result.tokens.push_back(token);
-    if (static_cast<int64_t>(result.tokens.size()) == options.max_tokens) {
+    bool go_on = !options.on_token || options.on_token(token);
+    if (!go_on) result.stop_reason = "stop_str";
+    if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens) {
       pending_token_ = token;  // fed at the start of the next turn
       break;
     }

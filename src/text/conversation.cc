@@ -430,18 +430,15 @@ std::string PromptText(const ChatPrompt& prompt) {
   return out;
 }
 
-Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path) {
-  size_t comma = url.find(',');
-  if (url.substr(0, 5) != "data:" || comma == std::string_view::npos ||
-      url.substr(0, comma).find(";base64") == std::string_view::npos) {
-    return Invalid(path, "expected a base64 data: URL (data:<type>;base64,<payload>)");
-  }
+namespace {
+
+// Standard or URL-safe base64 from `pos` on; errors give the offset in `text`.
+Result<std::string> DecodeBase64(std::string_view text, size_t pos, const std::string& path) {
   std::string out;
   uint32_t acc = 0;
   int bits = 0;
-  size_t pos = comma + 1;
-  for (; pos < url.size() && url[pos] != '='; ++pos) {
-    char v = Base64Value(url[pos]);
+  for (; pos < text.size() && text[pos] != '='; ++pos) {
+    char v = Base64Value(text[pos]);
     if (v < 0) return Invalid(path, "invalid base64 character at offset " + std::to_string(pos));
     acc = (acc << 6) | static_cast<uint32_t>(v);
     bits += 6;
@@ -450,30 +447,72 @@ Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path)
       out.push_back(static_cast<char>((acc >> bits) & 0xff));
     }
   }
-  for (; pos < url.size(); ++pos) {
-    if (url[pos] != '=') return Invalid(path, "base64 data after padding at offset " + std::to_string(pos));
+  for (; pos < text.size(); ++pos) {
+    if (text[pos] != '=') return Invalid(path, "base64 data after padding at offset " + std::to_string(pos));
   }
   return out;
 }
 
+// Raw base64 as OpenAI's input_audio.data carries it: base64 characters in groups of four.
+bool IsRawBase64(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0) return false;
+  size_t end = text.find_last_not_of('=');
+  if (end == std::string_view::npos || text.size() - end - 1 > 2) return false;
+  for (size_t i = 0; i <= end; ++i) {
+    if (Base64Value(text[i]) < 0) return false;
+  }
+  return true;
+}
+
+std::string ReferencePointer(const ContentPart& part) {
+  return part.kind == PartKind::kImage ? PointerAppend(PointerAppend(part.path, "image_url"), "url")
+                                       : PointerAppend(PointerAppend(part.path, "input_audio"), "data");
+}
+
+std::string ResolvePath(const std::string& file, const std::string& base_dir) {
+  std::filesystem::path p(file);
+  return p.is_absolute() || base_dir.empty() ? file : (std::filesystem::path(base_dir) / p).string();
+}
+
+}  // namespace
+
+Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path) {
+  size_t comma = url.find(',');
+  if (url.substr(0, 5) != "data:" || comma == std::string_view::npos ||
+      url.substr(0, comma).find(";base64") == std::string_view::npos) {
+    return Invalid(path, "expected a base64 data: URL (data:<type>;base64,<payload>)");
+  }
+  return DecodeBase64(url, comma + 1, path);
+}
+
+Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir) {
+  const std::string at = ReferencePointer(part);
+  if (part.url.empty()) return Invalid(at, "expected a file path, a data: URL or base64 audio");
+  Result<std::string> bytes = Errors{};
+  if (part.url.rfind("data:", 0) == 0) {
+    bytes = DecodeDataUrl(part.url, at);
+  } else if (part.kind == PartKind::kAudio && IsRawBase64(part.url) &&
+             !std::filesystem::is_regular_file(ResolvePath(part.url, base_dir))) {
+    bytes = DecodeBase64(part.url, 0, at);
+  } else {
+    return std::optional<std::string>();  // a file
+  }
+  if (!bytes) return bytes.take_errors();
+  return std::optional<std::string>(std::move(*bytes));
+}
+
 Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
                               const std::string& media_dir) {
-  std::string at = part.kind == PartKind::kImage ? PointerAppend(PointerAppend(part.path, "image_url"), "url")
-                                                 : PointerAppend(PointerAppend(part.path, "input_audio"), "data");
-  if (part.url.rfind("data:", 0) != 0) {
-    if (part.url.empty()) return Invalid(at, "expected a file path or a data: URL");
-    std::filesystem::path p(part.url);
-    return p.is_absolute() || base_dir.empty() ? part.url : (std::filesystem::path(base_dir) / p).string();
-  }
+  auto inline_bytes = InlineMedia(part, base_dir);
+  if (!inline_bytes) return inline_bytes.take_errors();
+  if (!*inline_bytes) return ResolvePath(part.url, base_dir);
   if (media_dir.empty()) return std::string();
-  auto bytes = DecodeDataUrl(part.url, at);
-  if (!bytes) return bytes.take_errors();
   static std::atomic<int> counter{0};
   std::string file = (std::filesystem::path(media_dir) /
                       ("media-" + std::to_string(counter++) +
                        (part.kind == PartKind::kImage ? ".img" : ".audio")))
                          .string();
-  if (Status s = WriteFileAtomic(file, *bytes, true); !s) return s.errors();
+  if (Status s = WriteFileAtomic(file, **inline_bytes, true); !s) return s.errors();
   return file;
 }
 
@@ -552,6 +591,47 @@ std::string StopMatcher::Finish() {
   std::string out = stopped_ ? "" : pending_;
   pending_.clear();
   return out;
+}
+
+ReplyStream::ReplyStream(const Tokenizer& tokenizer, std::vector<std::string> stop_strings)
+    : tokenizer_(tokenizer), matcher_(std::move(stop_strings)) {}
+
+std::string ReplyStream::Emit(std::string piece) {
+  std::string out = matcher_.Push(piece);
+  text_ += out;
+  return out;
+}
+
+std::string ReplyStream::Push(int32_t token) {
+  if (stopped()) return "";
+  tokens_.push_back(token);
+  // Decode a window that starts one released step back, so that tokenizers which drop a word's
+  // leading space at the start of a decode (SentencePiece) see the same context as a full decode.
+  std::span<const int32_t> all(tokens_);
+  std::string before = tokenizer_.Decode(all.subspan(prefix_, read_ - prefix_));
+  std::string now = tokenizer_.Decode(all.subspan(prefix_));
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD: an unfinished character
+  if (now.size() <= before.size() || now.ends_with(kReplacement) || !now.starts_with(before)) {
+    return "";
+  }
+  prefix_ = read_;
+  read_ = tokens_.size();
+  return Emit(now.substr(before.size()));
+}
+
+std::string ReplyStream::Finish() {
+  std::string out;
+  if (!stopped() && read_ < tokens_.size()) {
+    // Tokens still held back (an unfinished character): release them as they decode.
+    std::span<const int32_t> all(tokens_);
+    std::string before = tokenizer_.Decode(all.subspan(prefix_, read_ - prefix_));
+    std::string now = tokenizer_.Decode(all.subspan(prefix_));
+    if (now.size() > before.size() && now.starts_with(before)) out = Emit(now.substr(before.size()));
+    read_ = tokens_.size();
+  }
+  std::string rest = matcher_.Finish();
+  text_ += rest;
+  return out + rest;
 }
 
 }  // namespace mlc

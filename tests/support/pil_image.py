@@ -42,6 +42,25 @@ def base_rgb(w, h, seed=1):
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
+def adversarial_rgb(w, h):
+    """The worst case for JPEG shrink-on-load: 1 and 2 px lines, a checkerboard, hard colour edges
+    (chroma), thin text-like strokes, over a photo-like background."""
+    img = base_rgb(w, h, 7).astype(np.int32)
+    y, x = np.mgrid[0:h, 0:w]
+    q = w // 4
+    img[:, :q][(x[:, :q] % 2) == 0] = 255
+    img[:, :q][(x[:, :q] % 2) == 1] = 0
+    band = slice(q, 2 * q)
+    img[:, band][((y[:, band] // 2) % 2) == 0] = (250, 20, 20)
+    img[:, band][((y[:, band] // 2) % 2) == 1] = (20, 20, 250)
+    checker = ((x + y) % 2 == 0)[:, 2 * q:3 * q]
+    img[:, 2 * q:3 * q][checker] = (0, 255, 0)
+    img[:, 2 * q:3 * q][~checker] = (255, 0, 255)
+    strokes = ((x % 9 == 0) | (y % 7 == 0))[:, 3 * q:]
+    img[:, 3 * q:][strokes] = 0
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
 def png_chunk(kind, data):
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -163,6 +182,9 @@ def make(folder):
     Image.fromarray(base_rgb(1001, 757, 6)).save(f"{folder}/odd_o3.jpg", quality=90,
                                                   exif=exif_with_orientation(3))
     add("odd_o3.jpg", large=True, orientation=3)
+    lines = Image.fromarray(adversarial_rgb(1600, 1200))
+    lines.save(f"{folder}/lines420.jpg", quality=90); add("lines420.jpg", large=True)
+    lines.save(f"{folder}/lines444.jpg", quality=95, subsampling=0); add("lines444.jpg", large=True)
     json.dump(out, sys.stdout)
 
 

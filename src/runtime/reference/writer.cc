@@ -1,14 +1,14 @@
 // The reference package generator: weights drawn from a seed, encoded as the converter does
 // (float32 records stored as bfloat16 in params_shard_*.bin with md5sums in tensor-cache.json),
 // mlc-chat-config.json, mlc-model-manifest.json (WriteModelPackage), the compiled-program
-// document (WriteCompiledProgram) and the library's _metadata (reference-lib.json).
-#include <openssl/evp.h>
-
+// document (WriteCompiledProgram), the library's _metadata (reference-lib.json) and a byte-level
+// BPE tokenizer.json.
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/hash.h"
 #include "mlc_manifest/package.h"
 #include "runtime/reference/reference_internal.h"
 
@@ -34,19 +34,6 @@ class Rng {
  private:
   uint64_t state_;
 };
-
-std::string Md5Hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_md5(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
 
 int64_t Elements(const ParamSpec& p) {
   int64_t n = 1;
@@ -303,6 +290,9 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
   if (o.manifest) files.emplace_back(kManifestFileName, WriteModelPackage(package));
   files.emplace_back(kReferenceProgramFile, program_text);
   files.emplace_back(kReferenceLibraryFile, PythonIndentJson(lib, 2));
+  if (auto tokenizer = reference::TokenizerJson(o.vocab_size)) {
+    files.emplace_back("tokenizer.json", std::move(*tokenizer));
+  }
 
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

@@ -1,0 +1,224 @@
+// The chat path end to end on real files: the reference package's byte-level BPE tokenizer, the
+// `prompt` command's segments and ids, and `run --messages`: the reply streamed on stdout, follow-up
+// turns on one KV cache, and stop strings that end the decode loop at the token that completes them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/tokenizer.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+// A reference package with audio and image inputs in dir/pkg.
+std::string MakePackage(const test::TempDir& dir) {
+  std::string pkg = dir.File("pkg");
+  auto r = test::RunCli({"reference-model", pkg, "--audio", "--image", "--seed", "5", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  return pkg;
+}
+
+std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& pkg) {
+  auto t = Tokenizer::FromDirectory(pkg);
+  EXPECT_TRUE(t.ok()) << FormatErrors(t.errors());
+  return t.ok() ? std::move(*t) : nullptr;
+}
+
+Json RunJson(const std::vector<std::string>& args) {
+  auto r = test::RunCli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto j = ParseJson(r.out);
+  EXPECT_TRUE(j.ok()) << r.out;
+  return j.ok() ? *j : Json();
+}
+
+TEST(ReferenceTokenizer, FillsTheVocabularyAndRoundTrips) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  auto tok = LoadTokenizer(pkg);
+  ASSERT_TRUE(tok);
+  EXPECT_EQ(tok->Kind(), "huggingface");
+  EXPECT_EQ(tok->VocabSize(), 512u);
+  EXPECT_EQ(tok->TokenToId("<bos>"), ReferenceTokens::kBos);
+  EXPECT_EQ(tok->TokenToId("<eos>"), ReferenceTokens::kEos);
+  EXPECT_EQ(tok->TokenToId("<image_soft_token>"), ReferenceTokens::kImagePlaceholder);
+  for (int32_t id = 0; id < 512; ++id) EXPECT_FALSE(tok->IdToToken(id).empty()) << id;
+  const std::string text = "The user writes: héllo wörld 👋\n\tcode() { return 42; }  <eos> done";
+  Ids ids = tok->Encode(text);
+  for (int32_t id : ids) EXPECT_LT(id, 512);
+  EXPECT_EQ(tok->Decode(ids), text);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), ReferenceTokens::kEos), ids.end()) << "special tokens in text";
+  EXPECT_LT(tok->Encode("the user and the model").size(), std::string("the user and the model").size())
+      << "merges were learned";
+}
+
+// ---- prompt
+
+TEST(PromptCli, SegmentsIdsAndMedia) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  auto tok = LoadTokenizer(pkg);
+  ASSERT_TRUE(tok);
+  dir.Write("cat.png", "not read by prompt");
+  std::string messages = dir.Write("m.json", R"([
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "text", "text": "Describe"},
+                                 {"type": "image_url", "image_url": {"url": "cat.png"}},
+                                 {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}]}])");
+  std::string program = JoinPath(pkg, kReferenceProgramFile);
+  Json j = RunJson({"prompt", pkg, "--messages", messages, "--program", program, "--json"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["template"], "reference");
+  EXPECT_EQ(j["stop_token_ids"], Json::array({ReferenceTokens::kEos}));
+  const Json& segs = j["segments"];
+  ASSERT_GE(segs.size(), 4u) << j.dump();
+  EXPECT_EQ(segs[0]["system_prefix_token_ids"], Json::array({ReferenceTokens::kBos}));
+  int images = 0, audios = 0;
+  std::string text;
+  for (const Json& s : segs) {
+    if (s.contains("text")) {
+      EXPECT_EQ(s["token_ids"].get<Ids>(), tok->Encode(s["text"].get<std::string>()));
+      text += s["text"].get<std::string>();
+    } else if (s.value("media", "") == "image") {
+      ++images;
+      text += "<image>";
+      EXPECT_EQ(s["file"], dir.File("cat.png"));
+      EXPECT_EQ(s["prefix_token_ids"], Json::array({ReferenceTokens::kImageStart}));
+      EXPECT_EQ(s["placeholder_token_id"], ReferenceTokens::kImagePlaceholder);
+      EXPECT_EQ(s["image_rows"], 16) << "(32 / 8)^2 patches";
+      EXPECT_EQ(s["part"], "/1/content/1");
+    } else if (s.value("media", "") == "audio") {
+      ++audios;
+      text += "<audio>";
+      EXPECT_EQ(s["inline_bytes"], 4) << "raw base64, as OpenAI sends input_audio";
+      EXPECT_TRUE(s["audio_rows"].is_null());
+    }
+  }
+  EXPECT_EQ(images, 1);
+  EXPECT_EQ(audios, 1);
+  EXPECT_EQ(text, j["prompt"].get<std::string>());
+  EXPECT_EQ(text.rfind("Be brief.", 0), 0u) << text;
+  EXPECT_NE(text.find("user: Describe<image><audio>\nassistant:"), std::string::npos) << text;
+
+  auto human = test::RunCli({"prompt", pkg, "--messages", messages, "--program", program});
+  EXPECT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_NE(human.out.find("image input \"image\": prefix [6], 16 rows of placeholder 7"), std::string::npos)
+      << human.out;
+}
+
+TEST(PromptCli, RejectsBadMessagesWithTheirPointer) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  std::string program = JoinPath(pkg, kReferenceProgramFile);
+  std::string bad = dir.Write("bad.json", R"([{"role": "user", "content": [{"type": "video", "video": {}}]}])");
+  auto r = test::RunCli({"prompt", pkg, "--messages", bad, "--program", program, "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("/0/content/0"), std::string::npos) << r.out;
+  std::string last = dir.Write("last.json", R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])");
+  r = test::RunCli({"prompt", pkg, "--messages", last, "--program", program, "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  r = test::RunCli({"prompt", pkg, "--messages", dir.File("missing.json"), "--program", program});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+}
+
+// ---- run --messages
+
+TEST(RunMessagesCli, FollowUpTurnsShareTheCache) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  auto tok = LoadTokenizer(pkg);
+  ASSERT_TRUE(tok);
+  std::string m1 = dir.Write("m1.json", R"({"messages": [{"role": "user", "content": "Hello there!"}]})");
+  std::string m2 = dir.Write("m2.json", R"([{"role": "user", "content": "How are you today?"}])");
+  Json j = RunJson({"run", pkg, "--messages", m1, "--messages", m2, "--max-tokens", "6",
+                    "--temperature", "0", "--json"});
+  ASSERT_EQ(j["turns"].size(), 2u) << j.dump();
+  const Json& t0 = j["turns"][0];
+  const Json& t1 = j["turns"][1];
+  Ids first = tok->Encode("user: Hello there!\nassistant:");
+  EXPECT_EQ(t0["prompt_length"], 1 + first.size()) << "bos, then the first round";
+  EXPECT_EQ(t0["kv_length_before"], 0);
+  Ids tokens0 = t0["tokens"].get<Ids>();
+  EXPECT_EQ(t0["text"], tok->Decode(tokens0)) << "no stop strings: the whole reply";
+  // The follow-up continues the cache: after the first prompt and the reply (a reply cut by the
+  // limit feeds its last token at the start of the next turn).
+  EXPECT_EQ(t1["kv_length_before"].get<int64_t>(),
+            t0["prompt_length"].get<int64_t>() + static_cast<int64_t>(tokens0.size()) -
+                (t0["stop_reason"] == "length" ? 1 : 0));
+  EXPECT_GT(t1["prompt_length"].get<int64_t>(), 0);
+  EXPECT_EQ(j["kv_length"].get<int64_t>(), t1["kv_length_before"].get<int64_t>() +
+                                               t1["prompt_length"].get<int64_t>() +
+                                               static_cast<int64_t>(t1["tokens"].size()) -
+                                               (t1["stop_reason"] == "length" ? 1 : 0));
+
+  // Without --json, stdout is just the replies, one per line; the report goes to stderr.
+  auto human = test::RunCli({"run", pkg, "--messages", m1, "--messages", m2, "--max-tokens", "6",
+                             "--temperature", "0"});
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_EQ(human.out, t0["text"].get<std::string>() + "\n" + t1["text"].get<std::string>() + "\n");
+  EXPECT_NE(human.err.find("turn 1: prompt"), std::string::npos) << human.err;
+}
+
+TEST(RunMessagesCli, StopStringEndsTheDecodeLoop) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  auto tok = LoadTokenizer(pkg);
+  ASSERT_TRUE(tok);
+  std::string m = dir.Write("m.json", R"([{"role": "user", "content": "What is the weather like?"}])");
+  const std::vector<std::string> args = {"run", pkg, "--messages", m, "--max-tokens", "24",
+                                         "--temperature", "0", "--json"};
+  Json free_run = RunJson(args);
+  Ids tokens = free_run["turns"][0]["tokens"].get<Ids>();
+  ASSERT_EQ(tokens.size(), 24u) << free_run.dump();
+  // A stop string: the text of one token of the reply (plain ASCII) that first appears there.
+  std::string stop, before;
+  size_t stop_index = 0;
+  for (size_t k = 1; k < tokens.size() && stop.empty(); ++k) {
+    std::string head = tok->Decode(std::span<const int32_t>(tokens).first(k));
+    std::string with = tok->Decode(std::span<const int32_t>(tokens).first(k + 1));
+    if (with.size() <= head.size() || with.compare(0, head.size(), head) != 0) continue;
+    std::string piece = with.substr(head.size());
+    bool ascii = std::all_of(piece.begin(), piece.end(), [](char c) { return c > ' ' && c < 127; });
+    if (ascii && with.find(piece) == head.size()) {
+      stop = piece;
+      before = head;
+      stop_index = k;
+    }
+  }
+  ASSERT_FALSE(stop.empty()) << "no usable stop string in " << tok->Decode(tokens);
+  Json config = *ReadJsonFile(JoinPath(pkg, "mlc-chat-config.json"));
+  config["conv_template"]["stop_str"] = Json::array({stop});
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(pkg, "mlc-chat-config.json"), config.dump(2), true).ok());
+
+  Json stopped = RunJson(args);
+  const Json& turn = stopped["turns"][0];
+  EXPECT_EQ(turn["stop_reason"], "stop_str");
+  EXPECT_EQ(turn["text"], before) << "the text before the stop string " << Json(stop).dump();
+  EXPECT_EQ(turn["tokens"].get<Ids>(), Ids(tokens.begin(), tokens.begin() + stop_index + 1))
+      << "decoding stops at the token that completes the stop string";
+}
+
+TEST(RunMessagesCli, ErrorsAndUsage) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  std::string m = dir.Write("m.json", R"([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "nope.png"}}]}])");
+  auto r = test::RunCli({"run", pkg, "--messages", m, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("nope.png"), std::string::npos) << r.out;
+  std::string req = dir.Write("req.json", R"([{"tokens": [1, 2]}])");
+  r = test::RunCli({"run", pkg, "--messages", m, "--request", req});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  std::filesystem::remove(JoinPath(pkg, "tokenizer.json"));
+  std::string ok = dir.Write("ok.json", R"([{"role": "user", "content": "hi"}])");
+  r = test::RunCli({"run", pkg, "--messages", ok});
+  EXPECT_EQ(r.exit_code, 3) << "no tokenizer: " << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace mlc
