@@ -271,12 +271,13 @@ TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45Db) {
     int64_t h, w;
   };
   const Case cases[] = {
-      {"photo.jpg", ResizeMode::kCenterCrop, 100, 100},  // reduction 12 -> shrink 4
-      {"photo.jpg", ResizeMode::kCenterCrop, 50, 50},    // reduction 24 -> shrink 8
-      {"photo.jpg", ResizeMode::kStretch, 200, 266},     // reduction 6 -> shrink 2
+      {"photo.jpg", ResizeMode::kCenterCrop, 100, 100},  // reduction 12 -> shrink 2
+      {"photo.jpg", ResizeMode::kCenterCrop, 50, 50},    // reduction 24 -> shrink 4
+      {"photo.jpg", ResizeMode::kStretch, 200, 266},     // reduction 6: full decode
       {"photo.jpg", ResizeMode::kStretch, 130, 70},      // anisotropic
       {"photo_o6.jpg", ResizeMode::kCenterCrop, 60, 90}, // rotated source
       {"odd_o3.jpg", ResizeMode::kCenterCrop, 41, 37},   // partial blocks, 180 degrees
+      {"photo420.jpg", ResizeMode::kCenterCrop, 50, 50}, // 4:2:0 chroma: full decode
   };
   int used = 0;
   for (const Case& c : cases) {
@@ -289,6 +290,10 @@ TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45Db) {
     auto fast = PrepareImage(*bytes, c.mode, c.h, c.w);
     ASSERT_TRUE(full.ok() && fast.ok());
     EXPECT_EQ(full->info.shrink, 1);
+    if (std::string(c.name) == "photo420.jpg") {
+      EXPECT_EQ(fast->info.chroma_subsampling, "4:2:0");
+      EXPECT_EQ(fast->info.shrink, 1);
+    }
     EXPECT_EQ(fast->plan, full->plan);
     if (fast->info.shrink > 1) ++used;
     const double psnr = Psnr(fast->rgb, full->rgb);
@@ -330,17 +335,111 @@ TEST_F(PillowFixture, ShrinkOnLoadStaysAbove45DbOnAdversarialContent) {
 TEST(ImageShrink, ChoosesOnlyForJpegAndLargeReductions) {
   ImageInfo info;
   info.format = "jpeg";
+  info.chroma_subsampling = "4:4:4";
   info.upright_width = 4000;
   info.upright_height = 3000;
   ResizePlan plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 336, 336);
-  EXPECT_EQ(ChooseShrink(info, plan, {}), 2);  // 8.9 / 2 >= 3, 8.9 / 4 < 3
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 2);  // 8.9 / 2 >= 4, 8.9 / 4 < 4
   plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 100, 100);
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 4);  // 30 / 8 < 4
+  plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 50, 50);
   EXPECT_EQ(ChooseShrink(info, plan, {}), 8);
+  info.chroma_subsampling = "4:2:0";
+  EXPECT_EQ(ChooseShrink(info, plan, {}), 1);
+  info.chroma_subsampling = "4:4:4";
+  ImageOptions off;
+  off.shrink_on_load = false;
+  EXPECT_EQ(ChooseShrink(info, plan, off), 1);
   plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 1200, 1200);
   EXPECT_EQ(ChooseShrink(info, plan, {}), 1);
   info.format = "png";
   plan = PlanResize(4000, 3000, ResizeMode::kCenterCrop, 100, 100);
   EXPECT_EQ(ChooseShrink(info, plan, {}), 1);
+}
+
+// ---- Streaming: decode straight into the resize ----
+
+// The streamed path (rows resized as libvips decodes them) gives exactly the pixels of the
+// whole-image path, for every geometry, filter and shrink; reoriented, grey and CMYK images
+// take the whole-image path.
+TEST_F(PillowFixture, StreamedDecodeEqualsWholeImagePath) {
+  struct Case {
+    const char* name;
+    ResizeMode mode;
+    int64_t h, w;
+    ResizeFilter filter;
+  };
+  const Case cases[] = {
+      {"photo.jpg", ResizeMode::kCenterCrop, 336, 336, ResizeFilter::kBicubic},
+      {"photo.jpg", ResizeMode::kCenterCrop, 50, 50, ResizeFilter::kLanczos},  // shrink 4
+      {"photo.jpg", ResizeMode::kStretch, 1300, 1700, ResizeFilter::kBilinear},  // upscale
+      {"photo.jpg", ResizeMode::kStretch, 1200, 1600, ResizeFilter::kBicubic},   // identity
+      {"photo.jpg", ResizeMode::kStretch, 1200, 300, ResizeFilter::kBicubic},    // one axis
+      {"rgb.png", ResizeMode::kCenterCrop, 32, 40, ResizeFilter::kBicubic},
+      {"rgba.png", ResizeMode::kStretch, 30, 50, ResizeFilter::kBicubic},
+      {"lossy.webp", ResizeMode::kCenterCrop, 150, 200, ResizeFilter::kBicubic},
+      {"one.png", ResizeMode::kCenterCrop, 3, 3, ResizeFilter::kBicubic},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto bytes = ReadFile(File(c.name));
+    ASSERT_TRUE(bytes.ok());
+    ImageOptions opts;
+    opts.filter = c.filter;
+    auto info = ProbeImage(*bytes, opts);
+    ASSERT_TRUE(info.ok());
+    ResizePlan plan = PlanResize(info->upright_width, info->upright_height, c.mode, c.h, c.w);
+    const int shrink = ChooseShrink(*info, plan, opts);
+    auto streamed = DecodeAndResize(*bytes, *info, plan, opts, shrink);
+    ASSERT_TRUE(streamed.ok()) << FormatErrors(streamed.errors());
+    ASSERT_TRUE(streamed->has_value()) << "an upright RGB image streams";
+    auto whole = DecodeImage(*bytes, opts, shrink);
+    ASSERT_TRUE(whole.ok());
+    ResizePlan p = plan;
+    p.source_width = whole->rgb.width;
+    p.source_height = whole->rgb.height;
+    RgbImage expected = ResizeRgb(whole->rgb, p, c.filter, whole->box);
+    EXPECT_EQ((*streamed)->rgb.width, c.w);
+    EXPECT_EQ((*streamed)->rgb.height, c.h);
+    EXPECT_TRUE((*streamed)->rgb.pixels == expected.pixels);
+    EXPECT_EQ((*streamed)->info.shrink, shrink);
+  }
+  for (const char* name : {"orient6.jpg", "grey.jpg", "cmyk.jpg", "grey16.png"}) {
+    auto bytes = ReadFile(File(name));
+    ASSERT_TRUE(bytes.ok());
+    auto info = ProbeImage(*bytes);
+    ASSERT_TRUE(info.ok());
+    ResizePlan plan = PlanResize(info->upright_width, info->upright_height, ResizeMode::kStretch, 20, 20);
+    auto streamed = DecodeAndResize(*bytes, *info, plan, {}, 1);
+    ASSERT_TRUE(streamed.ok()) << name;
+    EXPECT_FALSE(streamed->has_value()) << name << " needs the whole-image path";
+  }
+}
+
+// Rows pushed in strips of any height, in order, give ResizeRgb's pixels.
+TEST(RowResizer, StripsOfAnyHeightEqualTheWholeImage) {
+  RgbImage src;
+  src.width = 53;
+  src.height = 41;
+  for (int64_t i = 0; i < src.width * src.height * 3; ++i) {
+    src.pixels.push_back(static_cast<uint8_t>((i * 7919) % 251));
+  }
+  for (ResizeMode mode : {ResizeMode::kStretch, ResizeMode::kCenterCrop}) {
+    for (auto [h, w] : {std::pair<int64_t, int64_t>{10, 12}, {80, 30}, {41, 53}, {41, 20}, {1, 1}}) {
+      ResizePlan plan = PlanResize(src.width, src.height, mode, h, w);
+      RgbImage expected = ResizeRgb(src, plan, ResizeFilter::kBicubic);
+      for (int64_t strip : {1, 3, 16, 64}) {
+        RowResizer r(plan, ResizeFilter::kBicubic, std::nullopt);
+        for (int64_t y = 0; y < src.height; y += strip) {
+          const int64_t n = std::min(strip, src.height - y);
+          r.PushRows(y, n, src.pixels.data() + y * src.width * 3, src.width * 3);
+        }
+        RgbImage got = r.Finish();
+        EXPECT_TRUE(got.pixels == expected.pixels) << ResizeModeName(mode) << " " << w << "x" << h
+                                                   << " strips of " << strip;
+      }
+    }
+  }
 }
 
 // ---- Geometry (SPEC 6.2) ----

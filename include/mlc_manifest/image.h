@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -65,6 +66,26 @@ struct SourceBox {
 RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan, ResizeFilter filter,
                    const std::optional<SourceBox>& box = std::nullopt);
 
+// The same resize fed with source rows as a decoder produces them, top to bottom: the horizontal
+// pass runs on each row the window needs as it arrives (others are skipped), so the whole source
+// is never held; Finish runs the vertical pass. Gives exactly ResizeRgb's pixels.
+class RowResizer {
+ public:
+  RowResizer(const ResizePlan& plan, ResizeFilter filter, const std::optional<SourceBox>& box);
+  ~RowResizer();
+  RowResizer(const RowResizer&) = delete;
+  RowResizer& operator=(const RowResizer&) = delete;
+
+  // Source rows [y, y + count), RGB, `stride` bytes apart.
+  void PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride);
+  // The plan.width x plan.height result; rows that were never pushed count as black.
+  RgbImage Finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // ---- Decoding ----
 
 struct ImageOptions {
@@ -89,6 +110,7 @@ struct ImageInfo {
   bool has_icc = false;           // an embedded ICC profile was present
   bool icc_applied = false;       // ... and was used to convert to sRGB
   int shrink = 1;                 // JPEG DCT shrink-on-load factor used (1 = full decode)
+  std::string chroma_subsampling; // JPEG: "4:2:0", "4:4:4", ...; "" for other formats
 };
 
 // Reads only the header: format, size, orientation. Rejects non-images, unsupported formats and
@@ -115,8 +137,18 @@ struct PreparedImage {
   RgbImage rgb;       // plan.width x plan.height
 };
 
-// The JPEG DCT shrink factor the frontend uses for this plan (1 when none keeps >= 45 dB).
+// The JPEG DCT shrink factor the frontend uses for this plan (1 when none keeps >= 45 dB): only
+// for JPEGs without chroma subsampling, and only where the resize still reduces each axis by at
+// least 4 after the shrink.
 int ChooseShrink(const ImageInfo& info, const ResizePlan& plan, const ImageOptions& options);
+
+// Decodes straight into the resize, without holding the whole image, where the decoded rows are
+// already upright RGB (EXIF orientation 1, not grey or CMYK): rows are resized as libvips
+// produces them, overlapping decode and resize. std::nullopt when the image needs the
+// whole-image path (DecodeImage, then ResizeRgb). `plan` is in full-resolution pixels.
+Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,
+                                                     const ResizePlan& plan,
+                                                     const ImageOptions& options, int shrink);
 
 // Probe, plan, decode (shrinking on load where allowed) and resize.
 Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int64_t height,

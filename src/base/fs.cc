@@ -2,12 +2,15 @@
 #include "mlc_manifest/fs.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <utility>
 
 namespace mlc {
 namespace {
@@ -71,6 +74,75 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
                    "file is over the limit of " + std::to_string(max_bytes) + " bytes"};
     }
     out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+FileBytes::~FileBytes() {
+  if (data_) ::munmap(data_, capacity_);
+}
+
+FileBytes::FileBytes(FileBytes&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, capacity_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+    // Not a regular file (or an error ReadFile reports): read it the ordinary way.
+    auto text = ReadFile(path, max_bytes);
+    if (!text) return text.take_errors();
+    FileBytes out;
+    out.capacity_ = std::max<size_t>(text->size(), 1);
+    out.data_ = ::mmap(nullptr, out.capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (out.data_ == MAP_FAILED) {
+      out.data_ = nullptr;
+      return IoError(path, "out of memory");
+    }
+    std::memcpy(out.data_, text->data(), text->size());
+    out.size_ = text->size();
+    return out;
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return Error{ErrorCode::kLimit, path,
+                 "file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
+                     std::to_string(max_bytes)};
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return IoError(path, "cannot open: " + ErrnoText());
+  FileBytes out;
+  out.capacity_ = static_cast<size_t>(st.st_size);
+  out.data_ = ::mmap(nullptr, out.capacity_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (out.data_ == MAP_FAILED) {
+    out.data_ = nullptr;
+    ::close(fd);
+    return IoError(path, "out of memory for " + std::to_string(st.st_size) + " bytes");
+  }
+  char* dst = static_cast<char*>(out.data_);
+  // A file that shrinks while it is read ends early; one that grows is cut at the size seen.
+  while (out.size_ < out.capacity_) {
+    ssize_t n = ::read(fd, dst + out.size_, out.capacity_ - out.size_);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::string msg = "read failed: " + ErrnoText();
+      ::close(fd);
+      return IoError(path, msg);
+    }
+    if (n == 0) break;
+    out.size_ += static_cast<size_t>(n);
   }
   ::close(fd);
   return out;

@@ -1,6 +1,7 @@
 // The image frontend end to end (SPEC 6.2): probe the header, plan the resize in upright
 // full-resolution pixels, decode (with JPEG shrink-on-load only where it stays >= 45 dB from the
-// full decode), resize with Pillow's conventions, and lay the pixels out as the adapter's tensor.
+// full decode: 4:4:4 chroma and a large remaining reduction), resize with Pillow's conventions,
+// and lay the pixels out as the adapter's tensor.
 #include <algorithm>
 #include <cstring>
 
@@ -11,14 +12,21 @@ namespace mlc {
 namespace {
 
 // Shrink-on-load is used only when, after the DCT shrink, the resize still reduces each axis by
-// at least this factor. Measured on photo-like content (tests/image_test.cc, ShrinkOnLoad*):
-// with a remaining reduction >= 3 the output stays above 45 dB PSNR against the full decode.
-constexpr double kShrinkGap = 3.0;
+// at least this factor, and only for JPEGs whose chroma is not subsampled. Measured against the
+// full decode (tests/image_test.cc, ShrinkOnLoad*) on adversarial content (1-2 px lines, a
+// checkerboard, hard chroma edges): without subsampling a remaining reduction of 3 lands at
+// 41-45 dB and one of 4 or more at >= 47 dB; with 4:2:0 chroma the scaled decode skips the
+// decoder's chroma upsampling, which costs 37-44 dB whatever the reduction, so it is never used.
+constexpr double kShrinkGap = 4.0;
+
+bool FullChroma(const ImageInfo& info) {
+  return info.chroma_subsampling == "4:4:4" || info.chroma_subsampling == "4:4:4:4";
+}
 
 }  // namespace
 
 int ChooseShrink(const ImageInfo& info, const ResizePlan& plan, const ImageOptions& options) {
-  if (!options.shrink_on_load || info.format != "jpeg") return 1;
+  if (!options.shrink_on_load || info.format != "jpeg" || !FullChroma(info)) return 1;
   const double rx = static_cast<double>(info.upright_width) / plan.scaled_width;
   const double ry = static_cast<double>(info.upright_height) / plan.scaled_height;
   const double reduction = std::min(rx, ry);
@@ -38,6 +46,9 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
   PreparedImage prepared;
   prepared.plan = PlanResize(info->upright_width, info->upright_height, mode, height, width);
   const int shrink = ChooseShrink(*info, prepared.plan, options);
+  auto streamed = DecodeAndResize(bytes, *info, prepared.plan, options, shrink);
+  if (!streamed) return streamed.take_errors();
+  if (*streamed) return std::move(**streamed);
   auto decoded = DecodeImage(bytes, options, shrink);
   if (!decoded) return decoded.take_errors();
   prepared.info = decoded->info;
@@ -57,9 +68,9 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, const ImageDecode& pr
 
 Result<PreparedImage> PrepareImageFile(const std::string& path, const ImageDecode& processor,
                                        const ImageOptions& options) {
-  auto bytes = ReadFile(path, options.max_file_bytes);
+  auto bytes = ReadFileBytes(path, options.max_file_bytes);
   if (!bytes) return bytes.take_errors();
-  return PrepareImage(*bytes, processor, options);
+  return PrepareImage(bytes->view(), processor, options);
 }
 
 const char* PixelDtypeName(PixelDtype dtype) {

@@ -191,6 +191,11 @@ ImageInfo InfoOf(VipsImage* image, const std::string& format) {
   info.colour = ColourName(vips_image_guess_interpretation(image));
   info.has_alpha = vips_image_hasalpha(image);
   info.has_icc = vips_image_get_typeof(image, VIPS_META_ICC_NAME) != 0;
+  const char* subsampling = nullptr;
+  if (format == "jpeg" && vips_image_get_typeof(image, "jpeg-chroma-subsample") != 0 &&
+      vips_image_get_string(image, "jpeg-chroma-subsample", &subsampling) == 0 && subsampling) {
+    info.chroma_subsampling = subsampling;
+  }
   return info;
 }
 
@@ -402,30 +407,41 @@ SourceBox BoxFor(const ImageInfo& full, int64_t w, int64_t h, int shrink, int or
   return box;
 }
 
-Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& format,
-                                  const ImageInfo& header, const ImageOptions& options,
-                                  int shrink) {
+// Opens the image and converts it to 8-bit sRGB (or grey / CMYK), alpha handled, lazily: nothing
+// is decoded until pixels are asked for. Sets info->icc_applied.
+Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format,
+                               const ImageOptions& options, int shrink, ImageInfo* info) {
   auto opened = OpenImage(bytes, format, shrink);
   if (!opened) return opened.take_errors();
-  DecodedImage decoded;
-  decoded.info = header;
-  decoded.info.shrink = shrink;
-  ImageRef image = std::move(*opened);
-  auto step = HandleAlpha(std::move(image), options);
+  auto step = HandleAlpha(std::move(*opened), options);
   if (!step) return step.take_errors();
-  step = ApplyIcc(std::move(*step), &decoded.info.icc_applied);
+  step = ApplyIcc(std::move(*step), &info->icc_applied);
   if (!step) return step.take_errors();
   step = ToEightBit(std::move(*step));
   if (!step) return step.take_errors();
-  step = ToKnownColour(std::move(*step));
-  if (!step) return step.take_errors();
-  VipsImage* final_image = step->get();
-  const int64_t w = vips_image_get_width(final_image);
-  const int64_t h = vips_image_get_height(final_image);
-  const int bands = vips_image_get_bands(final_image);
+  return ToKnownColour(std::move(*step));
+}
+
+Status CheckDecodedSize(int64_t w, int64_t h, const ImageOptions& options) {
   if (w * h > options.max_pixels || w < 1 || h < 1) {
     return Invalid("pixels", "decoded size differs from the header");
   }
+  return Status::Ok();
+}
+
+Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& format,
+                                  const ImageInfo& header, const ImageOptions& options,
+                                  int shrink) {
+  DecodedImage decoded;
+  decoded.info = header;
+  decoded.info.shrink = shrink;
+  auto converted = OpenConverted(bytes, format, options, shrink, &decoded.info);
+  if (!converted) return converted.take_errors();
+  VipsImage* final_image = converted->get();
+  const int64_t w = vips_image_get_width(final_image);
+  const int64_t h = vips_image_get_height(final_image);
+  const int bands = vips_image_get_bands(final_image);
+  if (Status s = CheckDecodedSize(w, h, options); !s) return s.errors();
   size_t size = 0;
   void* data = vips_image_write_to_memory(final_image, &size);
   if (!data) {
@@ -440,7 +456,46 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
   return decoded;
 }
 
+// vips_sink_disc's callback: each section of rows, top to bottom, into the resizer.
+int PushSection(VipsRegion* region, VipsRect* area, void* resizer) {
+  const auto* rows = reinterpret_cast<const uint8_t*>(VIPS_REGION_ADDR(region, area->left, area->top));
+  static_cast<RowResizer*>(resizer)->PushRows(area->top, area->height, rows,
+                                              VIPS_REGION_LSKIP(region));
+  return 0;
+}
+
 }  // namespace
+
+Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,
+                                                     const ResizePlan& plan,
+                                                     const ImageOptions& options, int shrink) {
+  if (header.orientation != 1) return std::optional<PreparedImage>();
+  if (header.format != "jpeg" || (shrink != 2 && shrink != 4 && shrink != 8)) shrink = 1;
+  PreparedImage prepared;
+  prepared.info = header;
+  prepared.info.shrink = shrink;
+  prepared.plan = plan;
+  auto converted = OpenConverted(bytes, header.format, options, shrink, &prepared.info);
+  if (!converted) return converted.take_errors();
+  VipsImage* image = converted->get();
+  if (vips_image_get_bands(image) != 3 || vips_image_get_format(image) != VIPS_FORMAT_UCHAR) {
+    return std::optional<PreparedImage>();  // grey or CMYK: the whole-image path expands it
+  }
+  const int64_t w = vips_image_get_width(image);
+  const int64_t h = vips_image_get_height(image);
+  if (Status s = CheckDecodedSize(w, h, options); !s) return s.errors();
+  // The plan is in full-resolution pixels; the decoded image may be smaller (shrink-on-load),
+  // so the resize maps the plan's scaled size onto the decoded pixels' extent.
+  ResizePlan decoded_plan = plan;
+  decoded_plan.source_width = w;
+  decoded_plan.source_height = h;
+  RowResizer resizer(decoded_plan, options.filter, BoxFor(header, w, h, shrink, 1));
+  if (vips_sink_disc(image, PushSection, &resizer) != 0) {
+    return Invalid("pixels", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
+  }
+  prepared.rgb = resizer.Finish();
+  return std::optional<PreparedImage>(std::move(prepared));
+}
 
 Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
   if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};

@@ -110,26 +110,21 @@ inline uint8_t Clip8(int32_t v) {
   return static_cast<uint8_t>(v >> kPrecisionBits);
 }
 
-// Horizontal pass over source rows [row0, row0 + rows) into dst (rows x cols x 3).
-void HorizontalPass(const RgbImage& src, int64_t row0, int64_t rows, const AxisWeights& w,
-                    uint8_t* dst) {
+// Horizontal pass over one source row into dst (cols x 3).
+void HorizontalRow(const uint8_t* in, const AxisWeights& w, uint8_t* out) {
   const int64_t cols = static_cast<int64_t>(w.first.size());
-  for (int64_t y = 0; y < rows; ++y) {
-    const uint8_t* in = src.pixels.data() + static_cast<size_t>(row0 + y) * src.width * 3;
-    uint8_t* out = dst + static_cast<size_t>(y) * cols * 3;
-    for (int64_t x = 0; x < cols; ++x) {
-      const int32_t* k = &w.weights[static_cast<size_t>(x) * w.ksize];
-      const uint8_t* p = in + static_cast<size_t>(w.first[x]) * 3;
-      int32_t r = kHalf, g = kHalf, b = kHalf;
-      for (int32_t t = 0, n = w.count[x]; t < n; ++t) {
-        r += p[3 * t] * k[t];
-        g += p[3 * t + 1] * k[t];
-        b += p[3 * t + 2] * k[t];
-      }
-      out[3 * x] = Clip8(r);
-      out[3 * x + 1] = Clip8(g);
-      out[3 * x + 2] = Clip8(b);
+  for (int64_t x = 0; x < cols; ++x) {
+    const int32_t* k = &w.weights[static_cast<size_t>(x) * w.ksize];
+    const uint8_t* p = in + static_cast<size_t>(w.first[x]) * 3;
+    int32_t r = kHalf, g = kHalf, b = kHalf;
+    for (int32_t t = 0, n = w.count[x]; t < n; ++t) {
+      r += p[3 * t] * k[t];
+      g += p[3 * t + 1] * k[t];
+      b += p[3 * t + 2] * k[t];
     }
+    out[3 * x] = Clip8(r);
+    out[3 * x + 1] = Clip8(g);
+    out[3 * x + 2] = Clip8(b);
   }
 }
 
@@ -194,62 +189,92 @@ ResizePlan PlanResize(int64_t source_width, int64_t source_height, ResizeMode mo
   return plan;
 }
 
-RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan, ResizeFilter filter,
-                   const std::optional<SourceBox>& box_in) {
-  const SourceBox box = box_in.value_or(SourceBox{0, 0, static_cast<double>(src.width),
-                                                  static_cast<double>(src.height)});
+struct RowResizer::State {
+  ResizePlan plan;
+  bool empty = false;   // nothing to compute (a degenerate size)
+  bool need_h = false;  // as Pillow: an axis whose size and extent are unchanged is copied
+  bool need_v = false;
+  AxisWeights wh, wv;
+  int64_t row0 = 0, row1 = 0;  // source rows the window needs
+  int64_t row_bytes = 0;
+  std::vector<uint8_t> mid;    // rows [row0, row1) after the horizontal pass
+};
+
+RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
+                       const std::optional<SourceBox>& box_in)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.plan = plan;
+  s.row_bytes = plan.width * 3;
+  s.empty = plan.source_width <= 0 || plan.source_height <= 0 || plan.width <= 0 || plan.height <= 0;
+  if (s.empty) return;
+  const SourceBox box = box_in.value_or(SourceBox{0, 0, static_cast<double>(plan.source_width),
+                                                  static_cast<double>(plan.source_height)});
   const Kernel kernel = KernelFor(filter);
+  s.need_h = plan.scaled_width != plan.source_width || box.x0 != 0.0 ||
+             box.x1 != static_cast<double>(plan.source_width);
+  s.need_v = plan.scaled_height != plan.source_height || box.y0 != 0.0 ||
+             box.y1 != static_cast<double>(plan.source_height);
+  if (s.need_h) {
+    s.wh = ComputeWeights(plan.source_width, box.x0, box.x1, plan.scaled_width, plan.left,
+                          plan.width, kernel);
+  }
+  s.row0 = plan.top;
+  s.row1 = plan.top + plan.height;
+  if (s.need_v) {
+    s.wv = ComputeWeights(plan.source_height, box.y0, box.y1, plan.scaled_height, plan.top,
+                          plan.height, kernel);
+    s.row0 = s.wv.first.front();
+    s.row1 = 0;
+    for (size_t j = 0; j < s.wv.first.size(); ++j) {
+      s.row0 = std::min<int64_t>(s.row0, s.wv.first[j]);
+      s.row1 = std::max<int64_t>(s.row1, s.wv.first[j] + s.wv.count[j]);
+    }
+  }
+  s.mid.assign(static_cast<size_t>(s.row1 - s.row0) * s.row_bytes, 0);
+}
+
+RowResizer::~RowResizer() = default;
+
+void RowResizer::PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride) {
+  State& s = *state_;
+  if (s.empty) return;
+  for (int64_t i = std::max(y, s.row0), end = std::min(y + count, s.row1); i < end; ++i) {
+    const uint8_t* in = rows + static_cast<size_t>(i - y) * stride;
+    uint8_t* out = s.mid.data() + static_cast<size_t>(i - s.row0) * s.row_bytes;
+    if (s.need_h) {
+      HorizontalRow(in, s.wh, out);
+    } else {
+      std::memcpy(out, in + s.plan.left * 3, s.row_bytes);
+    }
+  }
+}
+
+RgbImage RowResizer::Finish() {
+  State& s = *state_;
   RgbImage out;
-  out.width = plan.width;
-  out.height = plan.height;
-  out.pixels.resize(static_cast<size_t>(plan.width) * plan.height * 3);
-  if (src.width <= 0 || src.height <= 0 || plan.width <= 0 || plan.height <= 0) return out;
-
-  // As Pillow: an axis whose size and extent are unchanged is copied, not convolved.
-  const bool need_h = plan.scaled_width != src.width || box.x0 != 0.0 ||
-                      box.x1 != static_cast<double>(src.width);
-  const bool need_v = plan.scaled_height != src.height || box.y0 != 0.0 ||
-                      box.y1 != static_cast<double>(src.height);
-  const AxisWeights wv = need_v ? ComputeWeights(src.height, box.y0, box.y1, plan.scaled_height,
-                                                 plan.top, plan.height, kernel)
-                                : AxisWeights{};
-  // Source rows the vertical pass reads.
-  int64_t row0 = plan.top, row1 = plan.top + plan.height;
-  if (need_v) {
-    row0 = wv.first.front();
-    row1 = 0;
-    for (size_t j = 0; j < wv.first.size(); ++j) {
-      row0 = std::min<int64_t>(row0, wv.first[j]);
-      row1 = std::max<int64_t>(row1, wv.first[j] + wv.count[j]);
-    }
-  }
-  const int64_t row_bytes = plan.width * 3;
-
-  // Horizontal pass into a temporary (or read the source in place when not needed).
-  std::vector<uint8_t> temp;
-  const uint8_t* mid = nullptr;
-  int64_t mid_stride = 0;
-  if (need_h) {
-    const AxisWeights wh = ComputeWeights(src.width, box.x0, box.x1, plan.scaled_width,
-                                          plan.left, plan.width, kernel);
-    temp.resize(static_cast<size_t>(row1 - row0) * row_bytes);
-    HorizontalPass(src, row0, row1 - row0, wh, temp.data());
-    mid = temp.data();
-    mid_stride = row_bytes;
+  out.width = s.plan.width;
+  out.height = s.plan.height;
+  out.pixels.resize(static_cast<size_t>(std::max<int64_t>(0, s.plan.width)) *
+                    std::max<int64_t>(0, s.plan.height) * 3);
+  if (s.empty) return out;
+  if (s.need_v) {
+    VerticalPass(s.mid.data(), s.row_bytes, s.row0, s.row_bytes, s.wv, out.pixels.data());
   } else {
-    mid = src.pixels.data() + static_cast<size_t>(row0) * src.width * 3 + plan.left * 3;
-    mid_stride = src.width * 3;
-  }
-
-  if (need_v) {
-    VerticalPass(mid, mid_stride, row0, row_bytes, wv, out.pixels.data());
-  } else {
-    for (int64_t y = 0; y < plan.height; ++y) {
-      std::memcpy(out.pixels.data() + static_cast<size_t>(y) * row_bytes,
-                  mid + static_cast<size_t>(y + plan.top - row0) * mid_stride, row_bytes);
-    }
+    std::memcpy(out.pixels.data(), s.mid.data() + static_cast<size_t>(s.plan.top - s.row0) * s.row_bytes,
+                out.pixels.size());
   }
   return out;
+}
+
+RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan_in, ResizeFilter filter,
+                   const std::optional<SourceBox>& box) {
+  ResizePlan plan = plan_in;
+  plan.source_width = src.width;
+  plan.source_height = src.height;
+  RowResizer resizer(plan, filter, box);
+  if (src.width > 0 && src.height > 0) resizer.PushRows(0, src.height, src.pixels.data(), src.width * 3);
+  return resizer.Finish();
 }
 
 double Psnr(const RgbImage& a, const RgbImage& b) {

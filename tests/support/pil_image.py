@@ -176,10 +176,11 @@ def make(folder):
     Image.fromarray(base_rgb(40, 3000, 3)).save(f"{folder}/tall.jpg", quality=90); add("tall.jpg")
     Image.fromarray(base_rgb(13, 9, 4)).save(f"{folder}/small.png"); add("small.png")
     photo = Image.fromarray(base_rgb(1600, 1200, 5))
-    photo.save(f"{folder}/photo.jpg", quality=90); add("photo.jpg", large=True)
-    photo.save(f"{folder}/photo_o6.jpg", quality=90, exif=exif_with_orientation(6))
+    photo.save(f"{folder}/photo.jpg", quality=90, subsampling=0); add("photo.jpg", large=True)
+    photo.save(f"{folder}/photo420.jpg", quality=90); add("photo420.jpg", large=True)
+    photo.save(f"{folder}/photo_o6.jpg", quality=90, subsampling=0, exif=exif_with_orientation(6))
     add("photo_o6.jpg", large=True, orientation=6)
-    Image.fromarray(base_rgb(1001, 757, 6)).save(f"{folder}/odd_o3.jpg", quality=90,
+    Image.fromarray(base_rgb(1001, 757, 6)).save(f"{folder}/odd_o3.jpg", quality=90, subsampling=0,
                                                   exif=exif_with_orientation(3))
     add("odd_o3.jpg", large=True, orientation=3)
     lines = Image.fromarray(adversarial_rgb(1600, 1200))
