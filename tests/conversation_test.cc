@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "support/test_util.h"
 
 namespace mlc {
@@ -59,6 +61,13 @@ const char* kLlava = R"({"name": "llava", "system_template": "{system_message}",
   "role_content_sep": ": ", "role_empty_sep": ":", "stop_str": ["</s>"], "stop_token_ids": [2],
   "system_prefix_token_ids": [1], "add_role_after_system_message": false})";
 
+const char* kRoleTemplates = R"({"system_template": "[{system_message}]", "system_message": "S",
+      "roles": {"user": "U", "assistant": "A", "tool": "T"},
+      "role_templates": {"user": "<{function_string}|{user_message}|{function_string}>",
+                         "tool": "no placeholder"},
+      "seps": ["1", "2"], "role_content_sep": ":", "role_empty_sep": "=",
+      "function_string": "F", "use_function_calling": true})";
+
 TEST(ConvTemplate, GemmaInstruction) {
   ConvTemplate t = Template(kGemma);
   EXPECT_EQ(t.stop_token_ids, (std::vector<int32_t>{1, 107}));
@@ -104,12 +113,7 @@ TEST(ConvTemplate, LlavaOmitsRoleAfterSystemPrompt) {
 }
 
 TEST(ConvTemplate, RoleTemplatesAndFunctionString) {
-  ConvTemplate t = Template(R"({"system_template": "[{system_message}]", "system_message": "S",
-      "roles": {"user": "U", "assistant": "A", "tool": "T"},
-      "role_templates": {"user": "<{function_string}|{user_message}|{function_string}>",
-                         "tool": "no placeholder"},
-      "seps": ["1", "2"], "role_content_sep": ":", "role_empty_sep": "=",
-      "function_string": "F", "use_function_calling": true})");
+  ConvTemplate t = Template(kRoleTemplates);
   // First {function_string} -> function_string, the second -> "", seps alternate by index;
   // a template without the placeholder drops the text.
   EXPECT_EQ(Build(t, R"([{"role": "user", "content": [{"type": "input_audio",
@@ -381,6 +385,100 @@ TEST(ConvErrors, TemplateTypesWithPointers) {
   EXPECT_EQ(p.error().path, "/0/role");
   EXPECT_FALSE(DecodeDataUrl("data:image/png;base64,@@", "/x").ok());
   EXPECT_FALSE(DecodeDataUrl("data:image/png,abc", "/x").ok());
+}
+
+// ---- The reference: WebLLM 0.2.86's own conversation code ----
+
+// Every template x every message list, first round: our segments equal what WebLLM's manifest
+// path builds (getConversationFromChatCompletionRequest, appendReplyHeader,
+// getArtifactPromptSegments, run in Node from the npm package), and we refuse what it refuses.
+TEST(WebLlmReference, FirstRoundSegmentsEqualWebLlm) {
+  const std::string package = test::NpmPackage("@mlc-ai/web-llm@0.2.86");
+  ASSERT_FALSE(package.empty());
+  test::TempDir dir;
+  std::string lib = test::ReadText(package + "/lib/index.js") +
+                    "\nexport { getConversationFromChatCompletionRequest as __fromRequest, Role as __Role };\n";
+  std::string lib_path = dir.Write("web-llm.mjs", lib);
+
+  // WebLLM 0.2.86 never reads a template's function-calling fields (its Conversation keeps its
+  // own, always off), so {function_string} is compared with function calling off; SPEC 7
+  // decides the "on" case (ConvTemplate.RoleTemplatesAndFunctionString).
+  Json roles = J(kRoleTemplates);
+  roles["use_function_calling"] = false;
+  std::vector<std::pair<std::string, Json>> templates = {
+      {"gemma", J(kGemma)}, {"gemma3", J(kGemma3)}, {"llava", J(kLlava)}, {"roles", roles},
+      {"chatml_empty_system", J(R"({"system_template": "<|im_start|>system\n{system_message}<|im_end|>\n",
+          "system_message": "", "roles": {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"},
+          "seps": ["<|im_end|>\n"], "role_content_sep": "\n", "role_empty_sep": "\n"})")},
+      {"no_empty_system", J(R"({"system_template": "<|im_start|>system\n{system_message}<|im_end|>\n",
+          "system_message": "", "render_empty_system_message": false,
+          "roles": {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"},
+          "seps": ["<|im_end|>\n"], "role_content_sep": "\n", "role_empty_sep": "\n"})")}};
+  for (const char* real : {"phi-3-mini", "qwen2-readerlm"}) {
+    auto config = ReadJsonFile(test::SharedPath(std::string("testdata/tokenizers/") + real + "/mlc-chat-config.json"));
+    ASSERT_TRUE(config.ok());
+    templates.emplace_back(real, (*config)["conv_template"]);
+  }
+  const std::vector<std::string> message_lists = {
+      R"([{"role": "user", "content": "Hello"}])",
+      R"([{"role": "user", "content": ""}])",
+      R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}])",
+      R"([{"role": "system", "content": ""}, {"role": "user", "content": "Hi"}])",
+      R"([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "a.png"}},
+                                       {"type": "text", "text": "What is this?"}]}])",
+      R"([{"role": "user", "content": [{"type": "text", "text": "Listen"},
+          {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+          {"type": "image_url", "image_url": {"url": "b.png"}}]}])",
+      R"([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "c.png"}}]}])",
+      R"([{"role": "system", "content": "S2"}, {"role": "user", "content": "Hi"},
+          {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Bye"}])",
+      R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+          {"role": "user", "content": [{"type": "text", "text": "c"}, {"type": "image_url", "image_url": {"url": "d.png"}}]}])",
+      R"([{"role": "user", "content": "a"}, {"role": "system", "content": "b"}, {"role": "user", "content": "c"}])",
+      R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])",
+  };
+  const std::string tool_list = R"([{"role": "user", "content": "call"}, {"role": "assistant", "content": "ok"},
+                                    {"role": "tool", "content": "42"}])";
+  struct Case {
+    std::string name;
+    Json tmpl;
+    Json messages;
+  };
+  std::vector<Case> cases;
+  std::string input;
+  for (const auto& [name, tmpl] : templates) {
+    std::vector<std::string> lists = message_lists;
+    if (tmpl["roles"].contains("tool")) lists.push_back(tool_list);
+    for (size_t i = 0; i < lists.size(); ++i) {
+      cases.push_back({name + " #" + std::to_string(i), tmpl, J(lists[i])});
+      input += Json{{"conv_template", tmpl}, {"messages", cases.back().messages}}.dump() + "\n";
+    }
+  }
+  auto r = test::RunProgram({"timeout", "300", "node", test::SourcePath("tests/support/web_llm_prompt.mjs"), lib_path},
+                            input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream out(r.out);
+  int compared = 0, refused = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name + ": " + c.messages.dump());
+    std::string line;
+    ASSERT_TRUE(std::getline(out, line)) << "WebLLM's answers ended early";
+    Json ref = Json::parse(line);
+    auto tmpl = ParseConvTemplate(c.tmpl);
+    ASSERT_TRUE(tmpl.ok()) << FormatErrors(tmpl.errors());
+    auto messages = ParseMessages(c.messages);
+    Result<ChatPrompt> prompt = messages.ok() ? BuildChatPrompt(*tmpl, *messages) : Result<ChatPrompt>(messages.errors());
+    if (ref.contains("error")) {
+      EXPECT_FALSE(prompt.ok()) << "WebLLM refuses: " << ref["error"];
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(prompt.ok()) << FormatErrors(prompt.errors());
+    EXPECT_EQ(Segments(*prompt), ref["segments"].get<std::vector<std::string>>());
+    ++compared;
+  }
+  EXPECT_GE(compared, 60);
+  EXPECT_GE(refused, 10);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 // here with spm_train, and every small document, over tests/data/tokenizer_corpus.jsonl.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <map>
 #include <fstream>
@@ -244,23 +246,18 @@ TEST(TokenizeCli, TextJsonAndJsonl) {
 
 // ------------------------------------------------------------------ the reference
 
-// Installs @mlc-ai/web-tokenizers@0.1.6 under the build folder once; returns the .cjs copy of
-// its bundle, or "" after a test failure explaining why.
+// The bundle of @mlc-ai/web-tokenizers@0.1.6 copied to a .cjs name (the package declares
+// "type": "module" but ships a UMD bundle), or "" after a test failure.
 std::string WebTokenizersLib() {
-  std::string root = std::string(MLC_BINARY_DIR) + "/npm";
-  std::string lib = root + "/web-tokenizers-0.1.6.cjs";
-  if (std::filesystem::exists(lib)) return lib;
-  std::filesystem::create_directories(root);
-  auto r = RunProgram({"timeout", "900", "npm", "install", "--no-audit", "--no-fund", "--prefix", root,
-                       "@mlc-ai/web-tokenizers@0.1.6"});
-  std::string bundle = root + "/node_modules/@mlc-ai/web-tokenizers/lib/index.js";
-  if (r.exit_code != 0 || !std::filesystem::exists(bundle)) {
-    ADD_FAILURE() << "npm install @mlc-ai/web-tokenizers@0.1.6 failed (exit " << r.exit_code
-                  << "); the reference comparison needs the npm registry once:\n" << r.out << r.err;
-    return "";
+  const std::string package = test::NpmPackage("@mlc-ai/web-tokenizers@0.1.6");
+  if (package.empty()) return "";
+  const std::string lib = std::string(MLC_BINARY_DIR) + "/npm/web-tokenizers-0.1.6.cjs";
+  if (!std::filesystem::exists(lib)) {
+    const std::string tmp = lib + "." + std::to_string(::getpid());
+    std::filesystem::copy_file(package + "/lib/index.js", tmp,
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(tmp, lib);
   }
-  std::filesystem::copy_file(bundle, lib + ".tmp", std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::rename(lib + ".tmp", lib);
   return lib;
 }
 

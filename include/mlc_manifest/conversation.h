@@ -34,6 +34,9 @@ struct ConvTemplate {
   std::vector<int32_t> stop_token_ids;
   std::string function_string;
   bool use_function_calling = false;
+  // WebLLM's switch (not in SPEC 7's list, honoured as WebLLM 0.2.86 does): false leaves the
+  // system prompt out when the system message is empty, whatever the template around it.
+  bool render_empty_system_message = true;
 };
 
 // Parses a conv_template object; type errors are reported at their JSON Pointer under `base`.

@@ -211,6 +211,7 @@ std::string ReplaceFirst(std::string s, std::string_view what, std::string_view 
 std::string SystemPrompt(const ConvTemplate& t, const std::vector<ChatMessage>& messages) {
   std::string message = t.system_message;
   if (!messages.empty() && messages[0].role == "system") message = messages[0].Text();
+  if (message.empty() && !t.render_empty_system_message) return "";
   return ReplaceFirst(t.system_template, "{system_message}", message);
 }
 
@@ -335,6 +336,7 @@ Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base)
   t.stop_token_ids = ReadIds(obj, "stop_token_ids", base, &errors).value_or(std::vector<int32_t>{});
   ReadString(obj, "function_string", base, &t.function_string, &errors);
   ReadBool(obj, "use_function_calling", base, &t.use_function_calling, &errors);
+  ReadBool(obj, "render_empty_system_message", base, &t.render_empty_system_message, &errors);
   if (errors.empty() && t.seps.empty()) errors.push_back(Invalid(PointerAppend(base, "seps"), "expected at least one separator"));
   if (!errors.empty()) return errors;
   return t;

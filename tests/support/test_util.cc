@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <gtest/gtest.h>
 
 extern char** environ;
 
@@ -89,5 +92,40 @@ CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_
 }
 
 std::string ReadText(const std::string& path) { return Slurp(path); }
+
+std::string NpmPackage(const std::string& spec) {
+  const size_t at = spec.rfind('@');
+  if (at == 0 || at == std::string::npos) {
+    ADD_FAILURE() << "expected name@version, got " << spec;
+    return "";
+  }
+  const std::string name = spec.substr(0, at);
+  std::string slug = spec;
+  for (char& c : slug) {
+    if (c == '/' || c == '@') c = '_';
+  }
+  const std::filesystem::path prefix = std::filesystem::path(MLC_BINARY_DIR) / "npm" / slug;
+  const std::filesystem::path package = prefix / "node_modules" / name;
+  const std::filesystem::path done = prefix / "installed";
+  std::filesystem::create_directories(prefix);
+  const int lock = ::open((prefix.string() + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+  if (lock >= 0) ::flock(lock, LOCK_EX);
+  std::string out;
+  if (std::filesystem::exists(done)) {
+    out = package.string();
+  } else {
+    auto r = RunProgram({"timeout", "900", "npm", "install", "--no-audit", "--no-fund", "--prefix",
+                         prefix.string(), spec});
+    if (r.exit_code == 0 && std::filesystem::exists(package / "package.json")) {
+      std::ofstream(done) << spec << "\n";
+      out = package.string();
+    } else {
+      ADD_FAILURE() << "npm install " << spec << " failed (exit " << r.exit_code
+                    << "); the reference comparison needs the npm registry once:\n" << r.out << r.err;
+    }
+  }
+  if (lock >= 0) ::close(lock);
+  return out;
+}
 
 }  // namespace mlc::test

@@ -42,6 +42,11 @@ CliResult RunProgram(const std::vector<std::string>& argv, const std::string& st
 
 std::string ReadText(const std::string& path);
 
+// Installs an npm package ("name@version") once, under the build folder in a prefix of its own
+// (a file lock keeps parallel test processes apart), and returns the package's folder; "" after
+// a test failure saying why (the registry is needed once).
+std::string NpmPackage(const std::string& spec);
+
 }  // namespace mlc::test
 
 namespace mlc::test {
