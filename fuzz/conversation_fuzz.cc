@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz_input.h"
 #include "mlc_manifest/conversation.h"
 
 namespace {
@@ -37,12 +38,8 @@ void DecodeMedia(const mlc::ChatPrompt& prompt) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 1) return 0;
-  std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  mlc::JsonLimits limits;
-  limits.max_bytes = 1 << 16;
-  auto doc = mlc::ParseJson(text, limits);
-  if (!doc.ok() || !doc->is_object()) return 0;
+  auto doc = mlc::fuzz::JsonInput(data, size, 1, 1 << 16);
+  if (!doc || !doc->is_object()) return 0;
   auto tmpl = mlc::ConvTemplateFromChatConfig(*doc);
   if (!tmpl.ok() || !doc->contains("messages")) return 0;
   auto messages = mlc::ParseMessages((*doc)["messages"], "/messages");

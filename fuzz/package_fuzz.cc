@@ -4,15 +4,13 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_input.h"
 #include "mlc_manifest/device.h"
 #include "mlc_manifest/package.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view text(reinterpret_cast<const char*>(data), size);
-  mlc::JsonLimits limits;
-  limits.max_bytes = 1 << 20;
-  auto doc = mlc::ParseJson(text, limits);
-  if (!doc.ok()) return 0;
+  auto doc = mlc::fuzz::JsonInput(data, size, 0, 1 << 20);
+  if (!doc) return 0;
   auto config = mlc::ParseChatConfig(*doc);
   if (config.ok()) {
     (void)mlc::EstimateKvCache(*config);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "fuzz_input.h"
 #include "mlc_manifest/plan.h"
 #include "mlc_manifest/request.h"
 
@@ -38,12 +39,8 @@ void CheckPlan(const mlc::PrefillPlan& plan, int64_t chunk) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 1) return 0;
-  std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  mlc::JsonLimits jl;
-  jl.max_bytes = 1 << 16;
-  auto doc = mlc::ParseJson(text, jl);
-  if (!doc.ok()) return 0;
+  auto doc = mlc::fuzz::JsonInput(data, size, 1, 1 << 16);
+  if (!doc) return 0;
   mlc::RequestLimits rl;
   rl.max_audio_rows = 1 << 12;
   auto request = mlc::ParseRequest(*doc, "base", rl);

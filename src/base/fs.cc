@@ -36,6 +36,21 @@ bool WriteAll(int fd, std::string_view bytes) {
   return true;
 }
 
+// read(2), retried when a signal interrupts it.
+ssize_t ReadSome(int fd, char* dst, size_t n) {
+  for (;;) {
+    ssize_t r = ::read(fd, dst, n);
+    if (r >= 0 || errno != EINTR) return r;
+  }
+}
+
+// Closes fd and reports the failed read of path (errno still set by the read).
+Error ReadError(int fd, const std::string& path) {
+  std::string msg = "read failed: " + ErrnoText();
+  ::close(fd);
+  return IoError(path, msg);
+}
+
 }  // namespace
 
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
@@ -60,13 +75,8 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string msg = "read failed: " + ErrnoText();
-      ::close(fd);
-      return IoError(path, msg);
-    }
+    ssize_t n = ReadSome(fd, buf, sizeof buf);
+    if (n < 0) return ReadError(fd, path);
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
       ::close(fd);
@@ -134,13 +144,8 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
   char* dst = static_cast<char*>(out.data_);
   // A file that shrinks while it is read ends early; one that grows is cut at the size seen.
   while (out.size_ < out.capacity_) {
-    ssize_t n = ::read(fd, dst + out.size_, out.capacity_ - out.size_);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string msg = "read failed: " + ErrnoText();
-      ::close(fd);
-      return IoError(path, msg);
-    }
+    ssize_t n = ReadSome(fd, dst + out.size_, out.capacity_ - out.size_);
+    if (n < 0) return ReadError(fd, path);
     if (n == 0) break;
     out.size_ += static_cast<size_t>(n);
   }
