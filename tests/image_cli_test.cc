@@ -81,6 +81,34 @@ TEST(ImageCli, WritesUint8NpyEqualToTheLibrary) {
   EXPECT_EQ(npy.data, std::string(lib.pixels.begin(), lib.pixels.end()));
 }
 
+// Chroma subsampling decides shrink-on-load; the report says which was used.
+TEST(ImageCli, ReportsChromaAndShrinkOnLoad) {
+  TempDir dir;
+  const std::string png = TestPng(dir, "src.png");
+  for (const char* sub : {"444", "420"}) {
+    const std::string jpg = dir.File(std::string("photo") + sub + ".jpg");
+    auto made = test::RunProgram({"vips", "resize", png, jpg + (std::string(sub) == "444" ? "[Q=95,subsample_mode=off]" : "[Q=80,subsample_mode=on]"), "10"});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    auto r = RunCli({"image", jpg, "-o", dir.File(std::string("o") + sub + ".npy"), "--mode", "stretch",
+                     "--height", "40", "--width", "60", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    Json j = ParseOut(r);
+    EXPECT_EQ(j["format"], "jpeg");
+    EXPECT_EQ(j["width"], 1200);
+    if (std::string(sub) == "444") {
+      EXPECT_EQ(j["chroma_subsampling"], "4:4:4");
+      EXPECT_EQ(j["shrink_on_load"], 4) << "a reduction of 20: 1/4, leaving 5 for the resize";
+    } else {
+      EXPECT_EQ(j["chroma_subsampling"], "4:2:0");
+      EXPECT_EQ(j["shrink_on_load"], 1) << "subsampled chroma: always the full decode";
+    }
+    auto full = RunCli({"image", jpg, "-o", dir.File(std::string("f") + sub + ".npy"), "--mode", "stretch",
+                        "--height", "40", "--width", "60", "--no-shrink-on-load", "--json"});
+    ASSERT_EQ(full.exit_code, 0) << full.err;
+    EXPECT_EQ(ParseOut(full)["shrink_on_load"], 1);
+  }
+}
+
 TEST(ImageCli, Uint32WidensValueForValueAndPreviewIsPng) {
   TempDir dir;
   std::string in = TestPng(dir, "in.png"), out = dir.File("px.npy"), prev = dir.File("p.png");

@@ -143,6 +143,8 @@ OrderedJson ResultJson(const ImageArgs& a, const PreparedImage& img, PixelDtype 
           {"bits", i.bits},
           {"alpha", i.has_alpha ? (a.composite_white ? "composited" : "dropped") : "none"},
           {"icc", i.has_icc ? (i.icc_applied ? "applied" : "ignored") : "none"},
+          {"chroma_subsampling", i.chroma_subsampling.empty() ? OrderedJson(nullptr)
+                                                              : OrderedJson(i.chroma_subsampling)},
           {"shrink_on_load", i.shrink},
           {"geometry_from", source},
           {"plan", PlanJson(img.plan, filter)},
@@ -159,7 +161,7 @@ void PrintHuman(const ImageArgs& a, const PreparedImage& img, PixelDtype dtype,
   o << "input:  " << a.input << ": " << i.format << " " << i.width << "x" << i.height << ", "
     << i.colour << " " << i.bits << "-bit" << (i.has_alpha ? " + alpha" : "")
     << (i.has_icc ? (i.icc_applied ? ", ICC profile applied" : ", ICC profile ignored") : "")
-    << "\n";
+    << (i.chroma_subsampling.empty() ? "" : ", chroma " + i.chroma_subsampling) << "\n";
   o << "orient: EXIF orientation " << i.orientation << " -> upright " << i.upright_width << "x"
     << i.upright_height << "\n";
   if (i.shrink > 1) o << "decode: JPEG shrink-on-load 1/" << i.shrink << "\n";
