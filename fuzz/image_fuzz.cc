@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes through the image frontend's decode-from-memory path
 // (format detection, libvips header and pixel decode, colour conversion, orientation, our
 // resize). Nothing may crash, hang or leak; an image that decodes must come out exactly at the
-// requested size. A small pixel limit keeps each run fast.
+// requested size, with the same pixels from the streamed and the whole-image paths. A small
+// pixel limit keeps each run fast.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -23,6 +24,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!r.ok()) return 0;
   if (r->rgb.width != width || r->rgb.height != height ||
       r->rgb.pixels.size() != static_cast<size_t>(width * height * 3)) {
+    std::abort();
+  }
+  // Decoding straight into the resize must give the pixels of the whole-image path.
+  auto decoded = mlc::DecodeImage(bytes, options, r->info.shrink);
+  if (!decoded.ok()) std::abort();
+  mlc::ResizePlan plan = r->plan;
+  plan.source_width = decoded->rgb.width;
+  plan.source_height = decoded->rgb.height;
+  if (mlc::ResizeRgb(decoded->rgb, plan, options.filter, decoded->box).pixels != r->rgb.pixels) {
     std::abort();
   }
   return 0;

@@ -416,6 +416,27 @@ TEST_F(PillowFixture, StreamedDecodeEqualsWholeImagePath) {
   }
 }
 
+// A WebP whose frame data is damaged (found by image_fuzz): depending on how libvips schedules
+// the tiles, the run fails, or its tile cache blacks out the failed tile and finishes with only
+// a warning; either way both decode paths must refuse it instead of returning whatever the
+// buffers held.
+TEST(ImageInputs, DamagedFrameDataIsRejectedByBothPaths) {
+  auto bytes = ReadFile(test::SourcePath("tests/data/damaged_frame.webp"));
+  ASSERT_TRUE(bytes.ok());
+  auto info = ProbeImage(*bytes);
+  ASSERT_TRUE(info.ok()) << "the header is fine";
+  for (int round = 0; round < 3; ++round) {
+    auto prepared = PrepareImage(*bytes, ResizeMode::kStretch, 4, 6);
+    ASSERT_FALSE(prepared.ok());
+    EXPECT_EQ(prepared.errors()[0].path, "pixels");
+    EXPECT_NE(prepared.errors()[0].message.find("webp"), std::string::npos)
+        << prepared.errors()[0].message;
+    auto whole = DecodeImage(*bytes);
+    ASSERT_FALSE(whole.ok());
+    EXPECT_EQ(whole.errors()[0].path, "pixels");
+  }
+}
+
 // Rows pushed in strips of any height, in order, give ResizeRgb's pixels.
 TEST(RowResizer, StripsOfAnyHeightEqualTheWholeImage) {
   RgbImage src;

@@ -465,6 +465,15 @@ Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format
   return ToKnownColour(std::move(*step));
 }
 
+// A tile whose decode fails is blacked out by libvips's tile cache, which then stops the run
+// with only a warning: the call succeeds with damaged pixels. The failed decoder has written the
+// (process-wide) error buffer, so a message there after the run means the pixels are not whole.
+Status CheckNoPixelError(const std::string& format) {
+  const char* buffer = vips_error_buffer();
+  if (buffer == nullptr || buffer[0] == '\0') return Status::Ok();
+  return Invalid("pixels", "damaged " + format + " data, its pixels cannot be decoded: " + TakeVipsError());
+}
+
 Status CheckDecodedSize(int64_t w, int64_t h, const ImageOptions& options) {
   if (w * h > options.max_pixels || w < 1 || h < 1) {
     return Invalid("pixels", "decoded size differs from the header");
@@ -486,11 +495,13 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
   const int bands = vips_image_get_bands(final_image);
   if (Status s = CheckDecodedSize(w, h, options); !s) return s.errors();
   size_t size = 0;
+  vips_error_clear();
   void* data = vips_image_write_to_memory(final_image, &size);
   if (!data) {
     return Invalid("pixels", "cannot decode the " + format + " pixels: " + TakeVipsError());
   }
   std::unique_ptr<void, decltype(&g_free)> hold(data, g_free);
+  if (Status s = CheckNoPixelError(format); !s) return s.errors();
   if (size != static_cast<size_t>(w) * h * bands) {
     return Invalid("pixels", "decoder returned an unexpected amount of data");
   }
@@ -533,9 +544,11 @@ Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, con
   decoded_plan.source_width = w;
   decoded_plan.source_height = h;
   RowResizer resizer(decoded_plan, options.filter, BoxFor(header, w, h, shrink, 1));
+  vips_error_clear();
   if (vips_sink_disc(image, PushSection, &resizer) != 0) {
     return Invalid("pixels", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
   }
+  if (Status s = CheckNoPixelError(header.format); !s) return s.errors();
   prepared.rgb = resizer.Finish();
   return std::optional<PreparedImage>(std::move(prepared));
 }
