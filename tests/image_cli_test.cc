@@ -109,6 +109,31 @@ TEST(ImageCli, ReportsChromaAndShrinkOnLoad) {
   }
 }
 
+// libvips lives in a module opened on first use: other commands never map it, and a missing
+// module is an I/O error that names where it was looked for.
+TEST(ImageCli, LibvipsIsLoadedOnlyForImages) {
+  TempDir dir;
+  const std::string png = TestPng(dir, "in.png");
+  auto maps_of = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env", "LD_DEBUG=files", MLC_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::RunProgram(argv);
+  };
+  auto version = maps_of({"version"});
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_EQ(version.err.find("libvips"), std::string::npos) << "libvips loaded by `version`";
+  auto image = maps_of({"image", png, "-o", dir.File("a.npy"), "--mode", "stretch", "--height", "4",
+                        "--width", "4"});
+  ASSERT_EQ(image.exit_code, 0) << image.err;
+  EXPECT_NE(image.err.find("libvips"), std::string::npos);
+
+  auto missing = test::RunProgram({"env", "MLC_MANIFEST_IMAGE_MODULE=/nonexistent/libmlc_manifest_vips.so",
+                                   MLC_CLI_PATH, "image", png, "-o", dir.File("b.npy"), "--mode",
+                                   "stretch", "--height", "4", "--width", "4", "--json"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_vips.so"), std::string::npos) << missing.out;
+}
+
 TEST(ImageCli, Uint32WidensValueForValueAndPreviewIsPng) {
   TempDir dir;
   std::string in = TestPng(dir, "in.png"), out = dir.File("px.npy"), prev = dir.File("p.png");

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -39,6 +40,9 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
 // Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite);
+// The same for a file made of several pieces, written one after the other (no joined copy).
+Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
+                            bool overwrite);
 
 bool FileExists(const std::string& path);
 

@@ -26,7 +26,13 @@ Result<NpyArray> DecodeNpy(std::string_view bytes);
 // Size in bytes of one element of a descr, or 0 when unsupported.
 size_t NpyItemSize(std::string_view descr);
 
+// The .npy v1.0 header (magic, version, padded dict) that precedes the element bytes.
+std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape);
+
 // EncodeNpy + WriteFileAtomic.
 Status WriteNpy(const std::string& path, const NpyArray& array, bool overwrite);
+// The same from element bytes held elsewhere (no copy into an NpyArray).
+Status WriteNpyData(const std::string& path, std::string_view descr,
+                    const std::vector<int64_t>& shape, std::string_view data, bool overwrite);
 
 }  // namespace mlc

@@ -154,6 +154,11 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
 }
 
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite) {
+  return WriteFileAtomicParts(path, {bytes}, overwrite);
+}
+
+Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
+                            bool overwrite) {
   if (!overwrite && FileExists(path)) {
     return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
   }
@@ -161,7 +166,9 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
   std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return IoError(path, "cannot create temporary file: " + ErrnoText());
-  if (!WriteAll(fd, bytes) || ::fsync(fd) != 0) {
+  bool written = true;
+  for (std::string_view part : parts) written = written && WriteAll(fd, part);
+  if (!written || ::fsync(fd) != 0) {
     std::string msg = "write failed: " + ErrnoText();
     ::close(fd);
     ::unlink(tmp.c_str());

@@ -86,18 +86,13 @@ Result<ResampleQuality> ParseQuality(const std::string& q) {
   return Usage("--quality must be high or very-high");
 }
 
-// Little-endian float32 bytes of the samples.
-std::string Float32Bytes(const std::vector<float>& samples) {
-  std::string bytes(samples.size() * sizeof(float), '\0');
-  static_assert(std::endian::native == std::endian::little, "float32 output assumes little-endian");
-  std::memcpy(bytes.data(), samples.data(), bytes.size());
-  return bytes;
-}
-
 Status WriteOutput(const AudioArgs& a, OutputKind kind, const std::vector<float>& samples) {
-  if (kind == OutputKind::kF32) return WriteFileAtomic(a.output, Float32Bytes(samples), a.force);
-  NpyArray array{"<f4", {static_cast<int64_t>(samples.size())}, Float32Bytes(samples)};
-  return WriteNpy(a.output, array, a.force);
+  // The samples in memory are the file's little-endian float32 bytes: written without a copy.
+  static_assert(std::endian::native == std::endian::little, "float32 output assumes little-endian");
+  const std::string_view bytes(reinterpret_cast<const char*>(samples.data()),
+                               samples.size() * sizeof(float));
+  if (kind == OutputKind::kF32) return WriteFileAtomic(a.output, bytes, a.force);
+  return WriteNpyData(a.output, "<f4", {static_cast<int64_t>(samples.size())}, bytes, a.force);
 }
 
 OrderedJson ResultJson(const AudioArgs& a, const DecodedAudio& d, const AudioDecode& p,

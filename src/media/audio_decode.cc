@@ -108,6 +108,7 @@ Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDec
   auto pipeline = MonoPipeline::Create(info.samplerate, processor, options);
   if (!pipeline) return pipeline.errors();
   MonoPipeline& pipe = **pipeline;
+  if (info.frames != SF_COUNT_MAX) pipe.ReserveFor(info.frames);
 
   // Integer PCM as doubles scaled by 1/2^(bits-1) (exact); float data unscaled.
   sf_command(sf, SFC_SET_NORM_DOUBLE, nullptr, SF_TRUE);

@@ -42,6 +42,9 @@ class MonoPipeline {
   int64_t frames() const { return frames_; }
   // Fails (before resampling them) when these frames would make the recording too long.
   Status Push(const float* mono, int64_t count);
+  // Reserves the output for a recording of `frames` source frames (a header's count), so that it
+  // is written once instead of grown by copying.
+  void ReserveFor(int64_t frames);
   // Flushes the resampler, checks the final length and returns exactly the canonical samples.
   Result<std::vector<float>> Finish();
 

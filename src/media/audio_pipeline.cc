@@ -196,6 +196,11 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
   return p;
 }
 
+void MonoPipeline::ReserveFor(int64_t frames) {
+  const int64_t n = CanonicalAudioLength(frames, source_rate_hz_, processor_.sample_rate_hz);
+  out_.reserve(static_cast<size_t>(std::clamp<int64_t>(n + 1, 0, processor_.max_samples)));
+}
+
 void MonoPipeline::Append(const float* data, size_t count) {
   // Nothing beyond max_samples can survive the final trim; keep memory bounded by it.
   size_t room = static_cast<size_t>(processor_.max_samples) - std::min(out_.size(),

@@ -51,27 +51,31 @@ size_t NpyItemSize(std::string_view descr) {
   return 0;
 }
 
-std::string EncodeNpy(const NpyArray& array) {
-  std::string shape = "(";
-  for (size_t i = 0; i < array.shape.size(); ++i) {
-    shape += std::to_string(array.shape[i]);
-    if (array.shape.size() == 1 || i + 1 < array.shape.size()) shape += ",";
-    if (i + 1 < array.shape.size()) shape += " ";
+std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape) {
+  std::string dims = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    dims += std::to_string(shape[i]);
+    if (shape.size() == 1 || i + 1 < shape.size()) dims += ",";
+    if (i + 1 < shape.size()) dims += " ";
   }
-  shape += ")";
-  std::string header =
-      "{'descr': '" + array.descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-  size_t total = kMagic.size() + 2 + 2 + header.size() + 1;
-  header.append((64 - total % 64) % 64, ' ');
-  header += '\n';
+  dims += ")";
+  std::string dict = "{'descr': '";
+  dict += descr;
+  dict += "', 'fortran_order': False, 'shape': " + dims + ", }";
+  size_t total = kMagic.size() + 2 + 2 + dict.size() + 1;
+  dict.append((64 - total % 64) % 64, ' ');
+  dict += '\n';
   std::string out(kMagic);
   out += '\x01';
   out += '\x00';
-  out += static_cast<char>(header.size() & 0xFF);
-  out += static_cast<char>((header.size() >> 8) & 0xFF);
-  out += header;
-  out += array.data;
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>((dict.size() >> 8) & 0xFF);
+  out += dict;
   return out;
+}
+
+std::string EncodeNpy(const NpyArray& array) {
+  return NpyHeader(array.descr, array.shape) + array.data;
 }
 
 Result<NpyArray> DecodeNpy(std::string_view bytes) {
@@ -137,7 +141,12 @@ Result<NpyArray> DecodeNpy(std::string_view bytes) {
 }
 
 Status WriteNpy(const std::string& path, const NpyArray& array, bool overwrite) {
-  return WriteFileAtomic(path, EncodeNpy(array), overwrite);
+  return WriteNpyData(path, array.descr, array.shape, array.data, overwrite);
+}
+
+Status WriteNpyData(const std::string& path, std::string_view descr,
+                    const std::vector<int64_t>& shape, std::string_view data, bool overwrite) {
+  return WriteFileAtomicParts(path, {NpyHeader(descr, shape), data}, overwrite);
 }
 
 }  // namespace mlc

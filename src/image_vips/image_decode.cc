@@ -1,4 +1,6 @@
-// Image decoding with libvips (C API): format detection against an allow-list, header-only
+// The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
+// that no other command pays libvips's start-up). Image decoding with libvips (C API): format
+// detection against an allow-list, header-only
 // probing with the pixel limit, then a sequential decode to upright 8-bit sRGB RGB: ICC profiles
 // honoured, 16-bit samples scaled, grey expanded, CMYK without a profile converted as Pillow
 // does, alpha dropped (or composited onto white) and the EXIF orientation applied.
@@ -14,7 +16,7 @@
 #include <mutex>
 #include <string>
 
-#include "mlc_manifest/fs.h"
+#include "media/image_backend.h"
 #include "mlc_manifest/image.h"
 
 namespace mlc {
@@ -518,9 +520,7 @@ int PushSection(VipsRegion* region, VipsRect* area, void* resizer) {
   return 0;
 }
 
-}  // namespace
-
-Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,
+Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view bytes, const ImageInfo& header,
                                                      const ResizePlan& plan,
                                                      const ImageOptions& options, int shrink) {
   if (header.orientation != 1) return std::optional<PreparedImage>();
@@ -553,7 +553,7 @@ Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, con
   return std::optional<PreparedImage>(std::move(prepared));
 }
 
-Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
+Result<ImageInfo> ModuleProbe(std::string_view bytes, const ImageOptions& options) {
   if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};
   if (bytes.size() > options.max_file_bytes) {
     return Error{ErrorCode::kLimit, "", "image file of " + std::to_string(bytes.size()) +
@@ -570,22 +570,15 @@ Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options
   return info;
 }
 
-Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options,
+Result<DecodedImage> ModuleDecode(std::string_view bytes, const ImageOptions& options,
                                  int shrink) {
-  auto info = ProbeImage(bytes, options);
+  auto info = ModuleProbe(bytes, options);
   if (!info) return info.take_errors();
   if (info->format != "jpeg" || (shrink != 2 && shrink != 4 && shrink != 8)) shrink = 1;
   return DecodePixels(bytes, info->format, *info, options, shrink);
 }
 
-Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions& options,
-                                     int shrink) {
-  auto bytes = ReadFile(path, options.max_file_bytes);
-  if (!bytes) return bytes.take_errors();
-  return DecodeImage(*bytes, options, shrink);
-}
-
-Result<std::string> EncodePng(const RgbImage& rgb) {
+Result<std::string> ModuleEncodePng(const RgbImage& rgb) {
   if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};
   if (rgb.width < 1 || rgb.height < 1) return Invalid("", "empty image");
   ImageRef image(vips_image_new_from_memory(rgb.pixels.data(), rgb.pixels.size(),
@@ -602,4 +595,12 @@ Result<std::string> EncodePng(const RgbImage& rgb) {
   return out;
 }
 
+}  // namespace
 }  // namespace mlc
+
+// The module's one exported symbol: the table image_backend.cc looks up after dlopen.
+extern "C" __attribute__((visibility("default"))) const mlc::ImageBackend* mlc_manifest_image_backend() {
+  static const mlc::ImageBackend backend{mlc::kImageBackendAbi, &mlc::ModuleProbe, &mlc::ModuleDecode,
+                                         &mlc::ModuleDecodeAndResize, &mlc::ModuleEncodePng};
+  return &backend;
+}

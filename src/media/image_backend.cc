@@ -1,0 +1,86 @@
+// The library's side of the image module: finds and opens libmlc_manifest_vips.so on first use
+// and forwards the image decoding calls of image.h to it.
+#include "media/image_backend.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include "mlc_manifest/fs.h"
+
+namespace mlc {
+namespace {
+
+std::vector<std::string> ModuleCandidates() {
+  if (const char* path = std::getenv("MLC_MANIFEST_IMAGE_MODULE"); path && *path) return {path};
+  std::vector<std::string> out;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) out.push_back((exe.parent_path() / kImageModuleFile).string());
+  out.emplace_back(MLC_IMAGE_MODULE_PATH);
+  return out;
+}
+
+Result<const ImageBackend*> OpenModule() {
+  std::string tried;
+  for (const std::string& path : ModuleCandidates()) {
+    if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      using Entry = const ImageBackend* (*)();
+      auto entry = reinterpret_cast<Entry>(::dlsym(handle, "mlc_manifest_image_backend"));
+      const ImageBackend* backend = entry ? entry() : nullptr;
+      if (backend && backend->abi == kImageBackendAbi) return backend;
+      return IoError(path, "is not an image module of this build (expected interface version " +
+                               std::to_string(kImageBackendAbi) + ")");
+    }
+    const char* why = ::dlerror();
+    tried += "\n  " + path + ": " + (why ? why : "cannot be opened");
+  }
+  return IoError(kImageModuleFile, "the image decoding module (libvips) cannot be loaded; tried:" + tried);
+}
+
+}  // namespace
+
+Result<const ImageBackend*> LoadImageBackend() {
+  static std::once_flag once;
+  static Result<const ImageBackend*> loaded = Errors{};
+  std::call_once(once, [] { loaded = OpenModule(); });
+  return loaded;
+}
+
+Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
+  auto backend = LoadImageBackend();
+  if (!backend) return backend.errors();
+  return (*backend)->probe(bytes, options);
+}
+
+Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options, int shrink) {
+  auto backend = LoadImageBackend();
+  if (!backend) return backend.errors();
+  return (*backend)->decode(bytes, options, shrink);
+}
+
+Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions& options,
+                                     int shrink) {
+  auto bytes = ReadFileBytes(path, options.max_file_bytes);
+  if (!bytes) return bytes.take_errors();
+  return DecodeImage(bytes->view(), options, shrink);
+}
+
+Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,
+                                                     const ResizePlan& plan,
+                                                     const ImageOptions& options, int shrink) {
+  auto backend = LoadImageBackend();
+  if (!backend) return backend.errors();
+  return (*backend)->decode_and_resize(bytes, header, plan, options, shrink);
+}
+
+Result<std::string> EncodePng(const RgbImage& rgb) {
+  auto backend = LoadImageBackend();
+  if (!backend) return backend.errors();
+  return (*backend)->encode_png(rgb);
+}
+
+}  // namespace mlc
