@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "runtime/reference/reference_internal.h"
+#include "text/hf_components.h"
 
 namespace mlc::reference {
 namespace {
@@ -29,23 +29,10 @@ constexpr const char* kCorpus =
     "mountains in winter? It is cold and the snow is deep. Numbers such as 1, 2, 3, 10, 42 "
     "and 2026 are written with digits; code such as int main() { return 0; } has braces.";
 
-// GPT-2's byte-to-symbol table: printable bytes stand for themselves, the others (space,
-// control characters, ...) are shifted to code points from U+0100 on, in byte order.
+// The 256 byte symbols of ByteLevel (GPT-2's table, the one the tokenizer itself decodes with).
 std::vector<std::string> ByteSymbols() {
-  auto printable = [](int b) { return (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174; };
-  std::vector<std::string> out(256);
-  int next = 256;
-  for (int b = 0; b < 256; ++b) {
-    uint32_t cp = printable(b) ? static_cast<uint32_t>(b) : static_cast<uint32_t>(next++);
-    std::string s;
-    if (cp < 0x80) {
-      s += static_cast<char>(cp);
-    } else {
-      s += static_cast<char>(0xC0 | (cp >> 6));
-      s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    out[static_cast<size_t>(b)] = s;
-  }
+  std::vector<std::string> out;
+  for (int b = 0; b < 256; ++b) out.push_back(text::ByteToChar(static_cast<unsigned char>(b)));
   return out;
 }
 
