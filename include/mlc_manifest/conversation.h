@@ -153,6 +153,9 @@ class ReplyStream {
   const std::string& text() const { return text_; }
 
  private:
+  // The text of the tokens not yet released, or "" while it ends in an unfinished character
+  // (unless final) or does not yet extend what was released.
+  std::string Release(bool final);
   std::string Emit(std::string piece);
 
   const Tokenizer& tokenizer_;

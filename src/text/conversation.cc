@@ -604,16 +604,15 @@ std::string ReplyStream::Emit(std::string piece) {
   return out;
 }
 
-std::string ReplyStream::Push(int32_t token) {
-  if (stopped()) return "";
-  tokens_.push_back(token);
+std::string ReplyStream::Release(bool final) {
   // Decode a window that starts one released step back, so that tokenizers which drop a word's
   // leading space at the start of a decode (SentencePiece) see the same context as a full decode.
   std::span<const int32_t> all(tokens_);
   std::string before = tokenizer_.Decode(all.subspan(prefix_, read_ - prefix_));
   std::string now = tokenizer_.Decode(all.subspan(prefix_));
   static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD: an unfinished character
-  if (now.size() <= before.size() || now.ends_with(kReplacement) || !now.starts_with(before)) {
+  if (now.size() <= before.size() || !now.starts_with(before) ||
+      (!final && now.ends_with(kReplacement))) {
     return "";
   }
   prefix_ = read_;
@@ -621,16 +620,15 @@ std::string ReplyStream::Push(int32_t token) {
   return Emit(now.substr(before.size()));
 }
 
+std::string ReplyStream::Push(int32_t token) {
+  if (stopped()) return "";
+  tokens_.push_back(token);
+  return Release(false);
+}
+
 std::string ReplyStream::Finish() {
-  std::string out;
-  if (!stopped() && read_ < tokens_.size()) {
-    // Tokens still held back (an unfinished character): release them as they decode.
-    std::span<const int32_t> all(tokens_);
-    std::string before = tokenizer_.Decode(all.subspan(prefix_, read_ - prefix_));
-    std::string now = tokenizer_.Decode(all.subspan(prefix_));
-    if (now.size() > before.size() && now.starts_with(before)) out = Emit(now.substr(before.size()));
-    read_ = tokens_.size();
-  }
+  // Tokens still held back (an unfinished character) are released as they decode.
+  std::string out = !stopped() && read_ < tokens_.size() ? Release(true) : "";
   std::string rest = matcher_.Finish();
   text_ += rest;
   return out + rest;
