@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -44,6 +45,21 @@ ssize_t ReadSome(int fd, char* dst, size_t n) {
   }
 }
 
+// The error of both readers for a file over max_bytes.
+Error OverLimit(const std::string& path, int64_t size, uint64_t max_bytes) {
+  return Error{ErrorCode::kLimit, path,
+               "file is " + std::to_string(size) + " bytes, over the limit of " +
+                   std::to_string(max_bytes)};
+}
+
+// An anonymous buffer of n bytes (n >= 1) whose pages are mapped up front; nullptr when memory
+// is short.
+void* MapBuffer(size_t n) {
+  void* p = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
 // Closes fd and reports the failed read of path (errno still set by the read).
 Error ReadError(int fd, const std::string& path) {
   std::string msg = "read failed: " + ErrnoText();
@@ -67,9 +83,7 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
   }
   if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    return Error{ErrorCode::kLimit, path,
-                 "file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                     std::to_string(max_bytes)};
+    return OverLimit(path, st.st_size, max_bytes);
   }
   std::string out;
   if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
@@ -110,37 +124,26 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 
 Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-    // Not a regular file (or an error ReadFile reports): read it the ordinary way.
-    auto text = ReadFile(path, max_bytes);
-    if (!text) return text.take_errors();
-    FileBytes out;
-    out.capacity_ = std::max<size_t>(text->size(), 1);
-    out.data_ = ::mmap(nullptr, out.capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (out.data_ == MAP_FAILED) {
-      out.data_ = nullptr;
-      return IoError(path, "out of memory");
-    }
+  const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+  std::optional<std::string> text;  // the ordinary read, for what is not a non-empty regular file
+  if (!regular) {
+    auto read = ReadFile(path, max_bytes);
+    if (!read) return read.take_errors();
+    text = std::move(*read);
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return OverLimit(path, st.st_size, max_bytes);
+  }
+  FileBytes out;
+  out.capacity_ = std::max<size_t>(text ? text->size() : static_cast<size_t>(st.st_size), 1);
+  out.data_ = MapBuffer(out.capacity_);
+  if (!out.data_) return IoError(path, "out of memory for " + std::to_string(out.capacity_) + " bytes");
+  if (text) {
     std::memcpy(out.data_, text->data(), text->size());
     out.size_ = text->size();
     return out;
   }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return Error{ErrorCode::kLimit, path,
-                 "file is " + std::to_string(st.st_size) + " bytes, over the limit of " +
-                     std::to_string(max_bytes)};
-  }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return IoError(path, "cannot open: " + ErrnoText());
-  FileBytes out;
-  out.capacity_ = static_cast<size_t>(st.st_size);
-  out.data_ = ::mmap(nullptr, out.capacity_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (out.data_ == MAP_FAILED) {
-    out.data_ = nullptr;
-    ::close(fd);
-    return IoError(path, "out of memory for " + std::to_string(st.st_size) + " bytes");
-  }
   char* dst = static_cast<char*>(out.data_);
   // A file that shrinks while it is read ends early; one that grows is cut at the size seen.
   while (out.size_ < out.capacity_) {
