@@ -1,17 +1,18 @@
 // The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
 // that no other command pays libvips's start-up). Image decoding with libvips (C API): format
-// detection against an allow-list, header-only
-// probing with the pixel limit, then a sequential decode to upright 8-bit sRGB RGB: ICC profiles
-// honoured, 16-bit samples scaled, grey expanded, CMYK without a profile converted as Pillow
-// does, alpha dropped (or composited onto white) and the EXIF orientation applied.
+// detection against an allow-list, header-only probing with the pixel limit, then a sequential
+// decode to upright 8-bit sRGB RGB: ICC profiles honoured, 16-bit samples scaled, grey expanded,
+// CMYK without a profile converted as Pillow does, alpha dropped (or composited onto white) and
+// the EXIF orientation applied.
 #include <dlfcn.h>
 #include <gmodule.h>
 #include <vips/vips.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,7 +34,6 @@ bool InitVips() {
   static bool ok = false;
   std::call_once(once, [] {
     const char* user_home = std::getenv("VIPSHOME");
-    const std::string saved = user_home ? user_home : "";
     if (!user_home) setenv("VIPSHOME", "/proc/self/mlc-manifest-no-vips-modules", 1);
     ok = VIPS_INIT("mlc-manifest") == 0;
     if (!user_home) unsetenv("VIPSHOME");
@@ -60,10 +60,11 @@ bool LoadVipsModule(const std::string& name) {
   bool ok = false;
   Dl_info where{};
   if (dladdr(reinterpret_cast<void*>(&vips_image_new), &where) != 0 && where.dli_fname) {
-    const std::string lib = where.dli_fname;
-    const std::string dir = lib.substr(0, lib.rfind('/') == std::string::npos ? 0 : lib.rfind('/'));
-    const std::string path = dir + "/vips-modules-" + std::to_string(VIPS_MAJOR_VERSION) + "." +
-                             std::to_string(VIPS_MINOR_VERSION) + "/vips-" + name + ".so";
+    const std::string path = (std::filesystem::path(where.dli_fname).parent_path() /
+                              ("vips-modules-" + std::to_string(VIPS_MAJOR_VERSION) + "." +
+                               std::to_string(VIPS_MINOR_VERSION)) /
+                              ("vips-" + name + ".so"))
+                                 .string();
     if (GModule* module = g_module_open(path.c_str(), G_MODULE_BIND_LAZY)) {
       g_module_make_resident(module);
       ok = true;
@@ -452,6 +453,11 @@ SourceBox BoxFor(const ImageInfo& full, int64_t w, int64_t h, int shrink, int or
   return box;
 }
 
+// The DCT shrink factor libjpeg can apply: 2, 4 or 8 for a JPEG, else 1 (a full decode).
+int UsableShrink(const std::string& format, int shrink) {
+  return format == "jpeg" && (shrink == 2 || shrink == 4 || shrink == 8) ? shrink : 1;
+}
+
 // Opens the image and converts it to 8-bit sRGB (or grey / CMYK), alpha handled, lazily: nothing
 // is decoded until pixels are asked for. Sets info->icc_applied.
 Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format,
@@ -524,7 +530,7 @@ Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view byte
                                                      const ResizePlan& plan,
                                                      const ImageOptions& options, int shrink) {
   if (header.orientation != 1) return std::optional<PreparedImage>();
-  if (header.format != "jpeg" || (shrink != 2 && shrink != 4 && shrink != 8)) shrink = 1;
+  shrink = UsableShrink(header.format, shrink);
   PreparedImage prepared;
   prepared.info = header;
   prepared.info.shrink = shrink;
@@ -574,8 +580,7 @@ Result<DecodedImage> ModuleDecode(std::string_view bytes, const ImageOptions& op
                                  int shrink) {
   auto info = ModuleProbe(bytes, options);
   if (!info) return info.take_errors();
-  if (info->format != "jpeg" || (shrink != 2 && shrink != 4 && shrink != 8)) shrink = 1;
-  return DecodePixels(bytes, info->format, *info, options, shrink);
+  return DecodePixels(bytes, info->format, *info, options, UsableShrink(info->format, shrink));
 }
 
 Result<std::string> ModuleEncodePng(const RgbImage& rgb) {
