@@ -1,0 +1,55 @@
+// The CPU program's numeric kernels: linear layers over the weight formats MLC's converter writes
+// (float32, float16, bfloat16 and the 4-bit group quantization with its dequantisation fused in),
+// embedding-row lookup, and a thread pool that spreads rows over every core. The model families
+// (src/runtime/cpu/) call only these for their matrix work; the implementation chooses AVX2/FMA
+// at run time when the CPU has it and a portable path otherwise.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace mlc::cpu {
+
+enum class WeightFormat {
+  kF32,    // data: float [out, in]
+  kF16,    // data: IEEE half [out, in]
+  kBF16,   // data: bfloat16 [out, in]
+  kQ4F16,  // data: uint32 [out, in / 8], scale: half [out, in / 32]
+  kQ4F32,  // data: uint32 [out, in / 8], scale: float [out, in / 32]
+};
+
+// A linear weight as the converter stores it: row o holds the `in` weights of output feature o.
+// 4-bit formats (MLC group quantization, group size 32 along the input axis): input index i of
+// row o is nibble (i % 8) of word data[o][i / 8] (bits 4k..4k+3 for nibble k), an unsigned value
+// q in [0, 15]; the weight is (q - 7) * scale[o][i / 32]. `in` is a multiple of 32 for them.
+struct Weight {
+  WeightFormat format = WeightFormat::kF32;
+  int64_t out = 0;
+  int64_t in = 0;
+  const void* data = nullptr;
+  const void* scale = nullptr;  // 4-bit formats only
+};
+
+// y[t][o] = sum_i x[t][i] * W[o][i] (+ bias[o] when bias is not null), for t < n rows of x
+// (row-major [n, in] in, [n, out] out). float32 accumulation; runs on every core.
+void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* bias = nullptr);
+
+// Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
+void DequantizeRow(const Weight& w, int64_t row, float* out);
+
+// Calls fn(begin, end) on disjoint ranges covering [0, n), each at least `grain` long except the
+// last, on the pool's threads (the calling thread takes part). Returns when all are done.
+void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Threads the pool uses (the cores this process may run on).
+int ThreadCount();
+
+// "avx2" when the fused AVX2/FMA kernels are in use, else "portable".
+const char* KernelIsa();
+
+// IEEE half and bfloat16 <-> float32.
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+float BFloat16ToFloat(uint16_t b);
+
+}  // namespace mlc::cpu
