@@ -20,10 +20,15 @@ enum class ErrorCode {
   kExists = 6,       // a write refused because the target exists (no --force)
 };
 
+// The stable name of a code, as --json and the C API give it: "invalid", "usage", "io",
+// "unsupported", "limit", "exists".
+const char* ErrorCodeName(ErrorCode code);
+
 struct Error {
   ErrorCode code = ErrorCode::kInvalid;
   std::string path;     // JSON Pointer ("" is the whole document), file position or file name
   std::string message;  // what was expected / what went wrong
+  std::string document{};  // the file or document `path` points into, when known ("" otherwise)
 
   // "path: message", or just the message when there is no path.
   std::string ToString() const;

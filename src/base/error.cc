@@ -3,6 +3,18 @@
 
 namespace mlc {
 
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalid: return "invalid";
+    case ErrorCode::kUsage: return "usage";
+    case ErrorCode::kIo: return "io";
+    case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kLimit: return "limit";
+    case ErrorCode::kExists: return "exists";
+  }
+  return "invalid";
+}
+
 std::string Error::ToString() const {
   if (path.empty()) return message;
   return path + ": " + message;

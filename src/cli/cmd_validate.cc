@@ -77,7 +77,7 @@ const Registration kValidate(10, [](CLI::App& app) {
       FileReport rep = ValidateFile(f);
       rep.json["ok"] = rep.errors.empty();
       if (!rep.errors.empty()) {
-        rep.json["errors"] = ErrorsJson(rep.errors);
+        rep.json["errors"] = ErrorsJson(rep.errors, f);
         code = std::max(code, ExitCodeFor(rep.errors));
       }
       if (!*json) {

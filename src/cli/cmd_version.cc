@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "mlc_manifest/version.h"
 
 namespace mlc::cli {
 namespace {
@@ -12,9 +13,9 @@ const Registration kVersion(100, [](CLI::App& app) {
   cmd->add_flag("--json", *json, "One JSON object on stdout");
   return [json]() {
     if (*json) {
-      PrintJson({{"ok", true}, {"version", "0.1.0"}, {"schema_version", 1}});
+      PrintJson({{"ok", true}, {"version", MLC_MANIFEST_VERSION}, {"schema_version", 1}});
     } else {
-      std::cout << "mlc-manifest 0.1.0 (artifact schema_version 1)\n";
+      std::cout << "mlc-manifest " MLC_MANIFEST_VERSION " (artifact schema_version 1)\n";
     }
     return kExitOk;
   };

@@ -29,8 +29,8 @@ struct Registration {
 // The exit code for a failure: I/O -> 3, usage -> 2, anything else -> 1.
 int ExitCodeFor(const Errors& errors);
 
-// {"path": ..., "message": ...} for each error.
-OrderedJson ErrorsJson(const Errors& errors);
+// {"code", "document", "path", "message"} for each error (document: the error's own, else `document`).
+OrderedJson ErrorsJson(const Errors& errors, const std::string& document = "");
 
 // Prints {"ok": false, "errors": [...]} (json) or "error: path: message" lines to stderr;
 // returns ExitCodeFor(errors). `context` (a file name, say) prefixes human lines.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "mlc_manifest/version.h"
 
 namespace mlc::cli {
 namespace {
@@ -33,15 +34,20 @@ int ExitCodeFor(const Errors& errors) {
   return code;
 }
 
-OrderedJson ErrorsJson(const Errors& errors) {
+OrderedJson ErrorsJson(const Errors& errors, const std::string& document) {
   OrderedJson list = OrderedJson::array();
-  for (const Error& e : errors) list.push_back({{"path", e.path}, {"message", e.message}});
+  for (const Error& e : errors) {
+    list.push_back({{"code", ErrorCodeName(e.code)},
+                    {"document", e.document.empty() ? document : e.document},
+                    {"path", e.path},
+                    {"message", e.message}});
+  }
   return list;
 }
 
 int ReportFailure(const Errors& errors, bool json, const std::string& context) {
   if (json) {
-    PrintJson({{"ok", false}, {"errors", ErrorsJson(errors)}});
+    PrintJson({{"ok", false}, {"errors", ErrorsJson(errors, context)}});
   } else {
     for (const Error& e : errors) {
       std::cerr << "error: " << (context.empty() ? "" : context + ": ") << e.ToString() << "\n";
@@ -61,6 +67,7 @@ int main(int argc, char** argv) {
   CLI::App app{"mlc-manifest: read, check, write and drive the MLC model artifact manifest"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Every subcommand's help");
+  app.set_version_flag("--version", std::string("mlc-manifest ") + MLC_MANIFEST_VERSION);
   std::vector<Entry> entries = Entries();
   std::stable_sort(entries.begin(), entries.end(),
                    [](const Entry& a, const Entry& b) { return a.order < b.order; });
