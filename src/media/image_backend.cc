@@ -20,7 +20,19 @@ std::vector<std::string> ModuleCandidates() {
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) out.push_back((exe.parent_path() / kImageModuleFile).string());
+  // Beside the shared library holding this code (an installed libmlc_manifest.so.1), or in its
+  // mlc_manifest/ folder (where `cmake --install` puts the module).
+  static const char kHere = 0;
+  Dl_info self{};
+  if (::dladdr(&kHere, &self) && self.dli_fname) {
+    const std::filesystem::path lib = std::filesystem::path(self.dli_fname).parent_path();
+    if (lib != exe.parent_path()) out.push_back((lib / kImageModuleFile).string());
+    out.push_back((lib / "mlc_manifest" / kImageModuleFile).string());
+  }
   out.emplace_back(MLC_IMAGE_MODULE_PATH);
+#ifdef MLC_IMAGE_MODULE_INSTALL_PATH
+  out.emplace_back(MLC_IMAGE_MODULE_INSTALL_PATH);
+#endif
   return out;
 }
 

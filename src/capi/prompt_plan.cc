@@ -1,0 +1,165 @@
+// The C API over prompts (SPEC 7: chat messages to prompt segments and token ids) and prefill
+// planning (SPEC 6: a request's segments to the chunks prefill is fed with), without a runtime.
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "capi/capi_internal.h"
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/plan.h"
+#include "mlc_manifest/request.h"
+#include "mlc_manifest/runtime.h"
+
+using mlc::capi::CStr;
+using mlc::capi::Fail;
+using mlc::capi::FailWith;
+using mlc::capi::Guard;
+
+struct mlc_prompt {
+  mlc_errors errors;
+  std::string text;
+  std::string json;
+};
+
+struct mlc_plan {
+  mlc_errors errors;
+  std::string json;
+  int64_t prompt_length = 0;
+  size_t chunks = 0;
+};
+
+namespace {
+
+constexpr const char* kMemoryDocument = "<memory>";
+
+// The messages of an array, or of an object's "messages".
+mlc::Result<std::vector<mlc::ChatMessage>> Messages(const mlc::Json& doc) {
+  if (doc.is_object() && doc.contains("messages")) return mlc::ParseMessages(doc["messages"], "/messages");
+  return mlc::ParseMessages(doc);
+}
+
+int BuildPrompt(mlc_prompt* h, const std::string& dir, std::string_view messages_text) {
+  auto doc = mlc::ParseJson(messages_text);
+  if (!doc) return Fail(h->errors, doc.take_errors(), kMemoryDocument);
+  auto messages = Messages(*doc);
+  if (!messages) return Fail(h->errors, messages.take_errors(), kMemoryDocument);
+  std::string config_path = mlc::JoinPath(dir, mlc::kChatConfigFileName);
+  auto config = mlc::ReadJsonFile(config_path);
+  if (!config) return Fail(h->errors, config.take_errors(), config_path);
+  auto tmpl = mlc::ConvTemplateFromChatConfig(*config);
+  if (!tmpl) return Fail(h->errors, tmpl.take_errors(), config_path);
+  auto tokenizer = mlc::Tokenizer::FromDirectory(dir);
+  if (!tokenizer) return Fail(h->errors, tokenizer.take_errors(), dir);
+  auto prompt = mlc::BuildChatPrompt(*tmpl, *messages);
+  if (!prompt) return Fail(h->errors, prompt.take_errors(), kMemoryDocument);
+  mlc::OrderedJson segments = mlc::OrderedJson::array();
+  if (tmpl->system_prefix_token_ids) {
+    segments.push_back({{"system_prefix_token_ids", *tmpl->system_prefix_token_ids}});
+  }
+  for (const mlc::PromptSegment& seg : prompt->segments) {
+    if (seg.kind == mlc::PartKind::kText) {
+      segments.push_back({{"text", seg.text}, {"token_ids", (*tokenizer)->Encode(seg.text)}});
+    } else {
+      segments.push_back({{"media", seg.kind == mlc::PartKind::kImage ? "image" : "audio"},
+                          {"part", seg.media.path}});
+    }
+  }
+  h->text = mlc::PromptText(*prompt);
+  h->json = mlc::OrderedJson({{"template", tmpl->name},
+                              {"prompt", h->text},
+                              {"segments", segments},
+                              {"stop_token_ids", tmpl->stop_token_ids},
+                              {"stop_str", tmpl->stop_str}})
+                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return MLC_OK;
+}
+
+int ComputePlan(mlc_plan* h, const std::string& dir, std::string_view request_text,
+                const mlc_plan_params& p) {
+  bool legacy = false;
+  auto bound = mlc::BindPackageFolder(dir, mlc::capi::Str(p.program_path),
+                                      p.task ? p.task : "chat.completions", &legacy);
+  if (!bound) return Fail(h->errors, bound.take_errors());
+  std::string config_path = mlc::JoinPath(dir, mlc::kChatConfigFileName);
+  auto config = mlc::ReadChatConfig(config_path);
+  if (!config) return Fail(h->errors, config.take_errors(), config_path);
+  auto limits = mlc::PlanLimitsFromChatConfig(*config);
+  if (!limits) return Fail(h->errors, limits.take_errors(), config_path);
+  auto doc = mlc::ParseJson(request_text);
+  if (!doc) return Fail(h->errors, doc.take_errors(), kMemoryDocument);
+  auto request = mlc::ParseRequest(*doc, mlc::capi::Str(p.base_dir));
+  if (!request) return Fail(h->errors, request.take_errors(), kMemoryDocument);
+  int64_t kv = p.kv_length;
+  mlc::OrderedJson chunks = mlc::OrderedJson::array();
+  for (const mlc::RequestTurn& turn : request->turns) {
+    auto pieces = mlc::PiecesForTurn(*bound, turn);
+    if (!pieces) return Fail(h->errors, pieces.take_errors(), kMemoryDocument);
+    for (const mlc::PromptPiece& piece : *pieces) {
+      if (!piece.Known()) {
+        return Fail(h->errors,
+                    {mlc::Error{mlc::ErrorCode::kUsage, piece.path,
+                                "an audio clip's row count is known only once its adapter runs; "
+                                "plan with {\"audio_rows\": N}"}},
+                    kMemoryDocument);
+      }
+    }
+    auto plan = mlc::PlanPrefill(*limits, kv, *pieces);
+    if (!plan) return Fail(h->errors, plan.take_errors(), kMemoryDocument);
+    kv += plan->prompt_length;
+    mlc::OrderedJson one = mlc::PrefillPlanJson(*plan);
+    for (auto& c : one["chunks"]) chunks.push_back(std::move(c));
+  }
+  h->prompt_length = kv - p.kv_length;
+  h->chunks = chunks.size();
+  h->json = mlc::OrderedJson({{"prompt_length", h->prompt_length},
+                              {"kv_length", p.kv_length},
+                              {"prefill_chunk_size", limits->prefill_chunk_size},
+                              {"context_window_size", limits->context_window_size},
+                              {"chunks", std::move(chunks)}})
+                .dump();
+  return MLC_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+MLC_CAPI_HANDLE(prompt)
+MLC_CAPI_HANDLE(plan)
+
+int mlc_prompt_build(mlc_prompt* h, const char* package_dir, const char* messages_json,
+                     size_t length) {
+  if (!h || !package_dir || (!messages_json && length)) return MLC_ERR_ARGUMENT;
+  return Guard(h->errors, [&] {
+    h->text.clear();
+    h->json.clear();
+    return BuildPrompt(h, package_dir, std::string_view(messages_json ? messages_json : "", length));
+  });
+}
+
+const char* mlc_prompt_text(const mlc_prompt* h) { return h && !h->json.empty() ? h->text.c_str() : nullptr; }
+const char* mlc_prompt_json(const mlc_prompt* h) { return h ? CStr(h->json) : nullptr; }
+
+mlc_plan_params mlc_plan_params_default(void) {
+  return mlc_plan_params{nullptr, "chat.completions", nullptr, 0};
+}
+
+int mlc_plan_compute(mlc_plan* h, const char* package_dir, const char* request_json, size_t length,
+                     const mlc_plan_params* params) {
+  if (!h || !package_dir || (!request_json && length)) return MLC_ERR_ARGUMENT;
+  return Guard(h->errors, [&] {
+    h->json.clear();
+    h->prompt_length = 0;
+    h->chunks = 0;
+    mlc_plan_params p = params ? *params : mlc_plan_params_default();
+    if (p.kv_length < 0) return FailWith(h->errors, MLC_ERR_ARGUMENT, "", "kv_length must be >= 0");
+    return ComputePlan(h, package_dir, std::string_view(request_json ? request_json : "", length), p);
+  });
+}
+
+const char* mlc_plan_json(const mlc_plan* h) { return h ? CStr(h->json) : nullptr; }
+int64_t mlc_plan_prompt_length(const mlc_plan* h) { return h ? h->prompt_length : 0; }
+size_t mlc_plan_chunk_count(const mlc_plan* h) { return h ? h->chunks : 0; }
+
+}  // extern "C"
