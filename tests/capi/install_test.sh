@@ -28,16 +28,16 @@ check_tree() {
   # shellcheck disable=SC2046
   cc -std=c99 -Wall -Wextra -Werror -o "$work/$name-validate" "$src/tests/capi/external/validate.c" \
     $(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags --libs mlc-manifest)
-  LD_DEBUG=files LD_LIBRARY_PATH=$libdir "$work/$name-validate" "$example" \
+  LD_DEBUG=libs LD_LIBRARY_PATH=$libdir "$work/$name-validate" "$example" \
     "$example/compiled-program.json" "$work/red.png" >"$work/$name-c.out" 2>"$work/$name-c.err" ||
     { cat "$work/$name-c.out" "$work/$name-c.err" >&2; return 1; }
   grep -v "^ *[0-9]*:" "$work/$name-c.out"
   grep -q "^executor generation" "$work/$name-c.out"
   grep -q "^image 8x8" "$work/$name-c.out"
   # The library and the image module came from the installed tree.
-  grep -q "file=$libdir/libmlc_manifest.so.1 " "$work/$name-c.err" ||
+  grep -q "calling init: $libdir/libmlc_manifest.so.1\$" "$work/$name-c.err" ||
     { echo "libmlc_manifest.so.1 not loaded from $libdir" >&2; return 1; }
-  grep -q "file=$libdir/mlc_manifest/libmlc_manifest_vips.so " "$work/$name-c.err" ||
+  grep -q "calling init: $libdir/mlc_manifest/libmlc_manifest_vips.so\$" "$work/$name-c.err" ||
     { echo "the image module was not loaded from $libdir/mlc_manifest" >&2; return 1; }
   # C++ with find_package
   cmake -S "$src/tests/capi/external" -B "$work/$name-cxx" -DCMAKE_PREFIX_PATH="$root" \
