@@ -56,7 +56,7 @@ const detail::KernelTable& Kernels() {
 struct Q8Buffer {
   std::vector<int8_t> q;
   std::vector<float> d;
-  std::vector<int32_t> sum7;
+  std::vector<float> offset;
 };
 
 // Rows per ParallelFor range: enough work per range to pay for the hand-over.
@@ -95,17 +95,17 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   const int64_t blocks = w.in / 32;
   buffer.q.resize(static_cast<size_t>(n * blocks * 32));
   buffer.d.resize(static_cast<size_t>(n * blocks));
-  buffer.sum7.resize(static_cast<size_t>(n * blocks));
+  buffer.offset.resize(static_cast<size_t>(n * blocks));
   Q8Buffer& b = buffer;  // the pool's threads see the caller's buffer, not their own
   auto quantize = [&](int64_t begin, int64_t end) {
-    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.sum7.data());
+    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.offset.data());
   };
   if (n * w.in >= 65536) {
     ParallelFor(n, 1, quantize);
   } else {
     quantize(0, n);
   }
-  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.sum7.data()};
+  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.offset.data()};
   ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
     kernels.linear_q4(w, q8, n, y, bias, begin, end);
   });

@@ -11,7 +11,7 @@ namespace mlc::cpu::detail {
 namespace {
 
 void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q, float* d,
-              int32_t* sum7) {
+              float* offset) {
   const int64_t blocks = in / 32;
   for (int64_t t = t_begin; t < t_end; ++t) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -28,7 +28,7 @@ void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t
         sum += static_cast<int32_t>(v);
       }
       d[t * blocks + b] = scale;
-      sum7[t * blocks + b] = 7 * sum;
+      offset[t * blocks + b] = static_cast<float>(7 * sum) * scale;
     }
   }
 }
@@ -47,7 +47,7 @@ void LinearQ4(const Weight& w, const Q8Activations& x, int64_t n, float* y, cons
     for (int64_t b = 0; b < blocks; ++b) scale[static_cast<size_t>(b)] = Q4Scale(w, o * blocks + b);
     const uint8_t* row = words + o * blocks * 16;
     for (int64_t t = 0; t < n; ++t) {
-      float acc = 0.0f;
+      float acc = 0.0f, offset = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* wb = row + b * 16;  // byte k: input 2k (low nibble), 2k + 1 (high)
         const int8_t* qb = x.q + (t * blocks + b) * 32;
@@ -55,10 +55,11 @@ void LinearQ4(const Weight& w, const Q8Activations& x, int64_t n, float* y, cons
         for (int k = 0; k < 16; ++k) {
           sum += (wb[k] & 0xF) * qb[k] + (wb[k] >> 4) * qb[16 + k];
         }
-        sum -= x.sum7[t * blocks + b];
-        acc += static_cast<float>(sum) * (scale[static_cast<size_t>(b)] * x.d[t * blocks + b]);
+        const float ws = scale[static_cast<size_t>(b)];
+        acc += static_cast<float>(sum) * (ws * x.d[t * blocks + b]);
+        offset += ws * x.offset[t * blocks + b];
       }
-      y[t * w.out + o] = acc + (bias ? bias[o] : 0.0f);
+      y[t * w.out + o] = acc - offset + (bias ? bias[o] : 0.0f);
     }
   }
 }
