@@ -90,11 +90,12 @@ class ThreadPool {
         if (index >= static_cast<int64_t>((claim >> 16) & 0xFFFFu)) return;
       } while (!claim_.compare_exchange_weak(claim, claim + 1, std::memory_order_acq_rel));
       // The job's fields stay put until its last chunk is done, which this one is not yet.
-      const int64_t begin = index * chunk_, end = std::min(n_, begin + chunk_);
+      const int64_t begin = index * chunk_, end = std::min(n_, begin + chunk_), chunks = chunks_;
       inside_chunk = true;
       (*fn_)(begin, end);
       inside_chunk = false;
-      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks_) done_.notify_all();
+      // After this increment the caller may start the next job: no field is read past it.
+      if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done_.notify_all();
     }
   }
 
