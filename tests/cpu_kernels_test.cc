@@ -1,5 +1,5 @@
 // The CPU program's kernels (src/runtime/cpu/kernels.h): every weight format on every kernel path
-// against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
+// (portable, AVX2, AVX-VNNI, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
 // against each other, half / bfloat16 conversions (exhaustive round trip, subnormals, infinities,
 // NaN, rounding to nearest even), and the thread pool's coverage, nesting and concurrent callers.
 #include <gtest/gtest.h>
@@ -284,16 +284,22 @@ TEST(CpuLinear, Avx2PathMatchesFloat64) {
   CheckEveryFormat();
 }
 
-// Both paths round activations the same way and sum each block exactly, so they differ only by
+TEST(CpuLinear, AvxVnniPathMatchesFloat64) {
+  KernelPath path("avxvnni");
+  if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-VNNI";
+  EXPECT_STREQ(KernelIsa(), "avxvnni");
+  CheckEveryFormat();
+}
+
+// The paths round activations the same way and sum each block exactly, so they differ only by
 // float32 rounding order.
-TEST(CpuLinear, PathsAgree) {
-  if (!SetKernelIsa("avx2")) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+void CheckPathAgainstPortable(const std::string& isa) {
   uint32_t seed = 100;
   for (WeightFormat format : kFormats) {
     for (const Shape& s : kShapes) {
       std::vector<float> fast, portable;
       {
-        KernelPath path("avx2");
+        KernelPath path(isa);
         CheckLinear(format, s.out, s.in, s.n, true, seed, &fast);
       }
       {
@@ -303,17 +309,31 @@ TEST(CpuLinear, PathsAgree) {
       ASSERT_EQ(fast.size(), portable.size());
       for (size_t k = 0; k < fast.size(); ++k) {
         ASSERT_NEAR(fast[k], portable[k], 1e-4f * (1.0f + std::fabs(portable[k])))
-            << "format " << static_cast<int>(format) << " element " << k;
+            << isa << " format " << static_cast<int>(format) << " element " << k;
       }
       ++seed;
     }
   }
 }
 
+TEST(CpuLinear, VectorPathsAgreeWithPortable) {
+  int checked = 0;
+  for (const char* isa : {"avx2", "avxvnni"}) {
+    if (!SetKernelIsa(isa)) continue;
+    CheckPathAgainstPortable(isa);
+    ++checked;
+  }
+  SetKernelIsa("auto");
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no vector path";
+}
+
 TEST(CpuLinear, LargeShapesSpreadOverThreads) {
-  // Decode- and prefill-sized products reach the thread pool and the 4 x 2 tiles.
+  // Decode- and prefill-sized products reach the thread pool and the 4 x 2 tiles, on the path
+  // the CPU chooses.
+  EXPECT_TRUE(SetKernelIsa("auto"));
   CheckLinear(WeightFormat::kQ4F16, 515, 896, 1, true, 11);
   CheckLinear(WeightFormat::kQ4F16, 130, 4864, 7, false, 12);
+  CheckLinear(WeightFormat::kQ4F32, 66, 1024, 3, true, 14);
   CheckLinear(WeightFormat::kF16, 300, 512, 5, true, 13);
 }
 

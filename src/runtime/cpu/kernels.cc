@@ -39,8 +39,9 @@ float WeightAt(const Weight& w, int64_t o, int64_t i) {
 std::atomic<const detail::KernelTable*> active_kernels{nullptr};
 
 const detail::KernelTable* BestKernels() {
-  const detail::KernelTable* avx2 = detail::Avx2Kernels();
-  return avx2 != nullptr ? avx2 : &detail::PortableKernels();
+  if (const detail::KernelTable* vnni = detail::AvxVnniKernels()) return vnni;
+  if (const detail::KernelTable* avx2 = detail::Avx2Kernels()) return avx2;
+  return &detail::PortableKernels();
 }
 
 const detail::KernelTable& Kernels() {
@@ -111,7 +112,11 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   });
 }
 
-const char* KernelIsa() { return &Kernels() == detail::Avx2Kernels() ? "avx2" : "portable"; }
+const char* KernelIsa() {
+  const detail::KernelTable* table = &Kernels();
+  if (table == detail::AvxVnniKernels()) return "avxvnni";
+  return table == detail::Avx2Kernels() ? "avx2" : "portable";
+}
 
 bool SetKernelIsa(std::string_view isa) {
   const detail::KernelTable* table = nullptr;
@@ -121,6 +126,8 @@ bool SetKernelIsa(std::string_view isa) {
     table = &detail::PortableKernels();
   } else if (isa == "avx2") {
     table = detail::Avx2Kernels();
+  } else if (isa == "avxvnni") {
+    table = detail::AvxVnniKernels();
   }
   if (table == nullptr) return false;
   active_kernels.store(table, std::memory_order_release);

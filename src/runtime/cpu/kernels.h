@@ -49,12 +49,13 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // Threads the pool uses (the cores this process may run on).
 int ThreadCount();
 
-// "avx2" when the fused AVX2/FMA kernels are in use, else "portable".
+// The kernels in use: "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA
+// and F16C) or "portable".
 const char* KernelIsa();
 
-// Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2" (only when
-// the CPU has AVX2, FMA and F16C) or "auto" (the best the CPU has; the default). Returns false,
-// changing nothing, for an unknown name or a path this CPU cannot run.
+// Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni"
+// (each only when the CPU has its features) or "auto" (the best the CPU has; the default).
+// Returns false, changing nothing, for an unknown name or a path this CPU cannot run.
 bool SetKernelIsa(std::string_view isa);
 
 // IEEE half and bfloat16 <-> float32.

@@ -1,5 +1,5 @@
 // Internal seam between the kernel dispatcher (kernels.cc) and its instruction-set paths
-// (kernels_portable.cc, kernels_avx2.cc): the int8 activation blocks the 4-bit products use and
+// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc): the int8 activation blocks the 4-bit products use and
 // one table of entry points per path. Not for the model families: they call kernels.h.
 #pragma once
 
@@ -40,7 +40,8 @@ struct KernelTable {
 uint8_t* ThreadScratch(size_t bytes);
 
 const KernelTable& PortableKernels();
-// Null when the build has no AVX2 path (non-x86 compilers).
+// Null when the build has no such path (non-x86 compilers) or the CPU cannot run it.
 const KernelTable* Avx2Kernels();
+const KernelTable* AvxVnniKernels();
 
 }  // namespace mlc::cpu::detail
