@@ -120,10 +120,13 @@ class Matrix:
 
 
 def unpack_q4(q_weight, cols):
-    """uint32 [rows, cols / 8] -> uint8 [rows, cols]; value j of a word sits in bits 4j..4j+3."""
-    shifts = (np.arange(8, dtype=np.uint32) * 4)[None, None, :]
-    values = (q_weight[:, :, None] >> shifts) & np.uint32(15)
-    return values.reshape(q_weight.shape[0], -1)[:, :cols].astype(np.uint8)
+    """uint32 [rows, cols / 8] -> uint8 [rows, cols]; value j of a word sits in bits 4j..4j+3, so
+    in the little-endian bytes of the words value 2k is the low and 2k + 1 the high nibble of byte k."""
+    packed = np.ascontiguousarray(q_weight).view(np.uint8)
+    out = np.empty((packed.shape[0], packed.shape[1] * 2), np.uint8)
+    out[:, 0::2] = packed & 15
+    out[:, 1::2] = packed >> 4
+    return out[:, :cols]
 
 
 def read_matrix(pkg, base):
