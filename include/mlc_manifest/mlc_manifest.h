@@ -354,8 +354,9 @@ typedef struct mlc_session mlc_session;
 MLC_API mlc_session* mlc_session_init(void);
 MLC_API void mlc_session_free(mlc_session* session);
 MLC_API const mlc_errors* mlc_session_errors(const mlc_session* session);
-/* Opens the package with the built-in programs (today: the reference runtime of a package made
- * by `mlc-manifest reference-model`), binds it and loads its parameters. */
+/* Opens the package with the built-in programs (as `mlc-manifest run`: the reference runtime for
+ * a reference package, else the CPU program chosen by model_type), binds it and loads its
+ * parameters. */
 MLC_API int mlc_session_open(mlc_session* session, const char* package_dir,
                              const mlc_session_params* params);
 /* The same with a caller's runtime. The table (and what it points to) must outlive the session. */

@@ -1,5 +1,5 @@
 // The C API's generation sessions: a package opened with the built-in programs (the reference
-// runtime) or with a caller's function table, whose role calls receive DLPack tensors; each
+// runtime or the CPU program) or with a caller's function table, whose role calls receive DLPack tensors; each
 // request turn is prepared, prefilled and decoded over one KV cache.
 #include <array>
 #include <map>
@@ -11,8 +11,8 @@
 
 #include "capi/capi_internal.h"
 #include "mlc_manifest/conversation.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
 
@@ -309,8 +309,9 @@ int mlc_session_open(mlc_session* h, const char* package_dir, const mlc_session_
   if (!h || !package_dir) return MLC_ERR_ARGUMENT;
   return Guard(h->errors, [&] {
     Reset(h);
-    // The built-in programs: the reference runtime (packages from `reference-model`).
-    auto library = mlc::OpenReferenceLibrary(package_dir);
+    // The built-in programs: the reference runtime for a reference package, else the CPU
+    // program chosen by model_type (as `mlc-manifest run`).
+    auto library = mlc::OpenPackageLibrary(package_dir);
     if (!library) return Fail(h->errors, library.take_errors(), package_dir);
     h->library = std::move(*library);
     int rc = Load(h, package_dir, params);

@@ -1,11 +1,14 @@
-// Portable kernels of the CPU program (see kernels.h): straightforward loops with float32
-// accumulation and a simple thread pool. The vectorised paths replace these where the CPU allows.
+// The CPU program's kernel entry points (see kernels.h): chooses the instruction-set path at run
+// time, rounds activations for the 4-bit products, spreads output rows over the thread pool
+// (thread_pool.cc), and converts half / bfloat16 values.
 #include "runtime/cpu/kernels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
-#include <thread>
 #include <vector>
+
+#include "runtime/cpu/kernels_internal.h"
 
 namespace mlc::cpu {
 namespace {
@@ -32,51 +35,104 @@ float WeightAt(const Weight& w, int64_t o, int64_t i) {
   return 0.0f;
 }
 
+// The path in use: the AVX2 table when the CPU runs it, else the portable one.
+std::atomic<const detail::KernelTable*> active_kernels{nullptr};
+
+const detail::KernelTable* BestKernels() {
+  if (const detail::KernelTable* vnni = detail::AvxVnniKernels()) return vnni;
+  if (const detail::KernelTable* avx2 = detail::Avx2Kernels()) return avx2;
+  return &detail::PortableKernels();
+}
+
+const detail::KernelTable& Kernels() {
+  const detail::KernelTable* table = active_kernels.load(std::memory_order_acquire);
+  if (table == nullptr) {
+    table = BestKernels();
+    active_kernels.store(table, std::memory_order_release);
+  }
+  return *table;
+}
+
+// Per-thread buffers for the int8 activation blocks (Linear may run on several threads).
+struct Q8Buffer {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<float> offset;
+};
+
+// Rows per ParallelFor range: enough work per range to pay for the hand-over.
+int64_t RowGrain(const Weight& w, int64_t n) {
+  const int64_t per_row = std::max<int64_t>(1, w.in * n);
+  return std::clamp<int64_t>(16384 / per_row, 4, 64) / 4 * 4;
+}
+
 }  // namespace
+
+namespace detail {
+
+uint8_t* ThreadScratch(size_t bytes) {
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  return scratch.data();
+}
+
+}  // namespace detail
 
 void DequantizeRow(const Weight& w, int64_t row, float* out) {
   for (int64_t i = 0; i < w.in; ++i) out[i] = WeightAt(w, row, i);
 }
 
 void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* bias) {
-  ParallelFor(w.out, 16, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(static_cast<size_t>(w.in));
-    for (int64_t o = begin; o < end; ++o) {
-      DequantizeRow(w, o, row.data());
-      for (int64_t t = 0; t < n; ++t) {
-        const float* xt = x + t * w.in;
-        float acc = 0.0f;
-        for (int64_t i = 0; i < w.in; ++i) acc += xt[i] * row[static_cast<size_t>(i)];
-        y[t * w.out + o] = acc + (bias ? bias[o] : 0.0f);
-      }
-    }
+  if (n <= 0 || w.out <= 0) return;
+  const detail::KernelTable& kernels = Kernels();
+  const int64_t grain = RowGrain(w, n);
+  if (w.format != WeightFormat::kQ4F16 && w.format != WeightFormat::kQ4F32) {
+    ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
+      kernels.linear_float(w, x, n, y, bias, begin, end);
+    });
+    return;
+  }
+  thread_local Q8Buffer buffer;
+  const int64_t blocks = w.in / 32;
+  buffer.q.resize(static_cast<size_t>(n * blocks * 32));
+  buffer.d.resize(static_cast<size_t>(n * blocks));
+  buffer.offset.resize(static_cast<size_t>(n * blocks));
+  Q8Buffer& b = buffer;  // the pool's threads see the caller's buffer, not their own
+  auto quantize = [&](int64_t begin, int64_t end) {
+    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.offset.data());
+  };
+  if (n * w.in >= 65536) {
+    ParallelFor(n, 1, quantize);
+  } else {
+    quantize(0, n);
+  }
+  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.offset.data()};
+  ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
+    kernels.linear_q4(w, q8, n, y, bias, begin, end);
   });
 }
 
-void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
-  int64_t parts = std::min<int64_t>(ThreadCount(), (n + grain - 1) / grain);
-  if (parts <= 1) {
-    fn(0, n);
-    return;
-  }
-  int64_t step = (n + parts - 1) / parts;
-  std::vector<std::thread> threads;
-  for (int64_t p = 1; p < parts; ++p) {
-    int64_t b = p * step, e = std::min(n, b + step);
-    if (b < e) threads.emplace_back([&fn, b, e] { fn(b, e); });
-  }
-  fn(0, std::min(n, step));
-  for (std::thread& t : threads) t.join();
+const char* KernelIsa() {
+  const detail::KernelTable* table = &Kernels();
+  if (table == detail::AvxVnniKernels()) return "avxvnni";
+  return table == detail::Avx2Kernels() ? "avx2" : "portable";
 }
 
-int ThreadCount() {
-  unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
+bool SetKernelIsa(std::string_view isa) {
+  const detail::KernelTable* table = nullptr;
+  if (isa == "auto") {
+    table = BestKernels();
+  } else if (isa == "portable") {
+    table = &detail::PortableKernels();
+  } else if (isa == "avx2") {
+    table = detail::Avx2Kernels();
+  } else if (isa == "avxvnni") {
+    table = detail::AvxVnniKernels();
+  }
+  if (table == nullptr) return false;
+  active_kernels.store(table, std::memory_order_release);
+  return true;
 }
-
-const char* KernelIsa() { return "portable"; }
 
 float HalfToFloat(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 namespace mlc::cpu {
 
@@ -32,6 +33,10 @@ struct Weight {
 
 // y[t][o] = sum_i x[t][i] * W[o][i] (+ bias[o] when bias is not null), for t < n rows of x
 // (row-major [n, in] in, [n, out] out). float32 accumulation; runs on every core.
+// For the 4-bit formats x is first rounded to int8 per block of 32 (scale max|x| / 127, as
+// llama.cpp does for Q4_0 x Q8_0), so each block's products are summed exactly in int32 and the
+// blocks are accumulated in float32; the other formats multiply float32 x directly.
+// Any `out`; any `in` for the float formats. Not to be called with y aliasing x.
 void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* bias = nullptr);
 
 // Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
@@ -44,8 +49,14 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // Threads the pool uses (the cores this process may run on).
 int ThreadCount();
 
-// "avx2" when the fused AVX2/FMA kernels are in use, else "portable".
+// The kernels in use: "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA
+// and F16C) or "portable".
 const char* KernelIsa();
+
+// Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni"
+// (each only when the CPU has its features) or "auto" (the best the CPU has; the default).
+// Returns false, changing nothing, for an unknown name or a path this CPU cannot run.
+bool SetKernelIsa(std::string_view isa);
 
 // IEEE half and bfloat16 <-> float32.
 float HalfToFloat(uint16_t h);

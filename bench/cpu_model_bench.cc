@@ -1,0 +1,307 @@
+// The CPU program beside llama.cpp (issue 10 item 4). Two parts:
+//  1. Kernels: the 4-bit matrix-vector product over the weights of a Qwen2.5-0.5B-shaped model
+//     (one decoded token's ~280 MB) in effective GB/s against a memcpy of the same bytes, and the
+//     matrix-matrix product (prefill) in GFLOP/s, both in this process.
+//  2. Model: writes a Qwen2.5-0.5B-shaped random q4f16_1 package (`mlc-manifest reference-model
+//     --family qwen2 --shape qwen2.5-0.5b`), converts it to a Q4_0 GGUF with the same weights
+//     (tests/support/mlc_to_gguf.py), then times prefill and decode of the same prompt ids with
+//     `mlc-manifest run --json` and with llama.cpp (node-llama-cpp's prebuilt libraries through
+//     bench/llama_cpp_speed.mjs, 2 threads), printing tokens/s, the ratios against the targets
+//     (decode >= 0.8x, prefill >= 0.5x) and each process's peak RSS.
+// Usage: cpu_model_bench [--prompt N] [--decode N] [--threads N] [--work DIR] [--kernels-only]
+//        [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp, installed on first use).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/json.h"
+#include "runtime/cpu/kernels.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using mlc::cpu::Weight;
+using mlc::cpu::WeightFormat;
+
+double NowMs() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ---- part 1: kernels --------------------------------------------------------------------------
+
+struct Q4Matrix {
+  std::vector<uint32_t> data;
+  std::vector<uint16_t> scale;
+  Weight weight;
+};
+
+Q4Matrix RandomQ4(int64_t out, int64_t in, std::mt19937& rng) {
+  Q4Matrix m;
+  m.data.resize(static_cast<size_t>(out * in / 8));
+  m.scale.resize(static_cast<size_t>(out * in / 32));
+  for (uint32_t& w : m.data) w = static_cast<uint32_t>(rng()) & 0xEEEEEEEEu;  // nibbles 0..14
+  for (uint16_t& s : m.scale) s = mlc::cpu::FloatToHalf(0.01f + static_cast<float>(rng() % 100) * 1e-4f);
+  m.weight = {WeightFormat::kQ4F16, out, in, m.data.data(), m.scale.data()};
+  return m;
+}
+
+double BestOf(int reps, const std::function<void()>& fn) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    const double start = NowMs();
+    fn();
+    best = std::min(best, NowMs() - start);
+  }
+  return best;
+}
+
+void KernelBench() {
+  // One Qwen2.5-0.5B layer's matrices x 24 and the tied 151936 x 896 lm_head.
+  const int64_t shapes[4][2] = {{1152, 896}, {896, 896}, {9728, 896}, {896, 4864}};
+  std::mt19937 rng(1);
+  std::vector<Q4Matrix> layers;
+  for (int l = 0; l < 24; ++l) {
+    for (const auto& s : shapes) layers.push_back(RandomQ4(s[0], s[1], rng));
+  }
+  Q4Matrix head = RandomQ4(151936, 896, rng);
+  double bytes = 0, flops_per_token = 0;
+  bytes += static_cast<double>(head.data.size() * 4 + head.scale.size() * 2);
+  for (const Q4Matrix& m : layers) {
+    bytes += static_cast<double>(m.data.size() * 4 + m.scale.size() * 2);
+    flops_per_token += 2.0 * static_cast<double>(m.weight.out * m.weight.in);
+  }
+  std::vector<float> x(64 * 9728), y(64 * 151936);
+  std::normal_distribution<float> normal;
+  for (float& v : x) v = normal(rng);
+
+  // The roofline: the same bytes read once (and written to a 16 MB buffer that stays cached).
+  std::vector<uint8_t> sink(16u << 20);
+  auto copy = [&sink](const Q4Matrix& m) {
+    const auto* p = reinterpret_cast<const uint8_t*>(m.data.data());
+    const size_t size = m.data.size() * 4;
+    for (size_t off = 0; off < size; off += sink.size()) {
+      std::memcpy(sink.data(), p + off, std::min(sink.size(), size - off));
+    }
+  };
+  const double copy_ms = BestOf(3, [&] {
+    for (const Q4Matrix& m : layers) copy(m);
+    copy(head);
+  });
+  const double decode_ms = BestOf(5, [&] {
+    for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), 1, y.data());
+    mlc::cpu::Linear(head.weight, x.data(), 1, y.data());
+  });
+  std::printf("kernels (%s, %d threads): one token's 4-bit weights %.0f MB\n", mlc::cpu::KernelIsa(),
+              mlc::cpu::ThreadCount(), bytes / 1e6);
+  std::printf("  memcpy (1 thread)          %7.2f GB/s\n", bytes / copy_ms / 1e6);
+  std::printf("  matrix-vector, all layers  %7.2f GB/s  %.1f ms/token  (%.2fx memcpy)\n",
+              bytes / decode_ms / 1e6, decode_ms, copy_ms / decode_ms);
+  for (int64_t n : {16, 64}) {
+    const double ms = BestOf(2, [&] {
+      for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), n, y.data());
+    });
+    std::printf("  matrix-matrix, n=%-3lld      %7.1f GFLOP/s  (layers only: %.0f tokens/s)\n",
+                static_cast<long long>(n), flops_per_token * static_cast<double>(n) / ms / 1e6,
+                static_cast<double>(n) * 1000.0 / ms);
+  }
+}
+
+// ---- part 2: the model beside llama.cpp -------------------------------------------------------
+
+struct ChildResult {
+  int exit_code = -1;
+  long peak_rss_kb = 0;
+  double wall_ms = 0;
+  std::string out;
+};
+
+// Runs argv with stdout in a file (stderr passed through); peak RSS from wait4.
+ChildResult RunChild(const std::vector<std::string>& argv, const fs::path& out_file) {
+  ChildResult r;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const double start = NowMs();
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return r;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  rusage usage{};
+  if (wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  r.wall_ms = NowMs() - start;
+  r.peak_rss_kb = usage.ru_maxrss;
+  std::ifstream in(out_file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.out = ss.str();
+  return r;
+}
+
+struct Speed {
+  double prefill_tps = 0, decode_tps = 0;
+  long peak_rss_kb = 0;
+  bool ok = false;
+};
+
+std::string Ids(const std::vector<int>& ids) {
+  std::string s;
+  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
+  return s;
+}
+
+// Ours through the CLI: a warm-up turn of 8 tokens, then the prompt; the second turn is timed.
+Speed OursSpeed(const fs::path& package, const std::vector<int>& prompt, int decode, const fs::path& work) {
+  const fs::path request = work / "request.json";
+  std::ofstream(request) << "{\"turns\": [[{\"tokens\": [" << Ids({prompt.begin(), prompt.begin() + 8})
+                         << "]}], [{\"tokens\": [" << Ids(prompt) << "]}]]}\n";
+  ChildResult r = RunChild({MLC_CLI_PATH, "run", package.string(), "--request", request.string(),
+                            "--temperature", "0", "--max-tokens", std::to_string(decode), "--json"},
+                           work / "ours.json");
+  Speed s;
+  s.peak_rss_kb = r.peak_rss_kb;
+  auto j = mlc::ParseJson(r.out);
+  if (r.exit_code != 0 || !j.ok() || !(*j).contains("turns") || (*j)["turns"].size() < 2) {
+    std::cout << "  ours: `mlc-manifest run` failed (exit " << r.exit_code << "): " << r.out.substr(0, 600) << "\n";
+    return s;
+  }
+  const auto& t = (*j)["turns"][1]["timings"];
+  s.prefill_tps = t["prefill_positions_per_s"].get<double>();
+  s.decode_tps = t["decode_steps_per_s"].get<double>();
+  s.ok = true;
+  return s;
+}
+
+Speed LlamaSpeed(const fs::path& node_pkg, const fs::path& gguf, const std::vector<int>& prompt, int decode,
+                 int threads, const fs::path& work) {
+  ChildResult r = RunChild({"node", std::string(MLC_SOURCE_DIR) + "/bench/llama_cpp_speed.mjs", node_pkg.string(),
+                            gguf.string(), Ids(prompt), std::to_string(decode), std::to_string(threads)},
+                           work / "llama.json");
+  Speed s;
+  s.peak_rss_kb = r.peak_rss_kb;
+  auto j = mlc::ParseJson(r.out);
+  if (r.exit_code != 0 || !j.ok() || !(*j).contains("decode_ms")) {
+    std::cout << "  llama.cpp: node failed (exit " << r.exit_code << "): " << r.out.substr(0, 600) << "\n";
+    return s;
+  }
+  s.prefill_tps = (*j)["prefill_tokens"].get<double>() * 1000.0 / (*j)["prefill_ms"].get<double>();
+  s.decode_tps = (*j)["decode_steps"].get<double>() * 1000.0 / (*j)["decode_ms"].get<double>();
+  s.ok = true;
+  return s;
+}
+
+// node-llama-cpp with its prebuilt linux-x64 libraries, installed once under the build folder
+// (the same place the comparison tests use).
+fs::path NodeLlamaCpp(const std::string& given) {
+  if (!given.empty()) return given;
+  const fs::path prefix = fs::path(MLC_BINARY_DIR) / "npm" / "node-llama-cpp";
+  const fs::path pkg = prefix / "node_modules" / "node-llama-cpp";
+  if (fs::exists(pkg / "dist" / "index.js") && fs::exists(prefix / "node_modules" / "@node-llama-cpp" / "linux-x64")) {
+    return pkg;
+  }
+  fs::create_directories(prefix);
+  ChildResult r = RunChild({"npm", "install", "--no-audit", "--no-fund", "--prefix", prefix.string(),
+                            "node-llama-cpp", "@node-llama-cpp/linux-x64"},
+                           prefix / "npm-install.log");
+  if (r.exit_code != 0) return {};
+  return pkg;
+}
+
+void PrintRatio(const char* what, double ours, double theirs, double target) {
+  const double ratio = theirs > 0 ? ours / theirs : 0;
+  std::printf("  %-8s ours %8.2f tok/s   llama.cpp %8.2f tok/s   ratio %.2fx (target >= %.1fx: %s)\n", what,
+              ours, theirs, ratio, target, ratio >= target ? "met" : "NOT met");
+}
+
+int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, const std::string& node_dir) {
+  const fs::path package = work / "qwen2.5-0.5b-q4f16_1";
+  const fs::path gguf = work / "qwen2.5-0.5b-q4_0.gguf";
+  std::cout << "model: Qwen2.5-0.5B-shaped random weights, q4f16_1 vs Q4_0, prompt " << prompt_len
+            << " tokens, decode " << decode << " tokens, llama.cpp threads " << threads << "\n";
+  if (!fs::exists(package / "mlc-chat-config.json")) {
+    ChildResult w = RunChild({MLC_CLI_PATH, "reference-model", package.string(), "--family", "qwen2",
+                              "--quantization", "q4f16_1", "--shape", "qwen2.5-0.5b"},
+                             work / "writer.log");
+    if (w.exit_code != 0) {
+      std::cout << "  missing: `mlc-manifest reference-model DIR --family qwen2 --quantization q4f16_1 "
+                   "--shape qwen2.5-0.5b` failed (exit "
+                << w.exit_code << "): " << w.out.substr(0, 300) << "\n";
+      return 1;
+    }
+  }
+  if (!fs::exists(gguf)) {
+    ChildResult c = RunChild({"/usr/bin/python3", std::string(MLC_SOURCE_DIR) + "/tests/support/mlc_to_gguf.py",
+                              package.string(), gguf.string()},
+                             work / "convert.log");
+    if (c.exit_code != 0) {
+      std::cout << "  missing: tests/support/mlc_to_gguf.py failed (exit " << c.exit_code << ")\n";
+      return 1;
+    }
+  }
+  std::vector<int> prompt;
+  for (int i = 0; i < prompt_len; ++i) prompt.push_back(1000 + (i * 7919) % 100000);
+  const fs::path node_pkg = NodeLlamaCpp(node_dir);
+  Speed theirs;
+  if (node_pkg.empty()) {
+    std::cout << "  missing: node-llama-cpp (npm install failed)\n";
+  } else {
+    theirs = LlamaSpeed(node_pkg, gguf, prompt, decode, threads, work);
+  }
+  Speed ours = OursSpeed(package, prompt, decode, work);
+  if (!ours.ok || !theirs.ok) return 1;
+  PrintRatio("decode", ours.decode_tps, theirs.decode_tps, 0.8);
+  PrintRatio("prefill", ours.prefill_tps, theirs.prefill_tps, 0.5);
+  std::printf("  peak RSS: ours %.0f MB, llama.cpp (node process) %.0f MB\n", ours.peak_rss_kb / 1024.0,
+              theirs.peak_rss_kb / 1024.0);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int prompt = 128, decode = 64, threads = 2;
+  bool kernels_only = false;
+  std::string work_dir, node_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--prompt") prompt = std::max(16, std::atoi(next().c_str()));
+    else if (a == "--decode") decode = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--threads") threads = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--work") work_dir = next();
+    else if (a == "--node-llama-cpp") node_dir = next();
+    else if (a == "--kernels-only") kernels_only = true;
+    else {
+      std::cerr << "usage: cpu_model_bench [--prompt N] [--decode N] [--threads N] [--work DIR] "
+                   "[--node-llama-cpp DIR] [--kernels-only]\n";
+      return 2;
+    }
+  }
+  KernelBench();
+  if (kernels_only) return 0;
+  const fs::path work = work_dir.empty() ? fs::path(MLC_BINARY_DIR) / "cpu_model_bench" : fs::path(work_dir);
+  fs::create_directories(work);
+  return ModelBench(prompt, decode, threads, work, node_dir);
+}

@@ -1,0 +1,187 @@
+// The AVX2/FMA/F16C kernel path (this file alone is compiled with -mavx2 -mfma -mf16c; see
+// CMakeLists.txt). Avx2Kernels() hands it out only when the CPU reports all three features.
+// Activation rounding to int8 blocks; the fused 4-bit products of kernels_x86_q4.h with
+// vpmaddubsw + vpmaddwd; float32 / float16 / bfloat16 weights with 8-wide FMA, one row against up
+// to 4 tokens at a time.
+// No standard-library template is instantiated here: a copy compiled for AVX2 could be the one the
+// linker keeps for the whole program (scratch memory comes from ThreadScratch in kernels.cc).
+#include "runtime/cpu/kernels_internal.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define MLC_HAVE_AVX2_PATH 1
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+namespace mlc::cpu::detail {
+
+#ifdef MLC_HAVE_AVX2_PATH
+namespace {
+
+int32_t HorizontalSum(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
+void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q, float* d,
+              float* offset) {
+  const int64_t blocks = in / 32;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  // packs leaves dwords in the order 0 2 4 6 1 3 5 7; this restores 0..7.
+  const __m256i unpack_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  // Per 128-bit lane: even bytes, then odd ones.
+  const __m256i even_odd = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,
+                                            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + t * in + b * 32;
+      __m256 v0 = _mm256_loadu_ps(xb), v1 = _mm256_loadu_ps(xb + 8);
+      __m256 v2 = _mm256_loadu_ps(xb + 16), v3 = _mm256_loadu_ps(xb + 24);
+      __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, v0), _mm256_andnot_ps(sign, v1)),
+                               _mm256_max_ps(_mm256_andnot_ps(sign, v2), _mm256_andnot_ps(sign, v3)));
+      __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+      m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+      m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+      const float amax = _mm_cvtss_f32(m4);
+      const float scale = amax / 127.0f;
+      const __m256 inverse = _mm256_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
+      __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, inverse));
+      __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, inverse));
+      __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, inverse));
+      __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, inverse));
+      const int32_t sum = HorizontalSum(_mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3)));
+      __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+      bytes = _mm256_permutevar8x32_epi32(bytes, unpack_order);           // x0 .. x31
+      bytes = _mm256_shuffle_epi8(bytes, even_odd);                        // per lane: even, odd
+      bytes = _mm256_permute4x64_epi64(bytes, 0xD8);                       // all even, all odd
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + (t * blocks + b) * 32), bytes);
+      d[t * blocks + b] = scale;
+      offset[t * blocks + b] = static_cast<float>(7 * sum) * scale;
+    }
+  }
+}
+
+#include "runtime/cpu/kernels_x86_q4.h"
+
+// Exact int32 partial sums of one block: sum q_w * q over 8 lanes (at most 15 * 128 * 4 each).
+struct MaddDot {
+  static __m256i Block(__m256i w, __m256i x) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1));
+  }
+};
+
+// Eight weights of a float-format row as float32.
+template <WeightFormat F>
+__m256 Load8(const void* data, int64_t index) {
+  if constexpr (F == WeightFormat::kF32) {
+    return _mm256_loadu_ps(static_cast<const float*>(data) + index);
+  } else {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(data) + index));
+    if constexpr (F == WeightFormat::kF16) {
+      return _mm256_cvtph_ps(h);
+    } else {
+      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    }
+  }
+}
+
+template <WeightFormat F>
+float Load1(const void* data, int64_t index) {
+  if constexpr (F == WeightFormat::kF32) {
+    return static_cast<const float*>(data)[index];
+  } else if constexpr (F == WeightFormat::kF16) {
+    return _cvtsh_ss(static_cast<const uint16_t*>(data)[index]);
+  } else {
+    return BFloat16ToFloat(static_cast<const uint16_t*>(data)[index]);
+  }
+}
+
+// Row o against T tokens from t0.
+template <WeightFormat F, int T>
+void FloatTile(const Weight& w, const float* x, int64_t t0, int64_t o, float* y, const float* bias) {
+  const int64_t in = w.in;
+  const int64_t base = o * in;
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= in; i += 8) {
+    const __m256 wv = Load8<F>(w.data, base + i);
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (t0 + t) * in + i), acc[t]);
+  }
+  for (int t = 0; t < T; ++t) {
+    float sum = HorizontalSum(acc[t]);
+    for (int64_t j = i; j < in; ++j) sum += Load1<F>(w.data, base + j) * x[(t0 + t) * in + j];
+    y[(t0 + t) * w.out + o] = sum + (bias ? bias[o] : 0.0f);
+  }
+}
+
+// One token: four accumulators to hide the FMA latency.
+template <WeightFormat F>
+void FloatRow(const Weight& w, const float* x, int64_t o, float* y, const float* bias) {
+  const int64_t in = w.in;
+  const int64_t base = o * in;
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+         a3 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= in; i += 32) {
+    a0 = _mm256_fmadd_ps(Load8<F>(w.data, base + i), _mm256_loadu_ps(x + i), a0);
+    a1 = _mm256_fmadd_ps(Load8<F>(w.data, base + i + 8), _mm256_loadu_ps(x + i + 8), a1);
+    a2 = _mm256_fmadd_ps(Load8<F>(w.data, base + i + 16), _mm256_loadu_ps(x + i + 16), a2);
+    a3 = _mm256_fmadd_ps(Load8<F>(w.data, base + i + 24), _mm256_loadu_ps(x + i + 24), a3);
+  }
+  for (; i + 8 <= in; i += 8) a0 = _mm256_fmadd_ps(Load8<F>(w.data, base + i), _mm256_loadu_ps(x + i), a0);
+  float sum = HorizontalSum(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  for (; i < in; ++i) sum += Load1<F>(w.data, base + i) * x[i];
+  y[o] = sum + (bias ? bias[o] : 0.0f);
+}
+
+template <WeightFormat F>
+void LinearFloatAs(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
+                   int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    if (n == 1) {
+      FloatRow<F>(w, x, o, y, bias);
+      continue;
+    }
+    int64_t t = 0;
+    for (; t + 4 <= n; t += 4) FloatTile<F, 4>(w, x, t, o, y, bias);
+    for (; t < n; ++t) FloatTile<F, 1>(w, x, t, o, y, bias);
+  }
+}
+
+void LinearFloat(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
+                 int64_t o_begin, int64_t o_end) {
+  switch (w.format) {
+    case WeightFormat::kF16:
+      return LinearFloatAs<WeightFormat::kF16>(w, x, n, y, bias, o_begin, o_end);
+    case WeightFormat::kBF16:
+      return LinearFloatAs<WeightFormat::kBF16>(w, x, n, y, bias, o_begin, o_end);
+    default:
+      return LinearFloatAs<WeightFormat::kF32>(w, x, n, y, bias, o_begin, o_end);
+  }
+}
+
+// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+
+}  // namespace
+
+const KernelTable* Avx2Kernels() {
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                                CpuHasF16c();
+  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat};
+  return supported ? &table : nullptr;
+}
+
+#else
+
+const KernelTable* Avx2Kernels() { return nullptr; }
+
+#endif
+
+}  // namespace mlc::cpu::detail

@@ -1,0 +1,47 @@
+// Internal seam between the kernel dispatcher (kernels.cc) and its instruction-set paths
+// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc): the int8 activation blocks the 4-bit products use and
+// one table of entry points per path. Not for the model families: they call kernels.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "runtime/cpu/kernels.h"
+
+namespace mlc::cpu::detail {
+
+// Activations of n tokens rounded to int8 per block of 32 (llama.cpp's Q8_0 rounding: scale
+// d = max|x| / 127, q = nearest-even(x / d)). Each block's 32 values are stored in the order the
+// 4-bit weights unpack to: the 16 even input indices, then the 16 odd ones (a weight word's
+// low nibbles come first). offset is 7 * sum(q) * d: sum over a block of (q_w - 7) * x is
+// d * sum(q_w * q) - offset, so the kernels sum q_w * q exactly in int32 and subtract the offsets,
+// weighted by the row's scales, once per row.
+struct Q8Activations {
+  int64_t blocks = 0;              // in / 32 per token
+  const int8_t* q = nullptr;       // [n][blocks][32]
+  const float* d = nullptr;        // [n][blocks]
+  const float* offset = nullptr;   // [n][blocks]
+};
+
+struct KernelTable {
+  // Rounds row t of x ([n, in], in a multiple of 32) for t in [t_begin, t_end).
+  void (*quantize)(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q,
+                   float* d, float* offset);
+  // y[t][o] for o in [o_begin, o_end), every t < n, 4-bit weights against quantized activations.
+  void (*linear_q4)(const Weight& w, const Q8Activations& x, int64_t n, float* y,
+                    const float* bias, int64_t o_begin, int64_t o_end);
+  // The same for float32 / float16 / bfloat16 weights against float32 x.
+  void (*linear_float)(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
+                       int64_t o_begin, int64_t o_end);
+};
+
+// Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
+// next call.
+uint8_t* ThreadScratch(size_t bytes);
+
+const KernelTable& PortableKernels();
+// Null when the build has no such path (non-x86 compilers) or the CPU cannot run it.
+const KernelTable* Avx2Kernels();
+const KernelTable* AvxVnniKernels();
+
+}  // namespace mlc::cpu::detail

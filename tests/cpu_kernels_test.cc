@@ -1,0 +1,460 @@
+// The CPU program's kernels (src/runtime/cpu/kernels.h): every weight format on every kernel path
+// (portable, AVX2, AVX-VNNI, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
+// against each other, half / bfloat16 conversions (exhaustive round trip, subnormals, infinities,
+// NaN, rounding to nearest even), and the thread pool's coverage, nesting and concurrent callers.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/cpu/kernels.h"
+
+namespace mlc::cpu {
+namespace {
+
+// Restores the automatic choice when a test that forced a path ends.
+class KernelPath {
+ public:
+  explicit KernelPath(const std::string& isa) : ok_(SetKernelIsa(isa)) {}
+  ~KernelPath() { SetKernelIsa("auto"); }
+  KernelPath(const KernelPath&) = delete;
+  KernelPath& operator=(const KernelPath&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_;
+};
+
+// ---- half / bfloat16 -------------------------------------------------------------------------
+
+// The value of an IEEE half from its definition, in double.
+double HalfValue(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1F, mant = h & 0x3FF;
+  double v;
+  if (exp == 0) {
+    v = std::ldexp(mant, -24);
+  } else if (exp == 31) {
+    v = mant == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  } else {
+    v = std::ldexp(1024 + mant, exp - 25);
+  }
+  return sign ? -v : v;
+}
+
+TEST(CpuHalf, EveryHalfConvertsToItsValueAndBack) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    const float f = HalfToFloat(bits);
+    const double expected = HalfValue(bits);
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(f)) << h;
+      EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(f)))) << h;
+      continue;
+    }
+    ASSERT_EQ(static_cast<double>(f), expected) << h;
+    ASSERT_EQ(std::signbit(f), (bits >> 15) != 0) << h;
+    ASSERT_EQ(FloatToHalf(f), bits) << h;
+  }
+}
+
+// The nearest half to f (ties to the even one), found by bisection over the finite halves, whose
+// values rise with their bits, in double.
+uint16_t NearestHalf(float f) {
+  const double v = f;
+  if (std::isnan(v)) return 0x7E00;
+  const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) return sign | 0x7C00;  // 65504 + half an ulp and beyond overflow
+  uint32_t low = 0, high = 0x7BFF;          // the largest half <= a lies in [low, high]
+  while (low < high) {
+    const uint32_t mid = (low + high + 1) / 2;
+    if (HalfValue(static_cast<uint16_t>(mid)) <= a) low = mid; else high = mid - 1;
+  }
+  uint32_t best = low;
+  if (low < 0x7BFF) {
+    const double below = a - HalfValue(static_cast<uint16_t>(low));
+    const double above = HalfValue(static_cast<uint16_t>(low + 1)) - a;
+    if (above < below || (above == below && (low & 1) != 0)) best = low + 1;
+  } else if (a - 65504.0 >= 16.0) {
+    best = 0x7C00;
+  }
+  return static_cast<uint16_t>(sign | best);
+}
+
+TEST(CpuHalf, FloatToHalfRoundsToNearestEven) {
+  std::vector<float> cases = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.0f, 65520.0f, 1e9f,
+                              -1e9f, std::ldexp(1.0f, -24), std::ldexp(1.0f, -25),
+                              std::ldexp(1.5f, -25), std::ldexp(1.0f, -26), std::ldexp(3.0f, -25),
+                              std::ldexp(1.0f, -14), std::ldexp(1023.5f, -24), 1.0f + std::ldexp(1.0f, -11),
+                              1.0f + std::ldexp(3.0f, -11), 2049.0f, 2051.0f, 1e-30f,
+                              std::numeric_limits<float>::denorm_min()};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<uint32_t> bits(0, 0xFFFFFFFFu);
+  for (int i = 0; i < 400; ++i) {
+    uint32_t b = bits(rng);
+    b = (b & 0x807FFFFFu) | ((100u + b % 50u) << 23);  // exponents around the half range
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    cases.push_back(f);
+  }
+  for (float f : cases) EXPECT_EQ(FloatToHalf(f), NearestHalf(f)) << f;
+  EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(FloatToHalf(-std::numeric_limits<float>::infinity()), 0xFC00);
+  EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(CpuBFloat16, ConvertsByWidening) {
+  EXPECT_EQ(BFloat16ToFloat(0x3F80), 1.0f);
+  EXPECT_EQ(BFloat16ToFloat(0xC040), -3.0f);
+  EXPECT_EQ(BFloat16ToFloat(0x7F80), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(BFloat16ToFloat(0xFF80), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(0x7FC0)));
+  EXPECT_EQ(BFloat16ToFloat(0x0001), std::ldexp(1.0f, -133));  // smallest subnormal
+  EXPECT_TRUE(std::signbit(BFloat16ToFloat(0x8000)));
+}
+
+// ---- linear layers ----------------------------------------------------------------------------
+
+// A random weight of one format with its float64 values, decoded here from the layout's
+// definition (kernels.h), not by the code under test.
+struct TestWeight {
+  Weight weight;
+  std::vector<uint8_t> data, scale;
+  std::vector<double> values;  // [out][in]
+};
+
+TestWeight MakeWeight(WeightFormat format, int64_t out, int64_t in, std::mt19937& rng) {
+  TestWeight t;
+  t.weight = {format, out, in, nullptr, nullptr};
+  t.values.resize(static_cast<size_t>(out * in));
+  std::normal_distribution<float> normal(0.0f, 0.5f);
+  std::uniform_int_distribution<uint32_t> nibble(0, 15);
+  auto at = [&](int64_t o, int64_t i) -> double& { return t.values[static_cast<size_t>(o * in + i)]; };
+  switch (format) {
+    case WeightFormat::kF32: {
+      t.data.resize(static_cast<size_t>(out * in) * 4);
+      auto* p = reinterpret_cast<float*>(t.data.data());
+      for (int64_t k = 0; k < out * in; ++k) p[k] = normal(rng);
+      for (int64_t k = 0; k < out * in; ++k) t.values[static_cast<size_t>(k)] = p[k];
+      break;
+    }
+    case WeightFormat::kF16:
+    case WeightFormat::kBF16: {
+      t.data.resize(static_cast<size_t>(out * in) * 2);
+      auto* p = reinterpret_cast<uint16_t*>(t.data.data());
+      for (int64_t k = 0; k < out * in; ++k) {
+        const float f = normal(rng);
+        uint32_t b;
+        std::memcpy(&b, &f, sizeof b);
+        p[k] = format == WeightFormat::kF16 ? FloatToHalf(f) : static_cast<uint16_t>(b >> 16);
+        t.values[static_cast<size_t>(k)] =
+            format == WeightFormat::kF16 ? HalfValue(p[k]) : static_cast<double>(BFloat16ToFloat(p[k]));
+      }
+      break;
+    }
+    case WeightFormat::kQ4F16:
+    case WeightFormat::kQ4F32: {
+      t.data.resize(static_cast<size_t>(out * in / 2));
+      auto* words = reinterpret_cast<uint32_t*>(t.data.data());
+      for (int64_t k = 0; k < out * in / 8; ++k) {
+        uint32_t w = 0;
+        for (int j = 0; j < 8; ++j) w |= nibble(rng) << (4 * j);
+        words[k] = w;
+      }
+      const int64_t groups = out * in / 32;
+      const bool half = format == WeightFormat::kQ4F16;
+      t.scale.resize(static_cast<size_t>(groups) * (half ? 2 : 4));
+      std::vector<double> scales(static_cast<size_t>(groups));
+      for (int64_t g = 0; g < groups; ++g) {
+        const float s = std::fabs(normal(rng)) * 0.1f + 0.001f;
+        if (half) {
+          reinterpret_cast<uint16_t*>(t.scale.data())[g] = FloatToHalf(s);
+          scales[static_cast<size_t>(g)] = HalfValue(FloatToHalf(s));
+        } else {
+          reinterpret_cast<float*>(t.scale.data())[g] = s;
+          scales[static_cast<size_t>(g)] = s;
+        }
+      }
+      for (int64_t o = 0; o < out; ++o) {
+        for (int64_t i = 0; i < in; ++i) {
+          const int q = static_cast<int>((words[o * (in / 8) + i / 8] >> (4 * (i % 8))) & 0xF);
+          at(o, i) = (q - 7) * scales[static_cast<size_t>(o * (in / 32) + i / 32)];
+        }
+      }
+      break;
+    }
+  }
+  t.weight.data = t.data.data();
+  t.weight.scale = t.scale.empty() ? nullptr : t.scale.data();
+  return t;
+}
+
+bool IsQ4(WeightFormat f) { return f == WeightFormat::kQ4F16 || f == WeightFormat::kQ4F32; }
+
+std::vector<float> Activations(int64_t n, int64_t in, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * in));
+  for (float& v : x) v = normal(rng);
+  if (in >= 64) {
+    for (int i = 0; i < 32; ++i) x[static_cast<size_t>(32 + i)] = 0.0f;  // an all-zero block
+  }
+  if (n * in >= 8) x[7] = 40.0f;  // an outlier that sets its block's scale
+  return x;
+}
+
+// Checks Linear on the current path against float64. The error allowed is float32 rounding
+// (relative 1e-5 of sum |w x|) plus, for 4-bit weights, int8 rounding of x: each element moves by
+// at most half its block's step max|x| / 127.
+void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool with_bias, uint32_t seed,
+                 std::vector<float>* result = nullptr) {
+  std::mt19937 rng(seed);
+  TestWeight tw = MakeWeight(format, out, in, rng);
+  std::vector<float> x = Activations(n, in, rng);
+  std::vector<float> bias(static_cast<size_t>(out));
+  for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(o % 5) - 2.0f;
+  std::vector<float> y(static_cast<size_t>(n * out), std::nanf(""));
+  Linear(tw.weight, x.data(), n, y.data(), with_bias ? bias.data() : nullptr);
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<double> step(static_cast<size_t>(in / 32 + 1), 0.0);
+    if (IsQ4(format)) {
+      for (int64_t i = 0; i < in; ++i) {
+        double& s = step[static_cast<size_t>(i / 32)];
+        s = std::max(s, std::fabs(static_cast<double>(x[static_cast<size_t>(t * in + i)])) / 127.0);
+      }
+    }
+    for (int64_t o = 0; o < out; ++o) {
+      double ref = with_bias ? bias[static_cast<size_t>(o)] : 0.0, magnitude = 0.0, rounding = 0.0;
+      for (int64_t i = 0; i < in; ++i) {
+        const double w = tw.values[static_cast<size_t>(o * in + i)];
+        const double xv = x[static_cast<size_t>(t * in + i)];
+        ref += w * xv;
+        magnitude += std::fabs(w * xv);
+        if (IsQ4(format)) rounding += std::fabs(w) * step[static_cast<size_t>(i / 32)] / 2;
+      }
+      const double got = y[static_cast<size_t>(t * out + o)];
+      ASSERT_NEAR(got, ref, 1e-5 * magnitude + 1.0001 * rounding + 1e-6)
+          << KernelIsa() << " format " << static_cast<int>(format) << " out " << out << " in " << in
+          << " n " << n << " at token " << t << " row " << o;
+    }
+  }
+  if (result) *result = y;
+}
+
+struct Shape {
+  int64_t out, in, n;
+};
+
+const Shape kShapes[] = {{1, 32, 1}, {7, 96, 3}, {33, 160, 5}, {130, 288, 1}, {67, 64, 9},
+                         {5, 32, 2}, {258, 224, 1}, {19, 320, 4}};
+const WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16,
+                                 WeightFormat::kQ4F16, WeightFormat::kQ4F32};
+
+void CheckEveryFormat() {
+  uint32_t seed = 1;
+  for (WeightFormat format : kFormats) {
+    for (const Shape& s : kShapes) {
+      CheckLinear(format, s.out, s.in, s.n, seed % 2 == 0, seed);
+      ++seed;
+    }
+    if (!IsQ4(format)) {  // inputs that are not a multiple of 8 reach the scalar tails
+      CheckLinear(format, 9, 37, 1, true, seed++);
+      CheckLinear(format, 11, 13, 6, false, seed++);
+    }
+  }
+}
+
+TEST(CpuLinear, PortablePathMatchesFloat64) {
+  KernelPath path("portable");
+  ASSERT_TRUE(path.ok());
+  EXPECT_STREQ(KernelIsa(), "portable");
+  CheckEveryFormat();
+}
+
+TEST(CpuLinear, Avx2PathMatchesFloat64) {
+  KernelPath path("avx2");
+  if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C";
+  EXPECT_STREQ(KernelIsa(), "avx2");
+  CheckEveryFormat();
+}
+
+TEST(CpuLinear, AvxVnniPathMatchesFloat64) {
+  KernelPath path("avxvnni");
+  if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-VNNI";
+  EXPECT_STREQ(KernelIsa(), "avxvnni");
+  CheckEveryFormat();
+}
+
+// The paths round activations the same way and sum each block exactly, so they differ only by
+// float32 rounding order.
+void CheckPathAgainstPortable(const std::string& isa) {
+  uint32_t seed = 100;
+  for (WeightFormat format : kFormats) {
+    for (const Shape& s : kShapes) {
+      std::vector<float> fast, portable;
+      {
+        KernelPath path(isa);
+        CheckLinear(format, s.out, s.in, s.n, true, seed, &fast);
+      }
+      {
+        KernelPath path("portable");
+        CheckLinear(format, s.out, s.in, s.n, true, seed, &portable);
+      }
+      ASSERT_EQ(fast.size(), portable.size());
+      for (size_t k = 0; k < fast.size(); ++k) {
+        ASSERT_NEAR(fast[k], portable[k], 1e-4f * (1.0f + std::fabs(portable[k])))
+            << isa << " format " << static_cast<int>(format) << " element " << k;
+      }
+      ++seed;
+    }
+  }
+}
+
+TEST(CpuLinear, VectorPathsAgreeWithPortable) {
+  int checked = 0;
+  for (const char* isa : {"avx2", "avxvnni"}) {
+    if (!SetKernelIsa(isa)) continue;
+    CheckPathAgainstPortable(isa);
+    ++checked;
+  }
+  SetKernelIsa("auto");
+  if (checked == 0) GTEST_SKIP() << "this CPU runs no vector path";
+}
+
+TEST(CpuLinear, LargeShapesSpreadOverThreads) {
+  // Decode- and prefill-sized products reach the thread pool and the 4 x 2 tiles, on the path
+  // the CPU chooses.
+  EXPECT_TRUE(SetKernelIsa("auto"));
+  CheckLinear(WeightFormat::kQ4F16, 515, 896, 1, true, 11);
+  CheckLinear(WeightFormat::kQ4F16, 130, 4864, 7, false, 12);
+  CheckLinear(WeightFormat::kQ4F32, 66, 1024, 3, true, 14);
+  CheckLinear(WeightFormat::kF16, 300, 512, 5, true, 13);
+}
+
+TEST(CpuLinear, DequantizeRowDecodesEveryFormat) {
+  std::mt19937 rng(3);
+  for (WeightFormat format : kFormats) {
+    TestWeight tw = MakeWeight(format, 5, 96, rng);
+    std::vector<float> row(96);
+    for (int64_t o = 0; o < 5; ++o) {
+      DequantizeRow(tw.weight, o, row.data());
+      for (int64_t i = 0; i < 96; ++i) {
+        const double expected = tw.values[static_cast<size_t>(o * 96 + i)];
+        ASSERT_NEAR(row[static_cast<size_t>(i)], expected, 1e-7 * std::fabs(expected))
+            << static_cast<int>(format) << " " << o << " " << i;
+      }
+    }
+  }
+}
+
+TEST(CpuLinear, UnknownPathIsRefused) {
+  EXPECT_FALSE(SetKernelIsa("neon"));
+  EXPECT_FALSE(SetKernelIsa(""));
+  EXPECT_TRUE(SetKernelIsa("auto"));
+}
+
+// ---- thread pool ------------------------------------------------------------------------------
+
+// Runs ParallelFor and checks that the ranges cover [0, n) once, all but the last at least `grain`.
+void CheckCoverage(int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ParallelFor(n, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    std::lock_guard<std::mutex> lock(mutex);
+    ranges.emplace_back(begin, end);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << n << " " << grain << " " << i;
+  for (const auto& [begin, end] : ranges) {
+    ASSERT_LT(begin, end);
+    if (end != n) {
+      EXPECT_GE(end - begin, std::max<int64_t>(grain, 1)) << n << " " << grain;
+    }
+  }
+}
+
+TEST(CpuThreadPool, CoversEveryIndexOnce) {
+  EXPECT_GE(ThreadCount(), 1);
+  for (int64_t n : {1, 2, 3, 7, 64, 100, 1000, 4097}) {
+    for (int64_t grain : {0, 1, 3, 16, 1000}) CheckCoverage(n, grain);
+  }
+  int calls = 0;
+  ParallelFor(0, 1, [&](int64_t, int64_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
+TEST(CpuThreadPool, ManySmallJobsInARow) {
+  // A decoded token issues a few hundred calls; every one must see its own job.
+  for (int round = 0; round < 3000; ++round) {
+    std::atomic<int64_t> sum{0};
+    const int64_t n = 8 + round % 37;
+    ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) sum.fetch_add(i + round);
+    });
+    ASSERT_EQ(sum.load(), n * (n - 1) / 2 + n * round) << round;
+  }
+}
+
+TEST(CpuThreadPool, NestedCallsRunInline) {
+  std::atomic<int64_t> total{0};
+  ParallelFor(8, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      ParallelFor(100, 1, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) total.fetch_add(i * 100 + j);
+      });
+    }
+  });
+  EXPECT_EQ(total.load(), 800 * 799 / 2);
+}
+
+TEST(CpuThreadPool, ConcurrentCallersEachGetTheirResult) {
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([c, &failures] {
+      for (int round = 0; round < 300; ++round) {
+        const int64_t n = 50 + c * 7 + round % 11;
+        std::vector<int> seen(static_cast<size_t>(n), 0);
+        ParallelFor(n, 2, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) seen[static_cast<size_t>(i)] += c + 1;
+        });
+        for (int v : seen) {
+          if (v != c + 1) failures.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(CpuThreadPool, ConcurrentLinearCallsMatchOneCaller) {
+  std::mt19937 rng(21);
+  TestWeight tw = MakeWeight(WeightFormat::kQ4F16, 96, 256, rng);
+  std::vector<float> x = Activations(3, 256, rng);
+  std::vector<float> expected(3 * 96);
+  Linear(tw.weight, x.data(), 3, expected.data());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 3; ++c) {
+    callers.emplace_back([&] {
+      std::vector<float> y(3 * 96);
+      for (int round = 0; round < 50; ++round) {
+        Linear(tw.weight, x.data(), 3, y.data());
+        if (std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) != 0) mismatches.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+}  // namespace
+}  // namespace mlc::cpu

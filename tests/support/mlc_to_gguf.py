@@ -1,0 +1,465 @@
+#!/usr/bin/python3
+"""Converts a converted MLC package (mlc-chat-config.json, tensor-cache.json or ndarray-cache.json and
+its shards) to a GGUF v3 file that llama.cpp loads, holding the same weights, so the tests can compare
+the CPU program with llama.cpp on identical numbers.
+
+Weights: MLC's 4-bit group quantisation (q in 0..14, weight (q - 7) * scale, 32 values per group
+along the input axis, eight 4-bit values per uint32, value j of a word in bits 4j..4j+3) maps
+exactly onto Q4_0 (value q + 1, weight (q' - 8) * d, d the same float16 scale); q4f32_1 (float32
+scales, which Q4_0 cannot hold) is written dequantised as F32. q0f32 / q0f16 matrices are written as
+F32 / F16; one-dimensional tensors (norms, biases) as F32.
+
+Per family the tensors follow llama.cpp's architecture: fused qkv and gate_up matrices are split
+(phi3 keeps both fused, as llama.cpp's phi3 reads them), llama's query and key rows are reordered
+for llama.cpp's adjacent-pair rotation (MLC rotates halves, as Hugging Face does), gemma's norm
+weights are copied as stored (MLC's converter already stored 1 + w, which llama.cpp also expects),
+gemma2's query_pre_attn_scalar is folded into its query rows (written F32) since llama.cpp scales
+scores by head_dim^-0.5, and Llama 3 / longrope scaling become llama.cpp's rope factor tensors.
+The vocabulary is a minimal SentencePiece-style token list (the tests feed token ids).
+
+Usage: mlc_to_gguf.py PACKAGE_DIR OUT.gguf
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+GGUF_ALIGNMENT = 32
+# GGUF metadata value types.
+T_UINT32, T_INT32, T_FLOAT32, T_BOOL, T_STRING, T_ARRAY = 4, 5, 6, 7, 8, 9
+# ggml tensor types.
+GGML_F32, GGML_F16, GGML_Q4_0 = 0, 1, 2
+QK4_0 = 32
+MLC_GROUP = 32
+
+
+class ConvertError(Exception):
+    pass
+
+
+# ---- Reading the package ----------------------------------------------------------------------
+
+DTYPES = {"float32": np.float32, "float16": np.float16, "uint32": np.uint32, "int32": np.int32,
+          "bfloat16": np.uint16, "uint8": np.uint8, "int8": np.int8}
+
+
+class Package:
+    """The package's config and its parameters, read from the mapped shards."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        with open(os.path.join(folder, "mlc-chat-config.json")) as f:
+            self.chat = json.load(f)
+        cache = None
+        for name in ("tensor-cache.json", "ndarray-cache.json"):
+            if os.path.exists(os.path.join(folder, name)):
+                cache = name
+                break
+        if cache is None:
+            raise ConvertError(f"{folder}: no tensor-cache.json or ndarray-cache.json")
+        with open(os.path.join(folder, cache)) as f:
+            index = json.load(f)
+        self.records = {}
+        for shard in index["records"]:
+            for rec in shard["records"]:
+                self.records[rec["name"]] = (shard["dataPath"], rec)
+        self._maps = {}
+
+    def has(self, name):
+        return name in self.records
+
+    def array(self, name):
+        if name not in self.records:
+            raise ConvertError(f"parameter {name} is missing from the package")
+        path, rec = self.records[name]
+        if path not in self._maps:
+            self._maps[path] = np.memmap(os.path.join(self.folder, path), dtype=np.uint8, mode="r")
+        shape = tuple(rec["shape"])
+        count = int(np.prod(shape)) if shape else 1
+        raw = self._maps[path][rec["byteOffset"]:rec["byteOffset"] + rec["nbytes"]]
+        dtype = rec["dtype"]
+        if dtype == "float32" and rec.get("format") == "f32-to-bf16" and rec["nbytes"] == count * 2:
+            bits = raw.view(np.uint16).astype(np.uint32) << 16
+            return bits.view(np.float32).reshape(shape)
+        if dtype not in DTYPES:
+            raise ConvertError(f"parameter {name}: dtype {dtype} is not supported")
+        out = raw.view(DTYPES[dtype])
+        if out.size != count:
+            raise ConvertError(f"parameter {name}: {rec['nbytes']} bytes do not hold shape {list(shape)} of {dtype}")
+        out = out.reshape(shape)
+        if dtype == "bfloat16":
+            out = (out.astype(np.uint32) << 16).view(np.float32)
+        return out
+
+
+class Matrix:
+    """A [rows, cols] matrix: either 4-bit (q uint8 0..14 and per-group scales) or plain floats."""
+
+    def __init__(self, q=None, scale=None, dense=None):
+        self.q, self.scale, self.dense = q, scale, dense
+
+    @property
+    def rows(self):
+        return (self.q if self.q is not None else self.dense).shape[0]
+
+    def take_rows(self, index):
+        if self.q is not None:
+            return Matrix(q=self.q[index], scale=self.scale[index])
+        return Matrix(dense=self.dense[index])
+
+    def dequantized(self):
+        if self.q is None:
+            return self.dense.astype(np.float32)
+        w = self.q.astype(np.float32) - 7.0
+        groups = w.reshape(w.shape[0], -1, MLC_GROUP)
+        return (groups * self.scale.astype(np.float32)[:, :, None]).reshape(w.shape)
+
+
+def unpack_q4(q_weight, cols):
+    """uint32 [rows, cols / 8] -> uint8 [rows, cols]; value j of a word sits in bits 4j..4j+3, so
+    in the little-endian bytes of the words value 2k is the low and 2k + 1 the high nibble of byte k."""
+    packed = np.ascontiguousarray(q_weight).view(np.uint8)
+    out = np.empty((packed.shape[0], packed.shape[1] * 2), np.uint8)
+    out[:, 0::2] = packed & 15
+    out[:, 1::2] = packed >> 4
+    return out[:, :cols]
+
+
+def read_matrix(pkg, base):
+    if pkg.has(base + ".q_weight"):
+        qw = pkg.array(base + ".q_weight")
+        scale = pkg.array(base + ".q_scale")
+        if qw.ndim != 2 or scale.ndim != 2 or scale.shape[0] != qw.shape[0] or scale.shape[1] * MLC_GROUP != qw.shape[1] * 8:
+            raise ConvertError(f"{base}: q_weight {list(qw.shape)} and q_scale {list(scale.shape)} are not a group-32 pair")
+        q = unpack_q4(qw, qw.shape[1] * 8)
+        if q.max(initial=0) > 14:
+            raise ConvertError(f"{base}.q_weight: a 4-bit value above 14 (MLC stores 0..14)")
+        return Matrix(q=q, scale=scale)
+    w = pkg.array(base + ".weight")
+    if w.ndim != 2:
+        raise ConvertError(f"{base}.weight: expected a matrix, got shape {list(w.shape)}")
+    return Matrix(dense=w)
+
+
+# ---- Architecture mapping ---------------------------------------------------------------------
+
+def cfg_get(mc, names, default=None):
+    for n in names:
+        if n in mc and mc[n] is not None:
+            return mc[n]
+    if default is None:
+        raise ConvertError(f"model_config has none of {names}")
+    return default
+
+
+class Dims:
+    def __init__(self, chat):
+        mc = chat["model_config"]
+        self.family = chat["model_type"]
+        self.quantization = chat["quantization"]
+        self.hidden = int(cfg_get(mc, ["hidden_size"]))
+        self.ff = int(cfg_get(mc, ["intermediate_size"]))
+        self.layers = int(cfg_get(mc, ["num_hidden_layers"]))
+        self.heads = int(cfg_get(mc, ["num_attention_heads"]))
+        self.kv_heads = int(cfg_get(mc, ["num_key_value_heads"], self.heads))
+        self.head_dim = int(cfg_get(mc, ["head_dim"], self.hidden // self.heads))
+        self.vocab = int(cfg_get(mc, ["vocab_size"], chat.get("vocab_size")))
+        self.eps = float(cfg_get(mc, ["rms_norm_eps", "layer_norm_eps"], 1e-5))
+        self.theta = float(cfg_get(mc, ["rope_theta", "position_embedding_base"], 10000.0))
+        self.context = int(cfg_get(mc, ["context_window_size", "max_position_embeddings"], chat.get("context_window_size", 4096)))
+        self.tied = bool(mc.get("tie_word_embeddings", False))
+        self.mc = mc
+
+
+def permute_for_adjacent_rope(m, heads, head_dim):
+    """Rows of each head reordered from rotate-half pairs (i, i + d/2) to adjacent pairs (2i, 2i+1)."""
+    half = head_dim // 2
+    order = np.arange(heads * head_dim).reshape(heads, 2, half).transpose(0, 2, 1).reshape(-1)
+    return m.take_rows(order)
+
+
+def split_rows(m, sizes):
+    out, start = [], 0
+    for s in sizes:
+        out.append(m.take_rows(np.arange(start, start + s)))
+        start += s
+    if start != m.rows:
+        raise ConvertError(f"a fused matrix has {m.rows} rows, expected {start}")
+    return out
+
+
+def family_tensors(pkg, d):
+    """Yields (gguf name, Matrix or 1-D array) in llama.cpp's naming for the package's family."""
+    fam = d.family
+    q_rows, kv_rows = d.heads * d.head_dim, d.kv_heads * d.head_dim
+    if fam == "phi3":
+        root, embed, final_norm = "transformer.h.{}.", "transformer.embd", "transformer.norm"
+    elif fam in ("llama", "qwen2", "gemma", "gemma2"):
+        root, embed, final_norm = "model.layers.{}.", "model.embed_tokens", "model.norm"
+    else:
+        raise ConvertError(f"model_type {fam} is not supported (llama, qwen2, gemma, gemma2, phi3)")
+
+    yield "token_embd.weight", read_matrix(pkg, embed)
+    for i in range(d.layers):
+        p, b = root.format(i), f"blk.{i}."
+        if fam == "phi3":
+            yield b + "attn_norm.weight", pkg.array(p + "ln.weight")
+            yield b + "attn_qkv.weight", read_matrix(pkg, p + "mixer.qkv_proj")
+            yield b + "attn_output.weight", read_matrix(pkg, p + "mixer.out_proj")
+            yield b + "ffn_norm.weight", pkg.array(p + "post_attention_layernorm.weight")
+            yield b + "ffn_up.weight", read_matrix(pkg, p + "mlp.gate_up_proj")  # gate then up, fused
+            yield b + "ffn_down.weight", read_matrix(pkg, p + "mlp.down_proj")
+            continue
+        yield b + "attn_norm.weight", pkg.array(p + "input_layernorm.weight")
+        qkv_name = p + ("self_attn.c_attn" if fam == "qwen2" else "self_attn.qkv_proj")
+        q, k, v = split_rows(read_matrix(pkg, qkv_name), [q_rows, kv_rows, kv_rows])
+        if fam == "llama":
+            q = permute_for_adjacent_rope(q, d.heads, d.head_dim)
+            k = permute_for_adjacent_rope(k, d.kv_heads, d.head_dim)
+        q_factor = query_factor(d)
+        if q_factor != 1.0:  # written as F32: exact up to float32 rounding
+            q = Matrix(dense=q.dequantized() * np.float32(q_factor))
+        yield b + "attn_q.weight", q
+        yield b + "attn_k.weight", k
+        yield b + "attn_v.weight", v
+        if pkg.has(qkv_name + ".bias"):
+            bias = pkg.array(qkv_name + ".bias")
+            yield b + "attn_q.bias", bias[:q_rows].astype(np.float32) * np.float32(q_factor)
+            yield b + "attn_k.bias", bias[q_rows:q_rows + kv_rows]
+            yield b + "attn_v.bias", bias[q_rows + kv_rows:]
+        yield b + "attn_output.weight", read_matrix(pkg, p + "self_attn.o_proj")
+        if fam == "gemma2":
+            yield b + "post_attention_norm.weight", pkg.array(p + "post_attention_layernorm.weight")
+            yield b + "ffn_norm.weight", pkg.array(p + "pre_feedforward_layernorm.weight")
+            yield b + "post_ffw_norm.weight", pkg.array(p + "post_feedforward_layernorm.weight")
+        else:
+            yield b + "ffn_norm.weight", pkg.array(p + "post_attention_layernorm.weight")
+        gate, up = split_rows(read_matrix(pkg, p + "mlp.gate_up_proj"), [d.ff, d.ff])
+        yield b + "ffn_gate.weight", gate
+        yield b + "ffn_up.weight", up
+        yield b + "ffn_down.weight", read_matrix(pkg, p + "mlp.down_proj")
+    yield "output_norm.weight", pkg.array(final_norm + ".weight")
+    if pkg.has("lm_head.q_weight") or pkg.has("lm_head.weight"):
+        yield "output.weight", read_matrix(pkg, "lm_head")
+    elif fam in ("gemma", "gemma2"):
+        pass  # llama.cpp's gemma always reads the embedding as the output matrix
+    elif not d.tied:
+        raise ConvertError("no lm_head and tie_word_embeddings is not set")
+    yield from rope_tensors(d)
+
+
+def query_factor(d):
+    """Gemma 2 divides attention scores by sqrt(query_pre_attn_scalar); llama.cpp (below 27B) by
+    sqrt(head_dim). Scaling the query rows by sqrt(head_dim / query_pre_attn_scalar) makes them equal."""
+    scalar = d.mc.get("query_pre_attn_scalar") if d.family == "gemma2" else None
+    return 1.0 if scalar is None else math.sqrt(d.head_dim / float(scalar))
+
+
+def rope_scaling(d):
+    rs = d.mc.get("rope_scaling")
+    if not isinstance(rs, dict):
+        return None, {}
+    kind = (rs.get("rope_type") or rs.get("type") or "").lower()
+    return (kind or None), rs
+
+
+def rope_tensors(d):
+    kind, rs = rope_scaling(d)
+    rot = rotary_dim(d)
+    if kind == "llama3":
+        # The per-frequency divisors of Llama 3.1's rule (llama.cpp divides theta by them).
+        factor = float(rs.get("factor", 8.0))
+        low, high = float(rs.get("low_freq_factor", 1.0)), float(rs.get("high_freq_factor", 4.0))
+        old = float(rs.get("original_max_position_embeddings", 8192))
+        out = []
+        for i in range(0, rot, 2):
+            wavelen = 2 * math.pi * d.theta ** (i / rot)
+            if wavelen < old / high:
+                out.append(1.0)
+            elif wavelen > old / low:
+                out.append(factor)
+            else:
+                smooth = (old / wavelen - low) / (high - low)
+                out.append(1.0 / ((1 - smooth) / factor + smooth))
+        yield "rope_freqs.weight", np.array(out, np.float32)
+    elif kind in ("longrope", "su"):
+        long_f, short_f = rs.get("long_factor"), rs.get("short_factor")
+        if not long_f or not short_f or len(long_f) != rot // 2 or len(short_f) != rot // 2:
+            raise ConvertError(f"rope_scaling: long_factor and short_factor need {rot // 2} values each")
+        yield "rope_factors_long.weight", np.array(long_f, np.float32)
+        yield "rope_factors_short.weight", np.array(short_f, np.float32)
+    elif kind not in (None, "default"):
+        raise ConvertError(f"rope_scaling type {kind} is not supported")
+
+
+def rotary_dim(d):
+    partial = float(d.mc.get("partial_rotary_factor", 1.0))
+    return int(d.mc.get("rotary_dim") or int(partial * d.head_dim))
+
+
+def metadata(d):
+    """(key, type, value) for llama.cpp's hyperparameters of the family."""
+    a = d.family
+    kv = [("general.architecture", T_STRING, a),
+          # (no family in the name: llama.cpp patches the vocabulary of names it recognises)
+          ("general.name", T_STRING, f"mlc-package-{d.quantization}"),
+          ("general.alignment", T_UINT32, GGUF_ALIGNMENT),
+          (f"{a}.vocab_size", T_UINT32, d.vocab),
+          (f"{a}.embedding_length", T_UINT32, d.hidden),
+          (f"{a}.feed_forward_length", T_UINT32, d.ff),
+          (f"{a}.block_count", T_UINT32, d.layers),
+          (f"{a}.attention.head_count", T_UINT32, d.heads),
+          (f"{a}.attention.head_count_kv", T_UINT32, d.kv_heads),
+          (f"{a}.attention.key_length", T_UINT32, d.head_dim),
+          (f"{a}.attention.value_length", T_UINT32, d.head_dim),
+          (f"{a}.attention.layer_norm_rms_epsilon", T_FLOAT32, d.eps),
+          (f"{a}.rope.freq_base", T_FLOAT32, d.theta),
+          (f"{a}.rope.dimension_count", T_UINT32, rotary_dim(d))]
+    context = d.context
+    kind, rs = rope_scaling(d)
+    if kind in ("longrope", "su"):
+        orig = int(rs.get("original_max_position_embeddings") or d.mc.get("original_max_position_embeddings"))
+        longest = int(rs.get("max_position_embeddings") or d.mc.get("max_position_embeddings") or d.context)
+        scale = longest / orig
+        attn = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1.0 else 1.0
+        context = longest
+        kv += [(f"{a}.rope.scaling.original_context_length", T_UINT32, orig),
+               (f"{a}.rope.scaling.attn_factor", T_FLOAT32, attn)]
+    kv.append((f"{a}.context_length", T_UINT32, context))
+    if a == "gemma2":
+        window = d.mc.get("sliding_window") or d.mc.get("sliding_window_size") or d.context
+        # llama.cpp always soft-caps gemma2 (defaults 50 and 30); a huge cap is no cap.
+        kv += [(f"{a}.attention.sliding_window", T_UINT32, int(window)),
+               (f"{a}.attn_logit_softcapping", T_FLOAT32, float(d.mc.get("attn_logit_softcapping") or 1e30)),
+               (f"{a}.final_logit_softcapping", T_FLOAT32, float(d.mc.get("final_logit_softcapping") or 1e30))]
+    return kv
+
+
+def tokenizer_metadata(vocab):
+    """A SentencePiece-style list llama.cpp accepts: <unk> <s> </s>, byte tokens, then plain pieces."""
+    tokens, types = ["<unk>", "<s>", "</s>"], [2, 3, 3]
+    for byte in range(256):
+        if len(tokens) >= vocab:
+            break
+        tokens.append(f"<0x{byte:02X}>")
+        types.append(6)
+    while len(tokens) < vocab:
+        tokens.append(f"piece{len(tokens)}")
+        types.append(1)
+    tokens, types = tokens[:vocab], types[:vocab]
+    return [("tokenizer.ggml.model", T_STRING, "llama"),
+            ("tokenizer.ggml.tokens", (T_ARRAY, T_STRING), tokens),
+            ("tokenizer.ggml.scores", (T_ARRAY, T_FLOAT32), [0.0] * vocab),
+            ("tokenizer.ggml.token_type", (T_ARRAY, T_INT32), types),
+            ("tokenizer.ggml.bos_token_id", T_UINT32, 1),
+            ("tokenizer.ggml.eos_token_id", T_UINT32, 2),
+            ("tokenizer.ggml.unknown_token_id", T_UINT32, 0),
+            ("tokenizer.ggml.add_bos_token", T_BOOL, False),
+            ("tokenizer.ggml.add_eos_token", T_BOOL, False)]
+
+
+# ---- Tensor encodings -------------------------------------------------------------------------
+
+def encode_q4_0(m):
+    """Q4_0 blocks [rows, cols / 32] of (float16 d, 16 bytes): byte j holds value j (low nibble)
+    and value j + 16 (high nibble) of the block, each stored as q + 1 over the offset 8."""
+    rows, cols = m.q.shape
+    if cols % QK4_0:
+        raise ConvertError(f"a row of {cols} values is not whole Q4_0 blocks")
+    q = (m.q + 1).reshape(rows, cols // QK4_0, QK4_0)
+    qs = (q[:, :, :16] | (q[:, :, 16:] << 4)).astype(np.uint8)
+    d = np.ascontiguousarray(m.scale.astype(np.float16)).view(np.uint8).reshape(rows, cols // QK4_0, 2)
+    return np.concatenate([d, qs], axis=2).tobytes()
+
+
+def encode(name, t, quantization):
+    """(ggml type, dims innermost first, bytes) for one tensor."""
+    if isinstance(t, Matrix):
+        rows = t.rows
+        cols = (t.q if t.q is not None else t.dense).shape[1]
+        if t.q is not None and quantization == "q4f16_1":
+            return GGML_Q4_0, [cols, rows], encode_q4_0(t)
+        if t.q is not None or t.dense.dtype == np.float32:
+            return GGML_F32, [cols, rows], np.ascontiguousarray(t.dequantized(), np.float32).tobytes()
+        return GGML_F16, [cols, rows], np.ascontiguousarray(t.dense, np.float16).tobytes()
+    arr = np.asarray(t)
+    if arr.ndim != 1:
+        raise ConvertError(f"{name}: expected a vector, got shape {list(arr.shape)}")
+    return GGML_F32, [arr.shape[0]], np.ascontiguousarray(arr, np.float32).tobytes()
+
+
+# ---- GGUF v3 writer ---------------------------------------------------------------------------
+
+def gguf_string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+SCALAR = {T_UINT32: "<I", T_INT32: "<i", T_FLOAT32: "<f", T_BOOL: "<?"}
+
+
+def gguf_value(kind, value):
+    if isinstance(kind, tuple):
+        _, elem = kind
+        out = struct.pack("<IIQ", T_ARRAY, elem, len(value))
+        if elem == T_STRING:
+            return out + b"".join(gguf_string(v) for v in value)
+        return out + b"".join(struct.pack(SCALAR[elem], v) for v in value)
+    if kind == T_STRING:
+        return struct.pack("<I", T_STRING) + gguf_string(value)
+    return struct.pack("<I", kind) + struct.pack(SCALAR[kind], value)
+
+
+def write_gguf(path, kv, tensors):
+    header = [b"GGUF", struct.pack("<IQQ", 3, len(tensors), len(kv))]
+    for key, kind, value in kv:
+        header.append(gguf_string(key) + gguf_value(kind, value))
+    offset = 0
+    placed = []
+    for name, gtype, dims, data in tensors:
+        header.append(gguf_string(name) + struct.pack("<I", len(dims)) +
+                      b"".join(struct.pack("<Q", x) for x in dims) + struct.pack("<IQ", gtype, offset))
+        placed.append((offset, data))
+        offset += len(data)
+        offset += -offset % GGUF_ALIGNMENT
+    head = b"".join(header)
+    head += b"\0" * (-len(head) % GGUF_ALIGNMENT)
+    tmp = path + ".part"
+    with open(tmp, "wb") as f:
+        f.write(head)
+        for off, data in placed:
+            f.write(b"\0" * (len(head) + off - f.tell()))
+            f.write(data)
+    os.replace(tmp, path)
+
+
+def convert(folder, out_path):
+    pkg = Package(folder)
+    d = Dims(pkg.chat)
+    if d.quantization not in ("q0f32", "q0f16", "q4f16_1", "q4f32_1"):
+        raise ConvertError(f"quantization {d.quantization} is not supported (q0f32, q0f16, q4f16_1, q4f32_1)")
+    tensors = []
+    for name, t in family_tensors(pkg, d):
+        gtype, dims, data = encode(name, t, d.quantization)
+        tensors.append((name, gtype, dims, data))
+    write_gguf(out_path, metadata(d) + tokenizer_metadata(d.vocab), tensors)
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: mlc_to_gguf.py PACKAGE_DIR OUT.gguf\n")
+        return 2
+    try:
+        convert(argv[1], argv[2])
+    except (ConvertError, OSError, KeyError, ValueError) as e:
+        sys.stderr.write(f"mlc_to_gguf: {e}\n")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
