@@ -199,7 +199,7 @@ TEST(ConvTemplateReal, Phi3SystemPrefixAndSpecialTokens) {
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(Segments(*p), (std::vector<std::string>{"<|system|>\nBe brief.", "<|user|>\nHi<|end|>\n",
                                                     "<|assistant|>\n"}));
-  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "", "");
+  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "");
   ASSERT_TRUE(turn.ok());
   std::vector<int32_t> ids = TurnIds(*turn);
   // <s>, <|system|> ... <|user|>, ..., <|end|>, ..., <|assistant|>: each segment encoded alone.
@@ -230,7 +230,7 @@ TEST(ConvTemplateReal, Qwen2ChatmlFollowUpIds) {
             (std::vector<std::string>{
                 "<|im_start|>system\nYou are an AI assistant developed by Jina AI.<|im_end|>\n",
                 "<|im_start|>user\nHello<|im_end|>\n", "<|im_start|>assistant\n"}));
-  auto t1 = PromptTurn(*p1, m.tmpl, *m.tokenizer, "", "");
+  auto t1 = PromptTurn(*p1, m.tmpl, *m.tokenizer, "");
   ASSERT_TRUE(t1.ok());
   std::vector<int32_t> ids1 = TurnIds(*t1);
   ASSERT_FALSE(ids1.empty());
@@ -241,7 +241,7 @@ TEST(ConvTemplateReal, Qwen2ChatmlFollowUpIds) {
                            {"role": "user", "content": "Bye"}])");
   auto p2 = BuildFollowUpPrompt(m.tmpl, first, "Hi!", next);
   ASSERT_TRUE(p2.ok());
-  auto t2 = PromptTurn(*p2, m.tmpl, *m.tokenizer, "", "");
+  auto t2 = PromptTurn(*p2, m.tmpl, *m.tokenizer, "");
   ASSERT_TRUE(t2.ok());
   std::vector<int32_t> ids2 = TurnIds(*t2);
   // The separator after the reply comes first: <|im_end|> "\n".
@@ -255,7 +255,7 @@ TEST(ConvTemplateReal, Qwen2ChatmlFollowUpIds) {
   std::vector<int32_t> cache = ids1, reply = m.tokenizer->Encode("Hi!");
   cache.insert(cache.end(), reply.begin(), reply.end());
   cache.insert(cache.end(), ids2.begin(), ids2.end());
-  auto fresh = PromptTurn(*whole, m.tmpl, *m.tokenizer, "", "");
+  auto fresh = PromptTurn(*whole, m.tmpl, *m.tokenizer, "");
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ(cache, TurnIds(*fresh));
 }
@@ -271,11 +271,14 @@ TEST(ConvTemplateReal, MediaSegmentsResolveFilesAndDataUrls) {
       {"type": "image_url", "image_url": {"url": "pics/cat.png"}}]}])");
   auto p = BuildChatPrompt(m.tmpl, msgs);
   ASSERT_TRUE(p.ok());
-  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "/base", dir.path());
+  auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "/base");
   ASSERT_TRUE(turn.ok()) << FormatErrors(turn.errors());
   ASSERT_EQ(turn->size(), 5u);
   EXPECT_EQ((*turn)[1].kind, SegmentKind::kAudio);
-  EXPECT_EQ(test::ReadText((*turn)[1].file), "RIFF");
+  // Inline media is carried in memory: nothing is written to a file.
+  ASSERT_TRUE((*turn)[1].bytes);
+  EXPECT_EQ(*(*turn)[1].bytes, "RIFF");
+  EXPECT_EQ((*turn)[1].file, "");
   EXPECT_EQ((*turn)[1].path, "/0/content/0");
   EXPECT_EQ((*turn)[2].kind, SegmentKind::kTokens);
   EXPECT_EQ(m.tokenizer->Decode((*turn)[2].token_ids), "Transcribe");
@@ -304,7 +307,7 @@ TEST(InlineMedia, RawBase64AudioDataUrlsAndFiles) {
   auto named = InlineMedia(part(PartKind::kAudio, "abcd"), dir.path());
   ASSERT_TRUE(named.ok());
   EXPECT_FALSE(named->has_value());
-  auto file = MediaFile(part(PartKind::kAudio, "abcd"), dir.path(), "");
+  auto file = MediaFile(part(PartKind::kAudio, "abcd"), dir.path());
   ASSERT_TRUE(file.ok());
   EXPECT_EQ(*file, dir.File("abcd"));
   // Images are never raw base64; errors point at the field.
@@ -314,6 +317,16 @@ TEST(InlineMedia, RawBase64AudioDataUrlsAndFiles) {
   auto bad = InlineMedia(part(PartKind::kAudio, "data:audio/wav;base64,Ukl*"), dir.path());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.errors()[0].path, "/0/content/0/input_audio/data");
+  // Raw base64 longer than a file name is data, never a crash (it once threw "File name too long").
+  std::string long_b64(4096, 'A');
+  auto longer = InlineMedia(part(PartKind::kAudio, long_b64), dir.path());
+  ASSERT_TRUE(longer.ok()) << FormatErrors(longer.errors());
+  ASSERT_TRUE(longer->has_value());
+  EXPECT_EQ((*longer)->size(), 3072u);
+  // A path with a NUL or other control character is refused at its pointer.
+  auto nul = MediaFile(part(PartKind::kImage, std::string("cat.png\0x", 9)), dir.path());
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.errors()[0].path, "/0/content/0/image_url/url");
   auto empty = InlineMedia(part(PartKind::kImage, ""), dir.path());
   ASSERT_FALSE(empty.ok());
   EXPECT_EQ(empty.errors()[0].path, "/0/content/0/image_url/url");

@@ -1,12 +1,14 @@
 // Tests of the file layer: bounded reads (ReadFile and the pre-mapped ReadFileBytes agree on
-// bytes, limits and errors, also for empty files and pipes) and atomic, no-clobber writes.
+// bytes, limits and errors), the one open rule (regular files only, never blocking, no control
+// characters, containment), atomic no-clobber writes that refuse non-files, and the error bound.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
-#include <thread>
 
 #include "mlc_manifest/fs.h"
 #include "support/test_util.h"
@@ -49,24 +51,109 @@ TEST(ReadFileBytes, LimitsAndErrors) {
   EXPECT_EQ(folder.errors()[0].code, ErrorCode::kIo);
 }
 
-TEST(ReadFileBytes, ReadsAPipe) {
+// The one open rule: a FIFO (as a package file or --program) is refused at once instead of
+// blocking the open forever; so is a pipe.
+TEST(OpenForRead, RefusesFifosAndPipesWithoutBlocking) {
+  test::TempDir dir;
+  std::string fifo = dir.File("tokenizer.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (auto read : {+[](const std::string& p) { return ReadFile(p).ok(); },
+                    +[](const std::string& p) { return ReadFileBytes(p).ok(); }}) {
+    EXPECT_FALSE(read(fifo));
+  }
+  auto opened = OpenForRead(fifo);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.errors()[0].code, ErrorCode::kIo);
+  EXPECT_NE(opened.errors()[0].message.find("not a regular file"), std::string::npos);
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
-  const std::string data = Pattern(200000);
-  std::thread writer([&] {
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = ::write(fds[1], data.data() + off, data.size() - off);
-      if (n <= 0) break;
-      off += static_cast<size_t>(n);
-    }
-    ::close(fds[1]);
-  });
-  auto got = ReadFileBytes("/dev/fd/" + std::to_string(fds[0]));
-  writer.join();
+  EXPECT_FALSE(ReadFile("/dev/fd/" + std::to_string(fds[0])).ok());
   ::close(fds[0]);
-  ASSERT_TRUE(got.ok()) << FormatErrors(got.errors());
-  EXPECT_EQ(got->view(), data);
+  ::close(fds[1]);
+}
+
+// A NUL or other control character never reaches open(2), where it would cut the name.
+TEST(OpenForRead, RefusesControlCharacters) {
+  test::TempDir dir;
+  dir.Write("a.bin", "x");
+  auto nul = ReadFile(dir.File(std::string("a.bin\0x", 7)));
+  ASSERT_FALSE(nul.ok());
+  EXPECT_EQ(nul.errors()[0].code, ErrorCode::kInvalid);
+  EXPECT_NE(nul.errors()[0].path.find("\\x00"), std::string::npos);  // escaped, not cut
+  EXPECT_FALSE(ReadFile(dir.File("a.bin\n")).ok());
+}
+
+// Inside a package folder: a symlink that resolves outside it is refused; one inside is fine.
+TEST(OpenForRead, ContainmentThroughSymlinks) {
+  test::TempDir pkg;
+  test::TempDir outside;
+  std::string secret = outside.Write("secret.json", "{\"x\": 1}");
+  ASSERT_EQ(::symlink(secret.c_str(), pkg.File("mlc-chat-config.json").c_str()), 0);
+  pkg.Write("real.json", "{}");
+  ASSERT_EQ(::symlink("real.json", pkg.File("inner.json").c_str()), 0);
+  auto out = ReadFile(pkg.File("mlc-chat-config.json"), 1 << 20, pkg.path());
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.errors()[0].message.find("outside"), std::string::npos);
+  EXPECT_TRUE(ReadFile(pkg.File("inner.json"), 1 << 20, pkg.path()).ok());
+  EXPECT_TRUE(ReadFile(pkg.File("mlc-chat-config.json")).ok());  // no folder given: no containment
+}
+
+// Output targets that are not regular files are refused, never replaced, even with overwrite.
+TEST(WriteFileAtomic, RefusesSymlinksAndDevices) {
+  test::TempDir dir;
+  std::string target = dir.Write("target.txt", "keep");
+  std::string link = dir.File("link.txt");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  Status via_link = WriteFileAtomic(link, "new", true);
+  ASSERT_FALSE(via_link.ok());
+  EXPECT_EQ(via_link.errors()[0].code, ErrorCode::kIo);
+  EXPECT_EQ(*ReadFile(target), "keep");
+  struct stat st {};
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_FALSE(WriteFileAtomic("/dev/null", "x", true).ok());
+  ASSERT_EQ(::lstat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  std::string fifo = dir.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  EXPECT_FALSE(WriteFileAtomic(fifo, "x", true).ok());
+}
+
+// A killed writer's "<target>.tmp-PID-RAND" is removed by the next write to the same target;
+// a live writer's temporary and unrelated files are left alone.
+TEST(WriteFileAtomic, RemovesStaleTemporariesOfDeadWriters) {
+  test::TempDir dir;
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a process id that no longer runs
+  std::string stale = dir.Write("out.npy.tmp-" + std::to_string(child) + "-12345", "partial");
+  std::string live = dir.Write("out.npy.tmp-" + std::to_string(::getpid()) + "-1", "partial");
+  std::string other = dir.Write("other.npy.tmp-" + std::to_string(child) + "-1", "partial");
+  std::string lookalike = dir.Write("out.npy.tmp-" + std::to_string(child) + "-x", "keep");
+  ASSERT_TRUE(WriteFileAtomic(dir.File("out.npy"), "done", false).ok());
+  EXPECT_FALSE(FileExists(stale));
+  EXPECT_TRUE(FileExists(live));
+  EXPECT_TRUE(FileExists(other));
+  EXPECT_TRUE(FileExists(lookalike));
+  EXPECT_EQ(*ReadFile(dir.File("out.npy")), "done");
+}
+
+// At most kMaxErrors errors are kept; the rest are counted in one last entry.
+TEST(Errors, KeptUnderTheBound) {
+  Errors errors;
+  for (int i = 0; i < 100000; ++i) AddError(errors, Invalid("/" + std::to_string(i), "bad"));
+  ASSERT_EQ(errors.size(), kMaxErrors + 1);
+  EXPECT_EQ(errors.back().message, "and 99900 more errors");
+  Errors plain(250, Invalid("", "x"));
+  Errors capped = CapErrors(plain);
+  ASSERT_EQ(capped.size(), kMaxErrors + 1);
+  EXPECT_EQ(capped.back().message, "and 150 more errors");
+}
+
+TEST(EscapeControl, ShowsControlBytes) {
+  EXPECT_EQ(EscapeControl(std::string("a\0b\x1b[2Jc\x7f", 9)), "a\\x00b\\x1b[2Jc\\x7f");
+  EXPECT_EQ(EscapeControl("plain"), "plain");
 }
 
 TEST(WriteFileAtomic, NoClobberUnlessAsked) {

@@ -40,8 +40,10 @@ struct ShardCheckOptions {
 std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& cache,
                                      const ShardCheckOptions& options);
 
-// Lowercase hex MD5 of a file, streamed; adds bytes read to *progress_bytes as it goes.
-Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes = {});
+// Lowercase hex MD5 of a file (OpenForRead's rule, inside `inside` when given), streamed;
+// on_bytes is told the bytes read as it goes.
+Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes = {},
+                            const std::string& inside = "");
 
 // ---- check ----
 

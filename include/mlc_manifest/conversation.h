@@ -108,19 +108,17 @@ std::string PromptText(const ChatPrompt& prompt);
 // OpenAI and WebLLM send it) unless a file of that name exists; none when the reference is a file
 // path (a native extension). Errors at the pointer of the url / data field.
 Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir);
-// Resolves a media part's reference to a file: a path (relative to base_dir) as is, inline bytes
-// (InlineMedia) written into media_dir under a fresh name. Errors at the part's pointer.
-Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
-                              const std::string& media_dir);
+// The file a media part names (relative to base_dir), or "" when it carries its bytes inline
+// (InlineMedia). Errors at the part's pointer (a path with control characters is one).
+Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir);
 // The bytes of a base64 data: URL ("data:<type>;base64,<payload>").
 Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path);
 
 // The request turn of a prompt: prefix ids first on the first round, each string segment
-// encoded on its own, each media segment an audio / image segment whose file MediaFile resolves
-// (media_dir "" leaves data: URLs unresolved: the segment's file is then empty).
+// encoded on its own, each media segment an audio / image segment that names its file
+// (MediaFile) or carries its inline bytes in memory (nothing is written to disk).
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
-                               const Tokenizer& tokenizer, const std::string& base_dir,
-                               const std::string& media_dir);
+                               const Tokenizer& tokenizer, const std::string& base_dir);
 
 // ---- Stopping ----
 

@@ -2,8 +2,10 @@
 // (a JSON Pointer or a file position) and a message that says what was expected there.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -85,7 +87,22 @@ class [[nodiscard]] Status {
   Errors errors_;
 };
 
+// At most this many errors are kept for one document: past it, one last entry counts the rest
+// ("and N more errors"), so a hostile document cannot grow an error list without bound.
+inline constexpr size_t kMaxErrors = 100;
+
+// Appends e to errors under the kMaxErrors bound.
+void AddError(Errors& errors, Error e);
+// AddError for each of more, in order.
+void AddErrors(Errors& errors, const Errors& more);
+// errors cut to the kMaxErrors bound (a longer list ends in one "and N more errors" entry).
+Errors CapErrors(Errors errors);
+
 // All messages joined by newlines, for human output.
 std::string FormatErrors(const Errors& errors);
+
+// s with every control character (below 0x20, and 0x7f) shown as \xNN: safe to print on a
+// terminal, and a NUL no longer cuts the text.
+std::string EscapeControl(std::string_view s);
 
 }  // namespace mlc

@@ -10,9 +10,41 @@
 
 namespace mlc {
 
-// Reads a whole file; refuses one larger than max_bytes (ErrorCode::kLimit) and reports
-// unreadable files as ErrorCode::kIo with the file name as the path.
-Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 64ull << 20);
+// An open file descriptor, closed when its owner goes away. Move-only.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd();
+  Fd(Fd&& other) noexcept;
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release();  // hands the descriptor over (the Fd no longer closes it)
+
+ private:
+  int fd_ = -1;
+};
+
+struct OpenedFile {
+  Fd fd;
+  uint64_t size = 0;
+};
+
+// The one rule for every file this project reads (documents, package files, shards, media):
+// the name holds no control characters (kInvalid); the open never blocks (O_NONBLOCK, so a FIFO
+// cannot hang it); what it opens must be a regular file (fstat; kIo otherwise); and when `inside`
+// is not empty the file, symlinks resolved, must lie inside that folder (kInvalid otherwise).
+Result<OpenedFile> OpenForRead(const std::string& path, const std::string& inside = "");
+
+// True when s holds a byte below 0x20 or 0x7f (NUL included): such a string is never a path.
+bool HasControlChar(std::string_view s);
+
+// Reads a whole file (OpenForRead's rule); refuses one larger than max_bytes (ErrorCode::kLimit)
+// and reports unreadable files as ErrorCode::kIo with the file name as the path.
+Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 64ull << 20,
+                             const std::string& inside = "");
 
 // A whole file's bytes in one buffer whose pages are mapped up front (one call, instead of a page
 // fault per 4 KiB as a growing string takes): for large inputs such as photos. Move-only.
@@ -27,24 +59,31 @@ class FileBytes {
   std::string_view view() const { return {static_cast<const char*>(data_), size_}; }
 
  private:
-  friend Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes);
+  friend Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes,
+                                         const std::string& inside);
   void* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;  // bytes mapped
 };
 
-// ReadFile into a FileBytes; the same limits and errors. Falls back to ReadFile for files that
-// are not regular (pipes, devices).
-Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64ull << 20);
+// ReadFile into a FileBytes; the same rule, limits and errors.
+Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64ull << 20,
+                                const std::string& inside = "");
 
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
 // Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
+// Whatever is at path must be a regular file: a symlink, device, pipe or folder is refused (kIo),
+// never replaced. Temporary files "<path>.tmp-PID-RAND" of a writer that was killed (PID no longer
+// running) are removed first. The path "-" means standard output (written through, not replaced).
 Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool overwrite);
 // The same for a file made of several pieces, written one after the other (no joined copy).
 Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
                             bool overwrite);
 
 bool FileExists(const std::string& path);
+
+// The folder a path names a file in ("." for a bare name): the `inside` of a package document.
+std::string FolderOf(const std::string& path);
 
 // "dir/name", without doubling the separator.
 std::string JoinPath(const std::string& dir, const std::string& name);

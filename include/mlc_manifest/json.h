@@ -33,7 +33,8 @@ inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
 Result<Json> ParseJson(std::string_view text, const JsonLimits& limits = {});
 
 // ReadFile + ParseJson. I/O failures have code kIo and the file name as the path.
-Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits = {});
+Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits = {},
+                          const std::string& inside = "");
 
 // RFC 6901: base + "/" + token with "~" -> "~0" and "/" -> "~1".
 std::string PointerAppend(const std::string& base, std::string_view token);
@@ -74,10 +75,11 @@ class FieldChecker {
   std::optional<std::string> Sha256(const Json& v, const std::string& path);
 
   bool failed() const { return !errors_->empty(); }
-  size_t count() const { return errors_->size(); }
+  size_t count() const { return failures_; }  // failures so far (errors_ keeps kMaxErrors of them)
 
  private:
   Errors* errors_;
+  size_t failures_ = 0;
 };
 
 // True for "sha256:" + 64 lowercase hex digits.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct RequestSegment {
   SegmentKind kind = SegmentKind::kTokens;
   std::vector<int32_t> token_ids;  // kTokens
   std::string file;                // kAudio / kImage: the path, resolved against the request's folder
+  std::shared_ptr<const std::string> bytes;  // kAudio / kImage: inline media (then file is "")
   int64_t rows = 0;                // kAudioRows
   std::string path;                // JSON Pointer of the segment in the request
 };

@@ -4,10 +4,14 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <dirent.h>
+#include <limits.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -60,46 +64,143 @@ void* MapBuffer(size_t n) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-// Closes fd and reports the failed read of path (errno still set by the read).
-Error ReadError(int fd, const std::string& path) {
-  std::string msg = "read failed: " + ErrnoText();
-  ::close(fd);
-  return IoError(path, msg);
+// Reports the failed read of path (errno still set by the read).
+Error ReadError(const std::string& path) { return IoError(path, "read failed: " + ErrnoText()); }
+
+std::string RealPath(const std::string& p) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) return "";
+  return buf;
+}
+
+// The real path of an open descriptor (from /proc, so no race with a renamed link), else of path.
+std::string OpenedPath(int fd, const std::string& path) {
+  char buf[PATH_MAX];
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n > 0 && buf[0] == '/') return std::string(buf, static_cast<size_t>(n));
+  return RealPath(path);
+}
+
+bool IsInside(const std::string& real, const std::string& root) {
+  if (root == "/") return true;
+  return real.size() > root.size() && real.compare(0, root.size(), root) == 0 &&
+         real[root.size()] == '/';
+}
+
+constexpr const char* kTmpInfix = ".tmp-";
+
+// The process id of a temporary name "<target>.tmp-PID-RAND" of target, or 0 if name is not one.
+pid_t TemporaryOwner(std::string_view name, std::string_view target) {
+  if (name.substr(0, target.size()) != target) return 0;
+  name.remove_prefix(target.size());
+  std::string_view infix = kTmpInfix;
+  if (name.substr(0, infix.size()) != infix) return 0;
+  name.remove_prefix(infix.size());
+  size_t dash = name.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash + 1 == name.size() || dash > 9) return 0;
+  auto digits = [](std::string_view d) {
+    return std::all_of(d.begin(), d.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(name.substr(0, dash)) || !digits(name.substr(dash + 1))) return 0;
+  return static_cast<pid_t>(std::stol(std::string(name.substr(0, dash))));
+}
+
+// Removes the temporary files a killed writer of target left beside it: regular files named
+// "<target>.tmp-PID-RAND" whose PID is no longer a running process.
+void RemoveStaleTemporaries(const std::string& target) {
+  std::string dir = DirName(target);
+  std::string base = target.substr(target.rfind('/') == std::string::npos ? 0 : target.rfind('/') + 1);
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent* e = ::readdir(d)) {
+    pid_t owner = TemporaryOwner(e->d_name, base);
+    if (owner <= 0 || (::kill(owner, 0) == 0 || errno == EPERM)) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+      ::unlinkat(::dirfd(d), e->d_name, 0);
+    }
+  }
+  ::closedir(d);
+}
+
+// "-" as an output: the parts written to standard output.
+Status WriteToStdout(std::initializer_list<std::string_view> parts) {
+  std::fflush(stdout);
+  for (std::string_view part : parts) {
+    if (!WriteAll(STDOUT_FILENO, part)) return IoError("-", "cannot write to standard output: " + ErrnoText());
+  }
+  return Status::Ok();
 }
 
 }  // namespace
 
-Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path, "cannot open: " + ErrnoText());
+Fd::~Fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Fd::Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+Fd& Fd::operator=(Fd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+int Fd::release() { return std::exchange(fd_, -1); }
+
+bool HasControlChar(std::string_view s) {
+  return std::any_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+Result<OpenedFile> OpenForRead(const std::string& path, const std::string& inside) {
+  if (HasControlChar(path)) {
+    return Invalid(EscapeControl(path), "a file name may not hold control characters");
+  }
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+  OpenedFile out{Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)), 0};
+  if (out.fd.get() < 0) return IoError(path, "cannot open: " + ErrnoText());
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return IoError(path, "cannot stat: " + ErrnoText());
+  if (::fstat(out.fd.get(), &st) != 0) return IoError(path, "cannot stat: " + ErrnoText());
+  if (S_ISDIR(st.st_mode)) return IoError(path, "is a directory, expected a file");
+  if (!S_ISREG(st.st_mode)) {
+    return IoError(path, "is not a regular file (a pipe, socket or device); expected a file");
   }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return IoError(path, "is a directory, expected a file");
+  int flags = ::fcntl(out.fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(out.fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  if (!inside.empty()) {
+    std::string root = RealPath(inside);
+    std::string real = OpenedPath(out.fd.get(), path);
+    if (root.empty() || real.empty()) return IoError(path, "cannot resolve its real path");
+    if (!IsInside(real, root)) {
+      return Invalid(path, "resolves outside the package folder " + inside +
+                               " (through a symlink); refusing to read it");
+    }
   }
-  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) {
-    ::close(fd);
-    return OverLimit(path, st.st_size, max_bytes);
-  }
+  out.size = static_cast<uint64_t>(st.st_size);
+  return out;
+}
+
+Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes, const std::string& inside) {
+  auto file = OpenForRead(path, inside);
+  if (!file) return file.take_errors();
+  if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
   std::string out;
-  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  out.reserve(static_cast<size_t>(file->size));
   char buf[1 << 16];
   for (;;) {
-    ssize_t n = ReadSome(fd, buf, sizeof buf);
-    if (n < 0) return ReadError(fd, path);
+    ssize_t n = ReadSome(file->fd.get(), buf, sizeof buf);
+    if (n < 0) return ReadError(path);
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      ::close(fd);
       return Error{ErrorCode::kLimit, path,
                    "file is over the limit of " + std::to_string(max_bytes) + " bytes"};
     }
     out.append(buf, static_cast<size_t>(n));
   }
-  ::close(fd);
   return out;
 }
 
@@ -122,37 +223,23 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
   return *this;
 }
 
-Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
-  struct stat st {};
-  const bool regular = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
-  std::optional<std::string> text;  // the ordinary read, for what is not a non-empty regular file
-  if (!regular) {
-    auto read = ReadFile(path, max_bytes);
-    if (!read) return read.take_errors();
-    text = std::move(*read);
-  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return OverLimit(path, st.st_size, max_bytes);
-  }
+Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes,
+                                const std::string& inside) {
+  auto file = OpenForRead(path, inside);
+  if (!file) return file.take_errors();
+  if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
   FileBytes out;
-  out.capacity_ = std::max<size_t>(text ? text->size() : static_cast<size_t>(st.st_size), 1);
+  out.capacity_ = std::max<size_t>(static_cast<size_t>(file->size), 1);
   out.data_ = MapBuffer(out.capacity_);
   if (!out.data_) return IoError(path, "out of memory for " + std::to_string(out.capacity_) + " bytes");
-  if (text) {
-    std::memcpy(out.data_, text->data(), text->size());
-    out.size_ = text->size();
-    return out;
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path, "cannot open: " + ErrnoText());
   char* dst = static_cast<char*>(out.data_);
   // A file that shrinks while it is read ends early; one that grows is cut at the size seen.
-  while (out.size_ < out.capacity_) {
-    ssize_t n = ReadSome(fd, dst + out.size_, out.capacity_ - out.size_);
-    if (n < 0) return ReadError(fd, path);
+  while (out.size_ < file->size) {
+    ssize_t n = ReadSome(file->fd.get(), dst + out.size_, file->size - out.size_);
+    if (n < 0) return ReadError(path);
     if (n == 0) break;
     out.size_ += static_cast<size_t>(n);
   }
-  ::close(fd);
   return out;
 }
 
@@ -162,12 +249,22 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
 
 Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
                             bool overwrite) {
-  if (!overwrite && FileExists(path)) {
-    return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
+  if (path == "-") return WriteToStdout(parts);
+  if (HasControlChar(path)) {
+    return Invalid(EscapeControl(path), "a file name may not hold control characters");
   }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      return IoError(path, "is not a regular file (a symlink, device, pipe or folder); refusing to "
+                           "replace it");
+    }
+    if (!overwrite) return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
+  }
+  RemoveStaleTemporaries(path);
   std::random_device rd;
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  std::string tmp = path + kTmpInfix + std::to_string(::getpid()) + "-" + std::to_string(rd());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) return IoError(path, "cannot create temporary file: " + ErrnoText());
   bool written = true;
   for (std::string_view part : parts) written = written && WriteAll(fd, part);
@@ -200,6 +297,8 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
   }
   return Status::Ok();
 }
+
+std::string FolderOf(const std::string& path) { return DirName(path); }
 
 bool FileExists(const std::string& path) {
   struct stat st {};

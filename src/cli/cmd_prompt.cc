@@ -43,7 +43,7 @@ Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& s
   if (*inline_bytes) {
     out["inline_bytes"] = (*inline_bytes)->size();
   } else {
-    auto file = MediaFile(seg.media, base_dir, "");
+    auto file = MediaFile(seg.media, base_dir);
     if (!file) return file.take_errors();
     out["file"] = *file;
   }
@@ -81,7 +81,7 @@ int Run(const PromptArgs& a) {
   auto messages = ReadMessagesFile(a.messages);
   if (!messages) return ReportFailure(messages.errors(), a.json, a.messages);
   std::string config_path = JoinPath(a.dir, "mlc-chat-config.json");
-  auto config = ReadJsonFile(config_path);
+  auto config = ReadJsonFile(config_path, {}, a.dir);
   if (!config) return ReportFailure(config.errors(), a.json, config_path);
   auto tmpl = ConvTemplateFromChatConfig(*config);
   if (!tmpl) return ReportFailure(tmpl.errors(), a.json, config_path);

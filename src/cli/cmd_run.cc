@@ -68,11 +68,11 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
 
 // Chat messages as request turns: the first file is a conversation (SPEC 7 from the first
 // round), each later file holds the messages that follow the reply to the turn before, run as a
-// follow-up turn on the same KV cache. Media data: URLs are written into media_dir.
+// follow-up turn on the same KV cache. Inline media stays in memory.
 class ChatTurns {
  public:
-  ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer, std::string media_dir)
-      : tmpl_(std::move(tmpl)), tokenizer_(tokenizer), media_dir_(std::move(media_dir)) {}
+  ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer)
+      : tmpl_(std::move(tmpl)), tokenizer_(tokenizer) {}
 
   Result<RequestTurn> Next(const std::string& file, const std::string& last_reply) {
     auto messages = ReadMessagesFile(file);
@@ -90,24 +90,14 @@ class ChatTurns {
     }
     if (!prompt) return prompt.take_errors();
     std::string base_dir = std::filesystem::path(file).parent_path().string();
-    return PromptTurn(*prompt, tmpl_, tokenizer_, base_dir, media_dir_);
+    return PromptTurn(*prompt, tmpl_, tokenizer_, base_dir);
   }
   const ConvTemplate& tmpl() const { return tmpl_; }
 
  private:
   ConvTemplate tmpl_;
   const Tokenizer& tokenizer_;
-  std::string media_dir_;
   std::vector<ChatMessage> history_;
-};
-
-// A temporary folder removed with everything in it when it goes out of scope.
-struct ScratchDir {
-  std::string path;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
 };
 
 int Run(const RunArgs& a) {
@@ -139,17 +129,10 @@ int Run(const RunArgs& a) {
   }
   std::optional<ChatTurns> chat_turns;
   std::optional<Request> request;
-  ScratchDir scratch;
   if (chat) {
     auto tmpl = ConvTemplateFromChatConfig(model->config.raw);
     if (!tmpl) return ReportFailure(tmpl.errors(), a.json);
-    scratch.path = (std::filesystem::temp_directory_path() / "mlc-run-XXXXXX").string();
-    if (mkdtemp(scratch.path.data()) == nullptr) {
-      std::string failed = scratch.path;
-      scratch.path.clear();
-      return ReportFailure({IoError(failed, "cannot create a folder for data: URL media")}, a.json);
-    }
-    chat_turns.emplace(std::move(*tmpl), *tokenizer, scratch.path);
+    chat_turns.emplace(std::move(*tmpl), *tokenizer);
   } else {
     auto r = ReadRequestFile(a.request);
     if (!r) return ReportFailure(r.errors(), a.json, a.request);

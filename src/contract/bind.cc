@@ -19,7 +19,7 @@ void BindExports(const Program& program, const std::string& path, BoundContract&
   };
   for (const char* role : {"embed_tokens", "create_kv_cache"}) {
     if (!find(role)) {
-      errors.push_back(Invalid(path + "/exports",
+      AddError(errors, Invalid(path + "/exports",
                                std::string("a token_generation program must export role \"") +
                                    role + "\""));
     }
@@ -39,14 +39,14 @@ void BindExports(const Program& program, const std::string& path, BoundContract&
       }
       have_pair = true;
     } else if (prefill || decode) {
-      errors.push_back(Invalid(path + "/exports",
+      AddError(errors, Invalid(path + "/exports",
                                "half a pair: prefill_" + suffix + " and decode_" + suffix +
                                    " must be declared together (only " +
                                    (prefill ? "prefill_" : "decode_") + suffix + " is)"));
     }
   }
   if (!have_pair) {
-    errors.push_back(Invalid(path + "/exports",
+    AddError(errors, Invalid(path + "/exports",
                              "expected a complete pair of roles: prefill_tokens with "
                              "decode_tokens, or prefill_embeds with decode_embeds"));
   }
@@ -60,13 +60,13 @@ void BindMedia(const std::string& name, const TaskInput& in, const Proc& proc,
                const Program& program, const std::string& in_path, const std::string& prog_path,
                const char* kind, std::optional<Bound>& slot, Errors& errors) {
   if (slot) {
-    errors.push_back(Invalid(in_path, std::string("at most one ") + kind +
+    AddError(errors, Invalid(in_path, std::string("at most one ") + kind +
                                           " input per task (already bound \"" + slot->input +
                                           "\")"));
     return;
   }
   if (!in.adapter || !in.prompt) {
-    errors.push_back(Invalid(in_path, std::string("a ") + kind +
+    AddError(errors, Invalid(in_path, std::string("a ") + kind +
                                           " input must declare an adapter and a prompt"));
     return;
   }
@@ -76,7 +76,7 @@ void BindMedia(const std::string& name, const TaskInput& in, const Proc& proc,
   b.prompt = *in.prompt;
   b.processor = proc;
   if (!program.adapters || !program.adapters->count(*in.adapter)) {
-    errors.push_back(Invalid(in_path + "/adapter",
+    AddError(errors, Invalid(in_path + "/adapter",
                              "adapter " + Quoted(*in.adapter) +
                                  " is not among the compiled program's adapters (" + prog_path +
                                  "/adapters)"));
@@ -89,7 +89,7 @@ void BindMedia(const std::string& name, const TaskInput& in, const Proc& proc,
     const std::string& dt = program.adapter_dtypes->at(*in.adapter);
     bool ok = audio ? dt == "float32" : (dt == "uint8" || dt == "uint32");
     if (!ok) {
-      errors.push_back(Invalid(PointerAppend(prog_path + "/adapter_dtypes", *in.adapter),
+      AddError(errors, Invalid(PointerAppend(prog_path + "/adapter_dtypes", *in.adapter),
                                std::string(kind) + " adapter " + Quoted(*in.adapter) +
                                    (audio ? " must take float32" : " must take uint8 or uint32") +
                                    ", not " + Quoted(dt)));
@@ -112,13 +112,13 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   out.task_name = options.task;
   // Rule 1: identifiers.
   if (package.interface_id != compiled.interface_id) {
-    errors.push_back(Invalid("/interface_id", "the package's interface_id " +
+    AddError(errors, Invalid("/interface_id", "the package's interface_id " +
                                                   package.interface_id +
                                                   " differs from the compiled program's " +
                                                   compiled.interface_id));
   }
   if (package.parameter_schema_id != compiled.parameter_schema_id) {
-    errors.push_back(Invalid("/parameter_schema_id",
+    AddError(errors, Invalid("/parameter_schema_id",
                              "the package's weights.parameter_schema_id " +
                                  package.parameter_schema_id +
                                  " differs from the compiled program's " +
@@ -126,7 +126,7 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   }
   if (options.weights_parameter_schema_id &&
       *options.weights_parameter_schema_id != package.parameter_schema_id) {
-    errors.push_back(Invalid("/weights/parameter_schema_id",
+    AddError(errors, Invalid("/weights/parameter_schema_id",
                              "the weights hash to " + *options.weights_parameter_schema_id +
                                  ", not the declared " + package.parameter_schema_id));
   }
@@ -136,14 +136,14 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   if (task_it == package.tasks.end()) {
     std::string names;
     for (const auto& [n, t] : package.tasks) names += (names.empty() ? "" : ", ") + Quoted(n);
-    errors.push_back(Invalid(task_path, "task " + Quoted(options.task) +
+    AddError(errors, Invalid(task_path, "task " + Quoted(options.task) +
                                             " is not declared (the package declares " + names +
                                             ")"));
     return errors;
   }
   const Task& task = task_it->second;
   if (task.output != "text") {
-    errors.push_back(Invalid(task_path + "/output",
+    AddError(errors, Invalid(task_path + "/output",
                              "expected \"text\" (the only output a generation frontend "
                              "produces), got " + Quoted(task.output)));
   }
@@ -151,7 +151,7 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   std::string prog_path = PointerAppend("/programs", task.executor);
   auto prog_it = compiled.programs.find(task.executor);
   if (prog_it == compiled.programs.end()) {
-    errors.push_back(Invalid(task_path + "/executor",
+    AddError(errors, Invalid(task_path + "/executor",
                              "executor " + Quoted(task.executor) +
                                  " is not a program of the compiled program document"));
     return errors;
@@ -159,7 +159,7 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   const Program& program = prog_it->second;
   out.program = program;
   if (program.kind != "token_generation") {
-    errors.push_back(Invalid(prog_path + "/kind", "expected \"token_generation\", got " +
+    AddError(errors, Invalid(prog_path + "/kind", "expected \"token_generation\", got " +
                                                       Quoted(program.kind)));
   } else {
     BindExports(program, prog_path, out, errors);
@@ -167,22 +167,22 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   // Rule 7: the library's kv_state_kind, where known, agrees with the roles.
   if (compiled.kv_state_kind && !out.kv_state_kind.empty() &&
       *compiled.kv_state_kind != out.kv_state_kind) {
-    errors.push_back(Invalid("/kv_state_kind",
+    AddError(errors, Invalid("/kv_state_kind",
                              "the roles imply kv_state_kind " + Quoted(out.kv_state_kind) +
                                  " but the library reports " + Quoted(*compiled.kv_state_kind)));
   }
   // Rule 4: the text input.
   auto text = task.inputs.find("text");
   if (text == task.inputs.end()) {
-    errors.push_back(Invalid(task_path + "/inputs",
+    AddError(errors, Invalid(task_path + "/inputs",
                              "expected an input \"text\" with processor \"tokenizer\""));
   } else {
     const auto* proc = std::get_if<std::string>(&text->second.processor);
     if (!proc || *proc != "tokenizer") {
-      errors.push_back(Invalid(task_path + "/inputs/text/processor", "expected \"tokenizer\""));
+      AddError(errors, Invalid(task_path + "/inputs/text/processor", "expected \"tokenizer\""));
     }
     if (text->second.adapter || text->second.prompt) {
-      errors.push_back(Invalid(task_path + "/inputs/text",
+      AddError(errors, Invalid(task_path + "/inputs/text",
                                "the tokenizer input cannot declare an adapter or a prompt"));
     }
   }
@@ -200,13 +200,13 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
     const DeviceLimits& dev = *options.device;
     for (const std::string& f : compiled.resources.required_features) {
       if (std::find(dev.features.begin(), dev.features.end(), f) == dev.features.end()) {
-        errors.push_back(Invalid("/resources/required_features",
+        AddError(errors, Invalid("/resources/required_features",
                                  "the program requires feature " + Quoted(f) + ", which device " +
                                      Quoted(dev.name) + " does not support"));
       }
     }
     if (compiled.resources.max_storage_buffer_binding_size > dev.max_storage_buffer_binding_size) {
-      errors.push_back(Invalid(
+      AddError(errors, Invalid(
           "/resources/max_storage_buffer_binding_size",
           "the program needs a storage buffer binding of " +
               std::to_string(compiled.resources.max_storage_buffer_binding_size) +

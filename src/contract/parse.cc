@@ -358,7 +358,7 @@ Result<CompiledProgram> ParseCompiledProgram(const Json& whole) {
 }
 
 Result<ModelPackage> ReadModelPackage(const std::string& path) {
-  Result<Json> doc = ReadJsonFile(path);
+  Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
   if (!doc) return doc.take_errors();
   return ParseModelPackage(*doc);
 }

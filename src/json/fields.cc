@@ -6,7 +6,8 @@
 namespace mlc {
 
 void FieldChecker::Fail(const std::string& path, std::string message) {
-  errors_->push_back(Invalid(path, std::move(message)));
+  ++failures_;
+  AddError(*errors_, Invalid(path, std::move(message)));
 }
 
 bool FieldChecker::Object(const Json& v, const std::string& path) {

@@ -139,8 +139,9 @@ Result<Json> ParseJson(std::string_view text, const JsonLimits& limits) {
   return builder.Take();
 }
 
-Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits) {
-  Result<std::string> text = ReadFile(path, limits.max_bytes);
+Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits,
+                          const std::string& inside) {
+  Result<std::string> text = ReadFile(path, limits.max_bytes, inside);
   if (!text) return text.take_errors();
   return ParseJson(*text, limits);
 }

@@ -13,6 +13,7 @@
 
 #include "media/audio_internal.h"
 #include "mlc_manifest/audio.h"
+#include "mlc_manifest/fs.h"
 
 namespace mlc {
 namespace {
@@ -211,19 +212,16 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
                                      const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
   if (!ok) return ok.errors();
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return IoError(path, "cannot read: not a regular file");
-  }
+  auto file = OpenForRead(path);
+  if (!file) return file.take_errors();
+  const uint64_t size = file->size;
+  int fd = file->fd.release();
   Status chunks = CheckRiffChunks(
       [fd](uint64_t at, unsigned char* buf, size_t n) {
         ssize_t got = ::pread(fd, buf, n, static_cast<off_t>(at));
         return got < 0 ? size_t{0} : static_cast<size_t>(got);
       },
-      static_cast<uint64_t>(st.st_size), path);
+      size, path);
   if (!chunks) {
     ::close(fd);
     return chunks.errors();

@@ -49,7 +49,7 @@ std::optional<ModelPackage> CheckManifest(const std::string& dir, Reporter& rep)
             "way (text only, no artifact contract)");
     return std::nullopt;
   }
-  Result<Json> doc = ReadJsonFile(path);
+  Result<Json> doc = ReadJsonFile(path, {}, dir);
   if (!doc) {
     rep.Fail("manifest", doc.errors());
     return std::nullopt;

@@ -26,7 +26,7 @@ Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
   for (const ParamSpec& p : params) {
     std::optional<int64_t> item = DtypeItemSize(p.dtype);
     if (!item) {
-      errors.push_back(Invalid(p.name, "unknown dtype \"" + p.dtype + "\" (no itemsize)"));
+      AddError(errors, Invalid(p.name, "unknown dtype \"" + p.dtype + "\" (no itemsize)"));
       continue;
     }
     int64_t bytes = *item;
@@ -39,7 +39,7 @@ Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
         const std::string& name = std::get<std::string>(dim);
         std::optional<int64_t> v = config ? config->Dimension(name) : std::nullopt;
         if (!v || *v < 0) {
-          errors.push_back(Invalid(p.name, "dimension \"" + name +
+          AddError(errors, Invalid(p.name, "dimension \"" + name +
                                                "\" is not an integer of mlc-chat-config.json "
                                                "(top level or model_config)"));
           ok = false;
@@ -48,7 +48,7 @@ Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
         d = *v;
       }
       if (__builtin_mul_overflow(bytes, d, &bytes)) {
-        errors.push_back(Invalid(p.name, "byte size overflows 64 bits"));
+        AddError(errors, Invalid(p.name, "byte size overflows 64 bits"));
         ok = false;
         break;
       }
@@ -62,7 +62,7 @@ Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
       }
     }
     if (__builtin_add_overflow(est.total_bytes, bytes, &est.total_bytes)) {
-      errors.push_back(Invalid(p.name, "total byte size overflows 64 bits"));
+      AddError(errors, Invalid(p.name, "total byte size overflows 64 bits"));
     }
   }
   if (!errors.empty()) return errors;

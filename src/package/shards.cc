@@ -45,9 +45,11 @@ const char* ShardStatusName(ShardStatus s) {
   return "?";
 }
 
-Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
+Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes,
+                            const std::string& inside) {
+  auto file = OpenForRead(path, inside);
+  if (!file) return file.take_errors();
+  int fd = file->fd.release();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
@@ -84,6 +86,11 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
     r.data_path = s.data_path;
     r.expected_size = s.nbytes;
     std::string path = JoinPath(dir, s.data_path);
+    if (HasControlChar(s.data_path)) {  // a NUL would cut the name and alias another shard
+      r.status = ShardStatus::kIoError;
+      r.message = EscapeControl(s.data_path) + ": a file name may not hold control characters";
+      continue;
+    }
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) {
       r.status = ShardStatus::kMissing;
@@ -133,7 +140,7 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       size_t i = to_hash[k];
       const TensorShard& s = cache.shards[i];
       ShardResult& r = results[i];
-      Result<std::string> md5 = Md5File(JoinPath(dir, s.data_path), on_bytes);
+      Result<std::string> md5 = Md5File(JoinPath(dir, s.data_path), on_bytes, dir);
       if (!md5) {
         r.status = ShardStatus::kIoError;
         r.message = s.data_path + ": " + md5.error().message;

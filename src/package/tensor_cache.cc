@@ -22,6 +22,8 @@ std::optional<std::string> BadDataPath(const std::string& p) {
   if (p.empty()) return "is empty";
   if (p.front() == '/') return "is absolute; expected a path relative to the package folder";
   if (p.find('\\') != std::string::npos) return "contains a backslash";
+  // A NUL would cut the name where the file is opened (and alias another shard).
+  if (HasControlChar(p)) return "contains a control character";
   size_t start = 0;
   while (start <= p.size()) {
     size_t end = p.find('/', start);
@@ -101,7 +103,7 @@ TensorShard ParseShard(const Json& v, const std::string& path, FieldChecker& c) 
   if (v.contains("dataPath")) {
     if (auto p = c.String(v["dataPath"], path + "/dataPath")) {
       if (auto bad = BadDataPath(*p)) {
-        c.Fail(path + "/dataPath", "\"" + *p + "\" " + *bad);
+        c.Fail(path + "/dataPath", "\"" + EscapeControl(*p) + "\" " + *bad);
       } else {
         s.data_path = *p;
       }
@@ -225,7 +227,7 @@ Result<TensorCache> ReadTensorCache(const std::string& dir) {
     path = old;
     legacy = true;
   }
-  Result<Json> doc = ReadJsonFile(path);
+  Result<Json> doc = ReadJsonFile(path, {}, dir);
   if (!doc) return doc.take_errors();
   Result<TensorCache> cache = ParseTensorCache(*doc);
   if (!cache) {

@@ -92,7 +92,7 @@ Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config) {
   limits.sliding_window_size = config.sliding_window_size.value_or(-1);
   Errors errors;
   if (!chunk || *chunk < 1) {
-    errors.push_back(Invalid("/prefill_chunk_size",
+    AddError(errors, Invalid("/prefill_chunk_size",
                              "mlc-chat-config.json must give prefill_chunk_size >= 1"));
   } else {
     limits.prefill_chunk_size = *chunk;
@@ -100,7 +100,7 @@ Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config) {
   if (window && *window > 0) {
     limits.context_window_size = *window;
   } else if (!limits.HasSlidingWindow()) {
-    errors.push_back(Invalid("/context_window_size",
+    AddError(errors, Invalid("/context_window_size",
                              "mlc-chat-config.json must give context_window_size >= 1 "
                              "(or a sliding_window_size)"));
   }

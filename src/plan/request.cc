@@ -54,7 +54,13 @@ std::optional<RequestSegment> ParseSegment(const Json& value, const std::string&
     ParseTokens(v, p, seg, check);
   } else if (key == "audio" || key == "image") {
     seg.kind = key == "audio" ? SegmentKind::kAudio : SegmentKind::kImage;
-    if (auto file = check.String(v, p)) seg.file = ResolvePath(base_dir, *file);
+    if (auto file = check.String(v, p)) {
+      if (HasControlChar(*file)) {
+        check.Fail(p, "a file name may not hold control characters");
+      } else {
+        seg.file = ResolvePath(base_dir, *file);
+      }
+    }
   } else if (key == "audio_rows") {
     seg.kind = SegmentKind::kAudioRows;
     if (auto rows = check.Integer(v, p, 1)) {
@@ -165,12 +171,12 @@ Result<std::vector<PromptPiece>> PiecesForTurn(const BoundContract& bound,
       case SegmentKind::kAudio:
       case SegmentKind::kAudioRows:
         if (!bound.audio) {
-          errors.push_back(Invalid(seg.path, "task \"" + bound.task_name +
+          AddError(errors, Invalid(seg.path, "task \"" + bound.task_name +
                                                  "\" declares no audio input"));
           continue;
         }
         if (Status s = CheckInsertion(bound.audio->prompt, seg.path, bound.audio->input); !s) {
-          errors.push_back(s.error());
+          AddError(errors, s.error());
           continue;
         }
         piece.value = AudioPiece(*bound.audio, seg.kind == SegmentKind::kAudioRows
@@ -179,12 +185,12 @@ Result<std::vector<PromptPiece>> PiecesForTurn(const BoundContract& bound,
         break;
       case SegmentKind::kImage:
         if (!bound.image) {
-          errors.push_back(Invalid(seg.path, "task \"" + bound.task_name +
+          AddError(errors, Invalid(seg.path, "task \"" + bound.task_name +
                                                  "\" declares no image input"));
           continue;
         }
         if (Status s = CheckInsertion(bound.image->prompt, seg.path, bound.image->input); !s) {
-          errors.push_back(s.error());
+          AddError(errors, s.error());
           continue;
         }
         piece.value = ImagePiece(*bound.image);

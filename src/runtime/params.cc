@@ -31,15 +31,12 @@ class MappedFile {
   size_t size_;
 };
 
-Result<std::shared_ptr<MappedFile>> MapFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return IoError(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return IoError(path, "not a regular file");
-  }
-  size_t size = static_cast<size_t>(st.st_size);
+// A shard, opened by OpenForRead's rule: a regular file inside the package folder.
+Result<std::shared_ptr<MappedFile>> MapFile(const std::string& path, const std::string& package_dir) {
+  auto file = OpenForRead(path, package_dir);
+  if (!file) return file.take_errors();
+  int fd = file->fd.release();
+  size_t size = static_cast<size_t>(file->size);
   void* data = nullptr;
   if (size > 0) {
     data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -138,7 +135,7 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
     std::string shard_path = JoinPath(package_dir, data_path);
     auto& file = mapped[data_path];
     if (!file) {
-      auto m = MapFile(shard_path);
+      auto m = MapFile(shard_path, package_dir);
       if (!m) {
         errors.push_back(m.error());
         continue;

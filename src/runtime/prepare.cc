@@ -9,11 +9,15 @@
 namespace mlc {
 namespace {
 
+// Where a segment's media comes from, for error paths: its file, or "inline" bytes.
+std::string Source(const RequestSegment& seg) { return seg.bytes ? "inline" : seg.file; }
+
 Result<NDArray> AudioTensor(const BoundAudio& audio, const RequestSegment& seg) {
-  auto decoded = DecodeAudioFile(seg.file, audio.processor);
+  auto decoded = seg.bytes ? DecodeAudioMemory(*seg.bytes, audio.processor)
+                           : DecodeAudioFile(seg.file, audio.processor);
   if (!decoded) {
     Errors errors = decoded.take_errors();
-    for (Error& e : errors) e.path = seg.path + " (" + seg.file + (e.path.empty() ? "" : ", " + e.path) + ")";
+    for (Error& e : errors) e.path = seg.path + " (" + Source(seg) + (e.path.empty() ? "" : ", " + e.path) + ")";
     return errors;
   }
   int64_t n = static_cast<int64_t>(decoded->samples.size());
@@ -23,10 +27,11 @@ Result<NDArray> AudioTensor(const BoundAudio& audio, const RequestSegment& seg) 
 }
 
 Result<NDArray> ImagePixels(const BoundImage& image, const RequestSegment& seg) {
-  auto prepared = PrepareImageFile(seg.file, image.processor);
+  auto prepared = seg.bytes ? PrepareImage(*seg.bytes, image.processor)
+                            : PrepareImageFile(seg.file, image.processor);
   if (!prepared) {
     Errors errors = prepared.take_errors();
-    for (Error& e : errors) e.path = seg.path + " (" + seg.file + (e.path.empty() ? "" : ", " + e.path) + ")";
+    for (Error& e : errors) e.path = seg.path + " (" + Source(seg) + (e.path.empty() ? "" : ", " + e.path) + ")";
     return errors;
   }
   const RgbImage& rgb = prepared->rgb;

@@ -142,7 +142,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Parse(const Json& model, const std::
   for (auto it = vocab->begin(); it != vocab->end(); ++it) {
     std::optional<int64_t> id = SafeInteger(it.value());
     if (!id || *id < 0 || *id > INT32_MAX) {
-      errors.push_back(Invalid(PointerAppend(PointerAppend(path, "vocab"), it.key()),
+      AddError(errors, Invalid(PointerAppend(PointerAppend(path, "vocab"), it.key()),
                                "expected a token id from 0 to 2147483647"));
       continue;
     }
@@ -157,7 +157,7 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Parse(const Json& model, const std::
   if (auto unk = OptionalString(model, "unk_token", path, &errors)) {
     auto it = bpe->vocab_.find(*unk);
     if (it == bpe->vocab_.end()) {
-      errors.push_back(Invalid(PointerAppend(path, "unk_token"), "expected a token of the vocab"));
+      AddError(errors, Invalid(PointerAppend(path, "unk_token"), "expected a token of the vocab"));
     } else {
       bpe->unk_id_ = it->second;
     }
@@ -177,14 +177,14 @@ Result<std::unique_ptr<BpeModel>> BpeModel::Parse(const Json& model, const std::
       std::string at = PointerAppend(merges_path, i), a, b;
       if (!ParseMerge((*merges)[i], at, &a, &b, &errors)) continue;
       if (b.size() < bpe->prefix_.size()) {
-        errors.push_back(Invalid(at, "expected the merge's second part to hold the subword prefix"));
+        AddError(errors, Invalid(at, "expected the merge's second part to hold the subword prefix"));
         continue;
       }
       // As the reference: the merged token is a + b without the continuing-subword prefix.
       auto ia = bpe->vocab_.find(a), ib = bpe->vocab_.find(b);
       auto im = bpe->vocab_.find(a + b.substr(bpe->prefix_.size()));
       if (ia == bpe->vocab_.end() || ib == bpe->vocab_.end() || im == bpe->vocab_.end()) {
-        errors.push_back(Invalid(at, "expected a merge whose parts and result are in the vocab"));
+        AddError(errors, Invalid(at, "expected a merge whose parts and result are in the vocab"));
         continue;
       }
       bpe->merges_.Insert(ia->second, ib->second,

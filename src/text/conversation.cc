@@ -2,6 +2,9 @@
 // WebLLM 0.2.86's manifest path, follow-up turns over a KV cache, token ids and stop strings.
 #include "mlc_manifest/conversation.h"
 
+#include <limits.h>
+#include <sys/stat.h>
+
 #include <atomic>
 #include <filesystem>
 
@@ -293,7 +296,7 @@ Status AddMessages(const ConvTemplate& t, const std::vector<ChatMessage>& messag
     size_t i = k - offset;
     bool omit = !t.add_role_after_system_message && system_nonempty && i == 0;
     if (Status s = AddMessage(t, messages[k], i, omit, segs); !s) {
-      errors.insert(errors.end(), s.errors().begin(), s.errors().end());
+      AddErrors(errors, s.errors());
     }
   }
   if (!errors.empty()) return errors;
@@ -337,7 +340,7 @@ Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base)
   ReadString(obj, "function_string", base, &t.function_string, &errors);
   ReadBool(obj, "use_function_calling", base, &t.use_function_calling, &errors);
   ReadBool(obj, "render_empty_system_message", base, &t.render_empty_system_message, &errors);
-  if (errors.empty() && t.seps.empty()) errors.push_back(Invalid(PointerAppend(base, "seps"), "expected at least one separator"));
+  if (errors.empty() && t.seps.empty()) AddError(errors, Invalid(PointerAppend(base, "seps"), "expected at least one separator"));
   if (!errors.empty()) return errors;
   return t;
 }
@@ -476,6 +479,14 @@ std::string ResolvePath(const std::string& file, const std::string& base_dir) {
   return p.is_absolute() || base_dir.empty() ? file : (std::filesystem::path(base_dir) / p).string();
 }
 
+// True when text names an existing file (relative to base_dir). Never throws: a text longer than
+// a file name, or with control characters, names none.
+bool NamesAFile(const std::string& text, const std::string& base_dir) {
+  if (text.size() > NAME_MAX || HasControlChar(text)) return false;
+  struct stat st {};
+  return ::stat(ResolvePath(text, base_dir).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace
 
 Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path) {
@@ -494,7 +505,7 @@ Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const st
   if (part.url.rfind("data:", 0) == 0) {
     bytes = DecodeDataUrl(part.url, at);
   } else if (part.kind == PartKind::kAudio && IsRawBase64(part.url) &&
-             !std::filesystem::is_regular_file(ResolvePath(part.url, base_dir))) {
+             !NamesAFile(part.url, base_dir)) {
     bytes = DecodeBase64(part.url, 0, at);
   } else {
     return std::optional<std::string>();  // a file
@@ -503,24 +514,18 @@ Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const st
   return std::optional<std::string>(std::move(*bytes));
 }
 
-Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir,
-                              const std::string& media_dir) {
+Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir) {
   auto inline_bytes = InlineMedia(part, base_dir);
   if (!inline_bytes) return inline_bytes.take_errors();
-  if (!*inline_bytes) return ResolvePath(part.url, base_dir);
-  if (media_dir.empty()) return std::string();
-  static std::atomic<int> counter{0};
-  std::string file = (std::filesystem::path(media_dir) /
-                      ("media-" + std::to_string(counter++) +
-                       (part.kind == PartKind::kImage ? ".img" : ".audio")))
-                         .string();
-  if (Status s = WriteFileAtomic(file, **inline_bytes, true); !s) return s.errors();
-  return file;
+  if (*inline_bytes) return std::string();
+  if (HasControlChar(part.url)) {
+    return Invalid(ReferencePointer(part), "a file name may not hold control characters");
+  }
+  return ResolvePath(part.url, base_dir);
 }
 
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
-                               const Tokenizer& tokenizer, const std::string& base_dir,
-                               const std::string& media_dir) {
+                               const Tokenizer& tokenizer, const std::string& base_dir) {
   RequestTurn turn;
   auto add_tokens = [&turn](std::vector<int32_t> ids, const std::string& path) {
     if (ids.empty()) return;
@@ -542,14 +547,17 @@ Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmp
       add_tokens(tokenizer.Encode(s.text), "");
       continue;
     }
-    auto file = MediaFile(s.media, base_dir, media_dir);
-    if (!file) {
-      errors.insert(errors.end(), file.errors().begin(), file.errors().end());
+    auto inline_bytes = InlineMedia(s.media, base_dir);
+    Result<std::string> file = std::string();  // a file reference when nothing is inline
+    if (inline_bytes && !*inline_bytes) file = MediaFile(s.media, base_dir);
+    if (!inline_bytes || !file) {
+      AddErrors(errors, inline_bytes ? file.errors() : inline_bytes.errors());
       continue;
     }
     RequestSegment seg;
     seg.kind = s.kind == PartKind::kImage ? SegmentKind::kImage : SegmentKind::kAudio;
     seg.file = *file;
+    if (*inline_bytes) seg.bytes = std::make_shared<const std::string>(std::move(**inline_bytes));
     seg.path = s.media.path;
     turn.push_back(std::move(seg));
   }

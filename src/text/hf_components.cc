@@ -610,7 +610,7 @@ Result<std::vector<std::unique_ptr<T>>> ParseList(const Json& j, const char* key
   for (size_t k = 0; k < list->size(); ++k) {
     auto part = parse_one((*list)[k], PointerAppend(PointerAppend(path, key), k));
     if (!part.ok()) {
-      for (const Error& e : part.errors()) errors.push_back(e);
+      for (const Error& e : part.errors()) AddError(errors, e);
       continue;
     }
     if (*part) parts.push_back(std::move(*part));
@@ -668,7 +668,7 @@ Result<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(const Json& j, const std
     std::optional<Behavior> behavior;
     if (behavior_name) behavior = ParseBehavior(*behavior_name);
     if (behavior_name && !behavior) {
-      errors.push_back(Invalid(PointerAppend(path, "behavior"),
+      AddError(errors, Invalid(PointerAppend(path, "behavior"),
                                "expected Removed, Isolated, MergedWithPrevious, MergedWithNext or "
                                "Contiguous"));
     }

@@ -172,7 +172,7 @@ Status HfTokenizer::ParseAddedTokens(const Json& doc) {
     const Json& t = (*it)[k];
     std::string path = PointerAppend("/added_tokens", k);
     if (!t.is_object() || !t.contains("content") || !t["content"].is_string()) {
-      errors.push_back(Invalid(path, "expected an object with a string \"content\""));
+      AddError(errors, Invalid(path, "expected an object with a string \"content\""));
       continue;
     }
     AddedToken tok;
@@ -182,7 +182,7 @@ Status HfTokenizer::ParseAddedTokens(const Json& doc) {
       auto f = t.find(key);
       if (f == t.end() || f->is_null()) return;
       if (!f->is_boolean()) {
-        errors.push_back(Invalid(PointerAppend(path, key), "expected true or false"));
+        AddError(errors, Invalid(PointerAppend(path, key), "expected true or false"));
         ok = false;
         return;
       }

@@ -37,7 +37,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromDirectory(const std::string& d
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonFile(const std::string& path,
                                                            const TokenizerLimits& limits) {
-  auto doc = ReadJsonFile(path, LimitsFor(limits));
+  auto doc = ReadJsonFile(path, LimitsFor(limits), FolderOf(path));
   if (!doc.ok()) return doc.errors();
   auto tok = text::ParseHfTokenizer(*doc);
   if (!tok.ok()) return InFile(tok.take_errors(), path);
@@ -53,7 +53,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonText(std::string_view json
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSentencePieceFile(
     const std::string& path, const TokenizerLimits& limits) {
-  auto bytes = ReadFile(path, limits.max_file_bytes);
+  auto bytes = ReadFile(path, limits.max_file_bytes, FolderOf(path));
   if (!bytes.ok()) return bytes.errors();
   auto tok = text::LoadSentencePiece(*bytes);
   if (!tok.ok()) return InFile(tok.take_errors(), path);

@@ -289,7 +289,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenReferenceLibrary(const std::string& di
   auto config = reference::ParseConfig(chat->model_config);
   if (!config) return config.take_errors();
   std::string meta_path = JoinPath(dir, kReferenceLibraryFile);
-  auto meta = ReadJsonFile(meta_path);
+  auto meta = ReadJsonFile(meta_path, {}, dir);
   if (!meta) return meta.take_errors();
   Errors errors;
   FieldChecker check(&errors);
