@@ -1,6 +1,9 @@
 // Shard verification throughput: `mlc-manifest check --verify-shards` against coreutils
-// `md5sum` over the same 1 GiB of shards (32 x 32 MiB, the converter's shard size), warm page
-// cache, median of several runs each, in the same process run. Prints MB/s and the ratio.
+// `md5sum` over the same 1 GiB of shards (32 x 32 MiB, the converter's shard size), median of
+// several interleaved runs each. Warm page cache (target: ours <= 0.55x md5sum's wall time, as
+// two cores hash two shards at once), then cold (page cache dropped before every run through
+// /proc/sys/vm/drop_caches when this process may write it, i.e. as root; the disk is then the
+// limit and the figure is reported, not judged). Prints the load average beside the figures.
 //   shards_bench [total_MiB=1024] [runs=3]
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +25,7 @@ namespace {
 
 double RunSeconds(const std::string& command) {
   auto t0 = std::chrono::steady_clock::now();
-  int rc = std::system((command + " >/dev/null").c_str());
+  int rc = std::system((command + " >/dev/null 2>&1").c_str());
   auto t1 = std::chrono::steady_clock::now();
   if (rc != 0) {
     std::fprintf(stderr, "command failed (%d): %s\n", rc, command.c_str());
@@ -75,11 +78,41 @@ int main(int argc, char** argv) {
     t_ours.push_back(RunSeconds(ours));
   }
   double o = Median(t_ours), p = Median(t_peer);
-  std::printf("shard verification, %d x %d MiB (%.0f MB), warm cache, median of %d, %u cores\n", shards,
-              shard_mib, mb, runs, std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
-  std::printf("  md5sum                          %7.3f s  %7.0f MB/s\n", p, mb / p);
-  std::printf("  mlc-manifest check --verify     %7.3f s  %7.0f MB/s\n", o, mb / o);
-  std::printf("  ratio (ours / md5sum throughput) %.2fx (target >= 1.5x)\n", p / o);
+  double load[3] = {0, 0, 0};
+  getloadavg(load, 3);
+  std::printf("shard verification, %d x %d MiB (%.0f MB), median of %d, %u cores, load average %.2f\n",
+              shards, shard_mib, mb, runs,
+              std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))), load[0]);
+  std::printf("  warm page cache\n");
+  std::printf("    md5sum                          %7.3f s  %7.0f MB/s\n", p, mb / p);
+  std::printf("    mlc-manifest check --verify     %7.3f s  %7.0f MB/s\n", o, mb / o);
+  const double ratio = o / p;
+  std::printf("    ours / md5sum wall time = %.2f   target <= 0.55 (md5sum's one core vs our two)  %s\n",
+              ratio, ratio <= 0.55 ? "PASS" : "FAIL (measure on an idle machine)");
+  // Cold cache: every run starts from the disk.
+  auto drop = [] {
+    ::sync();
+    std::FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
+    if (!f) return false;
+    const bool ok = std::fputs("3\n", f) >= 0;
+    return std::fclose(f) == 0 && ok;
+  };
+  if (drop()) {
+    std::vector<double> c_ours, c_peer;
+    for (int i = 0; i < runs; ++i) {
+      drop();
+      c_peer.push_back(RunSeconds(peer));
+      drop();
+      c_ours.push_back(RunSeconds(ours));
+    }
+    const double co = Median(c_ours), cp = Median(c_peer);
+    std::printf("  cold page cache (dropped before each run)\n");
+    std::printf("    md5sum                          %7.3f s  %7.0f MB/s\n", cp, mb / cp);
+    std::printf("    mlc-manifest check --verify     %7.3f s  %7.0f MB/s\n", co, mb / co);
+    std::printf("    ours / md5sum wall time = %.2f   (limit: the disk's read rate; reported)\n", co / cp);
+  } else {
+    std::printf("  cold page cache: not measured (cannot write /proc/sys/vm/drop_caches; run as root)\n");
+  }
   std::filesystem::remove_all(dir);
   return 0;
 }

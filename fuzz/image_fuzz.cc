@@ -1,7 +1,8 @@
 // libFuzzer target: arbitrary bytes through the image frontend's decode-from-memory path
 // (format detection, libvips header and pixel decode, colour conversion, orientation, our
-// resize). Nothing may crash, hang or leak; an image that decodes must come out exactly at the
-// requested size, with the same pixels from the streamed and the whole-image paths. A small
+// resize, and the direct libjpeg-turbo path for plain JPEGs). Nothing may crash, hang or leak; an
+// image that decodes must come out exactly at the requested size, with the same pixels from the
+// streamed or direct path as from libvips's whole-image path. A small
 // pixel limit keeps each run fast.
 #include <cstdint>
 #include <cstdlib>
@@ -26,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       r->rgb.pixels.size() != static_cast<size_t>(width * height * 3)) {
     std::abort();
   }
-  // Decoding straight into the resize must give the pixels of the whole-image path.
+  // Decoding straight into the resize (libvips streamed, or libjpeg-turbo direct) must give the
+  // pixels of libvips's whole-image path.
   auto decoded = mlc::DecodeImage(bytes, options, r->info.shrink);
   if (!decoded.ok()) std::abort();
   mlc::ResizePlan plan = r->plan;

@@ -2,6 +2,7 @@
 // real shard files, corruption named by shard), inspect, and the shipped Gemma 4 example.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -177,6 +178,12 @@ TEST(Check, SmallPackageWithRealShards) {
   auto bad = RunCli({"check", dir, "--verify-shards"});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("params_shard_1.bin: md5"), std::string::npos) << bad.out;
+  // stderr is not a terminal here: one progress line per hashed shard, with its verdict.
+  EXPECT_NE(bad.err.find("params_shard_1.bin: md5 mismatch ("), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("MB/s"), std::string::npos) << bad.err;
+  const size_t shard_lines = static_cast<size_t>(std::count(bad.err.begin(), bad.err.end(), '\n'));
+  EXPECT_EQ(bad.err.find("verified "), 0u) << bad.err;
+  EXPECT_GE(shard_lines, 2u) << bad.err;
   // Without --verify-shards the sizes still agree: not a failure.
   EXPECT_EQ(RunCli({"check", dir}).exit_code, 0);
   // Truncation is caught without hashing.

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "media/jpeg_direct.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 #include "mlc_manifest/json.h"
@@ -414,6 +415,119 @@ TEST_F(PillowFixture, StreamedDecodeEqualsWholeImagePath) {
     ASSERT_TRUE(streamed.ok()) << name;
     EXPECT_FALSE(streamed->has_value()) << name << " needs the whole-image path";
   }
+}
+
+// ---- The direct JPEG path (libjpeg-turbo without libvips) ----
+
+// For every plain upright YCbCr JPEG the direct path gives exactly the libvips path's pixels and
+// header facts (the decode with the same libjpeg settings, then ResizeRgb), also where it decodes
+// only the needed columns and skips rows; every other file is left to libvips.
+TEST_F(PillowFixture, DirectJpegPathEqualsLibvipsPath) {
+  struct Case {
+    const char* name;
+    ResizeMode mode;
+    int64_t h, w;
+    ResizeFilter filter;
+  };
+  const Case cases[] = {
+      {"photo.jpg", ResizeMode::kCenterCrop, 336, 336, ResizeFilter::kBicubic},
+      {"photo.jpg", ResizeMode::kCenterCrop, 50, 50, ResizeFilter::kLanczos},     // shrink 4
+      {"photo.jpg", ResizeMode::kStretch, 1300, 1700, ResizeFilter::kBilinear},   // upscale
+      {"photo.jpg", ResizeMode::kStretch, 1200, 1600, ResizeFilter::kBicubic},    // identity
+      {"photo.jpg", ResizeMode::kStretch, 1200, 300, ResizeFilter::kBicubic},     // one axis
+      {"photo420.jpg", ResizeMode::kCenterCrop, 336, 336, ResizeFilter::kBicubic},
+      {"photo420.jpg", ResizeMode::kCenterCrop, 1000, 77, ResizeFilter::kBicubic}, // column crop
+      {"photo420.jpg", ResizeMode::kCenterCrop, 77, 1000, ResizeFilter::kLanczos}, // row skip
+      {"photo420.jpg", ResizeMode::kCenterCrop, 1200, 1, ResizeFilter::kBilinear},
+      {"lines420.jpg", ResizeMode::kCenterCrop, 100, 60, ResizeFilter::kBicubic},
+      {"lines444.jpg", ResizeMode::kCenterCrop, 60, 100, ResizeFilter::kBicubic},
+      {"tall.jpg", ResizeMode::kCenterCrop, 336, 336, ResizeFilter::kBicubic},
+      {"rgb.jpg", ResizeMode::kCenterCrop, 7, 5, ResizeFilter::kBicubic},
+      {"orient1.jpg", ResizeMode::kStretch, 20, 30, ResizeFilter::kBicubic},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.name) + " " + std::to_string(c.w) + "x" + std::to_string(c.h));
+    auto bytes = ReadFile(File(c.name));
+    ASSERT_TRUE(bytes.ok());
+    ImageOptions opts;
+    opts.filter = c.filter;
+    auto direct = jpeg_direct::Prepare(*bytes, c.mode, c.h, c.w, opts);
+    ASSERT_TRUE(direct.has_value()) << "a plain JPEG takes the direct path";
+    auto info = ProbeImage(*bytes, opts);
+    ASSERT_TRUE(info.ok());
+    const ResizePlan plan = PlanResize(info->upright_width, info->upright_height, c.mode, c.h, c.w);
+    const int shrink = ChooseShrink(*info, plan, opts);
+    auto whole = DecodeImage(*bytes, opts, shrink);
+    ASSERT_TRUE(whole.ok());
+    ResizePlan p = plan;
+    p.source_width = whole->rgb.width;
+    p.source_height = whole->rgb.height;
+    const RgbImage expected = ResizeRgb(whole->rgb, p, c.filter, whole->box);
+    EXPECT_EQ(direct->plan, plan);
+    EXPECT_TRUE(direct->rgb.pixels == expected.pixels) << "max diff " << MaxDiff(direct->rgb, expected);
+    const ImageInfo& a = direct->info;
+    const ImageInfo& b = whole->info;
+    EXPECT_EQ(a.format, b.format);
+    EXPECT_EQ(a.width, b.width);
+    EXPECT_EQ(a.height, b.height);
+    EXPECT_EQ(a.orientation, b.orientation);
+    EXPECT_EQ(a.bands, b.bands);
+    EXPECT_EQ(a.bits, b.bits);
+    EXPECT_EQ(a.colour, b.colour);
+    EXPECT_EQ(a.has_alpha, b.has_alpha);
+    EXPECT_EQ(a.has_icc, b.has_icc);
+    EXPECT_EQ(a.chroma_subsampling, b.chroma_subsampling);
+    EXPECT_EQ(a.shrink, shrink);
+  }
+  for (const char* name : {"orient6.jpg", "odd_o3.jpg", "grey.jpg", "cmyk.jpg", "progressive.jpg",
+                           "icc.jpg", "rgb.png"}) {
+    auto bytes = ReadFile(File(name));
+    ASSERT_TRUE(bytes.ok());
+    EXPECT_FALSE(jpeg_direct::Prepare(*bytes, ResizeMode::kStretch, 20, 20, {}).has_value()) << name;
+  }
+  const std::string photo = *ReadFile(File("photo420.jpg"));
+  for (size_t keep : {photo.size() / 2, photo.size() - 2, size_t{300}}) {
+    EXPECT_FALSE(jpeg_direct::Prepare(std::string_view(photo).substr(0, keep),
+                                      ResizeMode::kCenterCrop, 336, 336, {}).has_value())
+        << "truncated at " << keep << ": left to libvips, which rejects it";
+  }
+  ImageOptions small;
+  small.max_pixels = 1000;
+  EXPECT_FALSE(jpeg_direct::Prepare(photo, ResizeMode::kStretch, 8, 8, small).has_value());
+}
+
+// The Exif orientation reader: both byte orders, an absent tag, and anything it cannot be
+// sure of (which leaves the file to libvips).
+TEST(JpegDirect, ExifOrientation) {
+  auto exif = [](bool little, uint16_t tag, uint16_t type, uint32_t count, uint16_t value) {
+    std::string s("Exif\0\0", 6);
+    auto put16 = [&](uint16_t v) {
+      s += little ? std::string{char(v & 0xff), char(v >> 8)} : std::string{char(v >> 8), char(v & 0xff)};
+    };
+    auto put32 = [&](uint32_t v) {
+      if (little) { put16(v & 0xffff); put16(v >> 16); } else { put16(v >> 16); put16(v & 0xffff); }
+    };
+    s += little ? "II" : "MM";
+    put16(42);
+    put32(8);
+    put16(1);
+    put16(tag);
+    put16(type);
+    put32(count);
+    put16(value);
+    put16(0);
+    put32(0);
+    return s;
+  };
+  EXPECT_EQ(jpeg_direct::ExifOrientation(exif(true, 0x0112, 3, 1, 6)), 6);
+  EXPECT_EQ(jpeg_direct::ExifOrientation(exif(false, 0x0112, 3, 1, 1)), 1);
+  EXPECT_EQ(jpeg_direct::ExifOrientation(exif(true, 0x010f, 2, 4, 0)), 1) << "no orientation tag";
+  EXPECT_EQ(jpeg_direct::ExifOrientation(exif(true, 0x0112, 3, 1, 9)), std::nullopt);
+  EXPECT_EQ(jpeg_direct::ExifOrientation(exif(true, 0x0112, 4, 1, 1)), std::nullopt);
+  std::string cut = exif(true, 0x0112, 3, 1, 1);
+  EXPECT_EQ(jpeg_direct::ExifOrientation(cut.substr(0, 20)), std::nullopt);
+  EXPECT_EQ(jpeg_direct::ExifOrientation("Exif"), std::nullopt);
+  EXPECT_EQ(jpeg_direct::ExifOrientation(std::string("Exif\0\0XX*\0", 10)), std::nullopt);
 }
 
 // A WebP whose frame data is damaged (found by image_fuzz): depending on how libvips schedules

@@ -29,10 +29,15 @@ struct ShardResult {
 // Called with bytes hashed so far and the total to hash (from any worker thread, serialized).
 using ProgressFn = std::function<void(uint64_t done, uint64_t total)>;
 
+// Called once per hashed shard as it finishes (serialized): its result, how many shards have
+// finished and how many are hashed in all.
+using ShardDoneFn = std::function<void(const ShardResult& shard, size_t finished, size_t count)>;
+
 struct ShardCheckOptions {
   bool verify_md5 = false;  // read every byte and compare md5sum
   int threads = 0;          // 0: one per core
   ProgressFn progress;
+  ShardDoneFn on_shard;
 };
 
 // For each shard: inside the folder after following links, present, of the recorded size and,

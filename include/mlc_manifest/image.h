@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mlc_manifest/contract.h"
@@ -78,6 +79,13 @@ class RowResizer {
 
   // Source rows [y, y + count), RGB, `stride` bytes apart.
   void PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride);
+  // The same for RGBX rows (4 bytes a pixel, X ignored) whose first pixel is source column
+  // `first_column`; each row must hold at least the columns of NeededColumns().
+  void PushRgbxRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride,
+                    int64_t first_column);
+  // The source columns [first, last) and rows the window reads; a decoder may skip the rest.
+  std::pair<int64_t, int64_t> NeededColumns() const;
+  std::pair<int64_t, int64_t> NeededRows() const;
   // The plan.width x plan.height result; rows that were never pushed count as black.
   RgbImage Finish();
 

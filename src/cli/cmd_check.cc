@@ -1,6 +1,7 @@
 // `mlc-manifest check DIR`: every verdict about a package before it is published.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -11,17 +12,62 @@
 namespace mlc::cli {
 namespace {
 
-// A one-line progress bar on stderr, redrawn at most once per percent.
+// Throughput and time left of the hashing so far.
+struct Rate {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  // MB/s so far and seconds left at that rate (negative when not yet known).
+  std::pair<double, double> At(uint64_t done, uint64_t total) const {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double mbs = s > 0 ? static_cast<double>(done) / 1e6 / s : 0;
+    const double left = mbs > 0 ? static_cast<double>(total - std::min(done, total)) / 1e6 / mbs : -1;
+    return {mbs, left};
+  }
+};
+
+std::string SecondsText(double s) {
+  if (s < 0) return "?";
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.1f s", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%d:%02d", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  }
+  return buf;
+}
+
+// On a terminal: a one-line progress bar on stderr with MB/s and the time left, redrawn at most
+// once per percent.
 ProgressFn TerminalProgress() {
   auto last = std::make_shared<int>(-1);
-  return [last](uint64_t done, uint64_t total) {
+  auto rate = std::make_shared<Rate>();
+  return [last, rate](uint64_t done, uint64_t total) {
     int pct = total ? static_cast<int>(done * 100 / total) : 100;
     if (pct == *last) return;
     *last = pct;
     int bars = pct * 30 / 100;
-    std::fprintf(stderr, "\rverifying shards [%s%s] %3d%% %.1f/%.1f MiB", std::string(bars, '#').c_str(),
-                 std::string(30 - bars, ' ').c_str(), pct, done / 1048576.0, total / 1048576.0);
+    auto [mbs, left] = rate->At(done, total);
+    std::fprintf(stderr, "\rverifying shards [%s%s] %3d%% %.1f/%.1f MiB  %.0f MB/s  %s left  ",
+                 std::string(bars, '#').c_str(), std::string(30 - bars, ' ').c_str(), pct,
+                 done / 1048576.0, total / 1048576.0, mbs, SecondsText(left).c_str());
     if (done >= total) std::fprintf(stderr, "\n");
+  };
+}
+
+// Not on a terminal (a log): one line on stderr per shard as it finishes.
+ShardDoneFn ShardLines() {
+  struct State {
+    Rate rate;
+    uint64_t bytes = 0, total = 0;
+  };
+  auto state = std::make_shared<State>();
+  return [state](const ShardResult& r, size_t finished, size_t count) {
+    state->bytes += r.actual_size;
+    // The total is known only from the shards seen: estimate it from their mean size.
+    const uint64_t total = state->bytes / finished * count;
+    auto [mbs, left] = state->rate.At(state->bytes, total);
+    std::fprintf(stderr, "verified %zu/%zu %s: %s (%.1f MB; %.0f MB/s, %s left)\n", finished, count,
+                 r.data_path.c_str(), ShardStatusName(r.status), r.actual_size / 1e6, mbs,
+                 SecondsText(left).c_str());
   };
 }
 
@@ -89,7 +135,11 @@ const Registration kCheck(50, [](CLI::App& app) {
       o.device = d;
     }
     if (a->memory >= 0 && o.device) o.device->memory_bytes = a->memory;
-    if (!a->json && ::isatty(2)) o.shard_options.progress = TerminalProgress();
+    if (!a->json && ::isatty(2)) {
+      o.shard_options.progress = TerminalProgress();
+    } else if (!a->json) {
+      o.shard_options.on_shard = ShardLines();
+    }
     CheckReport report = CheckPackage(a->dir, o);
     if (a->json) {
       PrintJson(report.ToJson());

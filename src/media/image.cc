@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "media/jpeg_direct.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 
@@ -40,6 +41,10 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
                                    int64_t width, const ImageOptions& options) {
   if (height < 1 || width < 1) {
     return Error{ErrorCode::kUsage, "", "target size must be at least 1x1"};
+  }
+  // The common photo (a plain upright YCbCr JPEG) needs neither libvips nor its start-up.
+  if (auto direct = jpeg_direct::Prepare(bytes, mode, height, width, options)) {
+    return std::move(*direct);
   }
   auto info = ProbeImage(bytes, options);
   if (!info) return info.take_errors();

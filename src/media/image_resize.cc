@@ -8,6 +8,10 @@
 #include <cstring>
 #include <limits>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include "mlc_manifest/image.h"
 
 namespace mlc {
@@ -128,6 +132,129 @@ void HorizontalRow(const uint8_t* in, const AxisWeights& w, uint8_t* out) {
   }
 }
 
+// Horizontal pass over one RGBX source row (4 bytes a pixel; `in` is source column `c0`): the same
+// sums as HorizontalRow, in the same integer arithmetic, so the result is identical.
+void HorizontalRowRgbxScalar(const uint8_t* in, int64_t c0, const AxisWeights& w, uint8_t* out) {
+  const int64_t cols = static_cast<int64_t>(w.first.size());
+  for (int64_t x = 0; x < cols; ++x) {
+    const int32_t* k = &w.weights[static_cast<size_t>(x) * w.ksize];
+    const uint8_t* p = in + static_cast<size_t>(w.first[x] - c0) * 4;
+    int32_t r = kHalf, g = kHalf, b = kHalf;
+    for (int32_t t = 0, n = w.count[x]; t < n; ++t) {
+      r += p[4 * t] * k[t];
+      g += p[4 * t + 1] * k[t];
+      b += p[4 * t + 2] * k[t];
+    }
+    out[3 * x] = Clip8(r);
+    out[3 * x + 1] = Clip8(g);
+    out[3 * x + 2] = Clip8(b);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The weights of an axis with each tap repeated four times (one per RGBX lane), so that a
+// 256-bit load gives two taps' multipliers; per output pixel, ksize rounded up to even taps.
+std::vector<int32_t> SpreadWeights(const AxisWeights& w) {
+  const size_t stride = static_cast<size_t>((w.ksize + 1) / 2 * 2) * 4;
+  std::vector<int32_t> out(w.first.size() * stride, 0);
+  for (size_t x = 0; x < w.first.size(); ++x) {
+    for (int32_t t = 0; t < w.count[x]; ++t) {
+      for (int lane = 0; lane < 4; ++lane) {
+        out[x * stride + static_cast<size_t>(t) * 4 + lane] = w.weights[x * w.ksize + static_cast<size_t>(t)];
+      }
+    }
+  }
+  return out;
+}
+
+// AVX2: two taps (two RGBX pixels widened to 8 int32 lanes) per multiply, two accumulators to
+// hide the multiply's latency. Integer sums are exact, so the order does not change the result.
+__attribute__((target("avx2"))) void HorizontalRowRgbxAvx2(const uint8_t* in, int64_t c0,
+                                                           const AxisWeights& w,
+                                                           const std::vector<int32_t>& spread,
+                                                           uint8_t* out) {
+  const int64_t cols = static_cast<int64_t>(w.first.size());
+  const size_t stride = static_cast<size_t>((w.ksize + 1) / 2 * 2) * 4;
+  const __m128i half = _mm_set1_epi32(kHalf);
+  for (int64_t x = 0; x < cols; ++x) {
+    const int32_t* k = spread.data() + static_cast<size_t>(x) * stride;
+    const uint8_t* p = in + static_cast<size_t>(w.first[x] - c0) * 4;
+    const int32_t n = w.count[x];
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    int32_t t = 0;
+    for (; t + 4 <= n; t += 4) {
+      const __m256i p0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t)));
+      const __m256i p1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t + 8)));
+      const __m256i k0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t));
+      const __m256i k1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t + 8));
+      acc0 = _mm256_add_epi32(acc0, _mm256_mullo_epi32(p0, k0));
+      acc1 = _mm256_add_epi32(acc1, _mm256_mullo_epi32(p1, k1));
+    }
+    if (t + 2 <= n) {
+      const __m256i p0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t)));
+      const __m256i k0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t));
+      acc0 = _mm256_add_epi32(acc0, _mm256_mullo_epi32(p0, k0));
+      t += 2;
+    }
+    acc0 = _mm256_add_epi32(acc0, acc1);
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(acc0), _mm256_extracti128_si256(acc0, 1));
+    if (t < n) {  // the odd last tap: one pixel, read as exactly its 4 bytes
+      int32_t pixel = 0;
+      std::memcpy(&pixel, p + 4 * t, 4);
+      sum = _mm_add_epi32(sum, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(pixel)),
+                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 4 * t))));
+    }
+    sum = _mm_add_epi32(sum, half);
+    alignas(16) int32_t v[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(v), sum);
+    out[3 * x] = Clip8(v[0]);
+    out[3 * x + 1] = Clip8(v[1]);
+    out[3 * x + 2] = Clip8(v[2]);
+  }
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+// `spread` is SpreadWeights(w) where AVX2 is used (HasAvx2), else empty.
+void HorizontalRowRgbx(const uint8_t* in, int64_t c0, const AxisWeights& w,
+                       const std::vector<int32_t>& spread, uint8_t* out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!spread.empty()) return HorizontalRowRgbxAvx2(in, c0, w, spread, out);
+#endif
+  (void)spread;
+  HorizontalRowRgbxScalar(in, c0, w, out);
+}
+
+// a[x] += r[x] * k over a row of bytes: the vertical pass's inner loop.
+void AccumulateRowScalar(const uint8_t* r, int32_t k, int64_t n, int32_t* a) {
+  for (int64_t x = 0; x < n; ++x) a[x] += r[x] * k;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2"))) void AccumulateRowAvx2(const uint8_t* r, int32_t k, int64_t n,
+                                                       int32_t* a) {
+  const __m256i kv = _mm256_set1_epi32(k);
+  int64_t x = 0;
+  for (; x + 8 <= n; x += 8) {
+    const __m256i p = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + x)));
+    __m256i* dst = reinterpret_cast<__m256i*>(a + x);
+    _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), _mm256_mullo_epi32(p, kv)));
+  }
+  for (; x < n; ++x) a[x] += r[x] * k;
+}
+#endif
+
+void AccumulateRow(const uint8_t* r, int32_t k, int64_t n, int32_t* a) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HasAvx2()) return AccumulateRowAvx2(r, k, n, a);
+#endif
+  AccumulateRowScalar(r, k, n, a);
+}
+
 // Vertical pass: output row j combines rows of `in` (row `row0` of the source is in[0]).
 void VerticalPass(const uint8_t* in, int64_t stride, int64_t row0, int64_t row_bytes,
                   const AxisWeights& w, uint8_t* dst) {
@@ -138,9 +265,7 @@ void VerticalPass(const uint8_t* in, int64_t stride, int64_t row0, int64_t row_b
     const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
     for (int32_t t = 0, n = w.count[j]; t < n; ++t) {
       const uint8_t* r = in + static_cast<size_t>(w.first[j] + t - row0) * stride;
-      const int32_t kt = k[t];
-      int32_t* a = acc.data();
-      for (int64_t x = 0; x < row_bytes; ++x) a[x] += r[x] * kt;
+      AccumulateRow(r, k[t], row_bytes, acc.data());
     }
     uint8_t* out = dst + static_cast<size_t>(j) * row_bytes;
     for (int64_t x = 0; x < row_bytes; ++x) out[x] = Clip8(acc[x]);
@@ -198,6 +323,7 @@ struct RowResizer::State {
   int64_t row0 = 0, row1 = 0;  // source rows the window needs
   int64_t row_bytes = 0;
   std::vector<uint8_t> mid;    // rows [row0, row1) after the horizontal pass
+  std::vector<int32_t> wh_spread;  // wh for the AVX2 RGBX pass, made on its first use
 };
 
 RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
@@ -248,6 +374,42 @@ void RowResizer::PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t
       std::memcpy(out, in + s.plan.left * 3, s.row_bytes);
     }
   }
+}
+
+void RowResizer::PushRgbxRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride,
+                              int64_t first_column) {
+  State& s = *state_;
+  if (s.empty) return;
+  for (int64_t i = std::max(y, s.row0), end = std::min(y + count, s.row1); i < end; ++i) {
+    const uint8_t* row = rows + static_cast<size_t>(i - y) * stride;
+    uint8_t* out = s.mid.data() + static_cast<size_t>(i - s.row0) * s.row_bytes;
+    if (s.need_h) {
+#if defined(__x86_64__) && defined(__GNUC__)
+      if (s.wh_spread.empty() && HasAvx2()) s.wh_spread = SpreadWeights(s.wh);
+#endif
+      HorizontalRowRgbx(row, first_column, s.wh, s.wh_spread, out);
+    } else {
+      const uint8_t* in = row + (s.plan.left - first_column) * 4;
+      for (int64_t x = 0; x < s.plan.width; ++x) std::memcpy(out + 3 * x, in + 4 * x, 3);
+    }
+  }
+}
+
+std::pair<int64_t, int64_t> RowResizer::NeededColumns() const {
+  const State& s = *state_;
+  if (s.empty) return {0, 0};
+  if (!s.need_h) return {s.plan.left, s.plan.left + s.plan.width};
+  int64_t first = s.plan.source_width, last = 0;
+  for (size_t j = 0; j < s.wh.first.size(); ++j) {
+    first = std::min<int64_t>(first, s.wh.first[j]);
+    last = std::max<int64_t>(last, s.wh.first[j] + s.wh.count[j]);
+  }
+  return {first, std::max(first, last)};
+}
+
+std::pair<int64_t, int64_t> RowResizer::NeededRows() const {
+  const State& s = *state_;
+  return s.empty ? std::pair<int64_t, int64_t>{0, 0} : std::pair<int64_t, int64_t>{s.row0, s.row1};
 }
 
 RgbImage RowResizer::Finish() {

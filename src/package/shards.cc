@@ -135,6 +135,12 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       options.progress(d, total);
     }
   };
+  size_t finished = 0;
+  auto shard_done = [&](const ShardResult& r) {
+    if (!options.on_shard) return;
+    std::lock_guard<std::mutex> lock(progress_mu);
+    options.on_shard(r, ++finished, to_hash.size());
+  };
   auto worker = [&]() {
     for (size_t k; (k = next.fetch_add(1)) < to_hash.size();) {
       size_t i = to_hash[k];
@@ -144,6 +150,7 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       if (!md5) {
         r.status = ShardStatus::kIoError;
         r.message = s.data_path + ": " + md5.error().message;
+        shard_done(r);
         continue;
       }
       r.actual_md5 = *md5;
@@ -154,6 +161,7 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
         r.status = ShardStatus::kOk;
         r.message = s.data_path + ": ok";
       }
+      shard_done(r);
     }
   };
   int threads = options.threads > 0 ? options.threads
