@@ -84,6 +84,29 @@ class KvState : public RuntimeObject {
   virtual int64_t TotalLength() const = 0;  // positions held
 };
 
+// A KV cache holding several sequences in pages (MLC's paged KV cache and its
+// kv_state_add_sequence / remove / fork / begin_forward / end_forward builtins). Between
+// BeginForward and EndForward a prefill call runs the named sequences with their new positions
+// laid end to end (total_len = the sum of lengths) and returns the logits of each sequence's last
+// position, [1, n_seq, vocab]; decode_tokens [batch_size, 1] returns [batch_size, 1, vocab].
+// Without BeginForward a call runs the only sequence (added as id 0 on first use), as a
+// one-sequence cache does.
+class PagedKvState : public KvState {
+ public:
+  virtual Status AddSequence(int64_t seq_id) = 0;
+  virtual Status RemoveSequence(int64_t seq_id) = 0;
+  // The child starts as a copy of the parent's positions.
+  virtual Status ForkSequence(int64_t parent_id, int64_t child_id) = 0;
+  // Fails (changing nothing) for an unknown or repeated id, or when the pages cannot hold them.
+  virtual Status BeginForward(std::span<const int64_t> seq_ids,
+                              std::span<const int64_t> append_lengths) = 0;
+  virtual void EndForward() = 0;
+  virtual Result<int64_t> SequenceLength(int64_t seq_id) const = 0;
+  virtual int64_t PageSize() const = 0;
+  virtual int64_t FreePages() const = 0;
+  virtual int64_t TotalPages() const = 0;
+};
+
 // The parameters, in the order the library asked for them.
 class ParameterSet : public RuntimeObject {
  public:

@@ -73,8 +73,14 @@ NDArray FloatTensor(const std::vector<float>& v, std::vector<int64_t> shape) {
   return a;
 }
 
-std::vector<Value> LogitsAndKv(const std::vector<float>& logits, const ObjectRef& kv) {
-  return {FloatTensor(logits, {1, 1, static_cast<int64_t>(logits.size())}), kv};
+// Logits of each sequence of the call: [1, n_seq, vocab] for prefill, [n_seq, 1, vocab] for
+// decode_tokens (one row per batch entry).
+std::vector<Value> LogitsAndKv(const Config& c, const std::vector<float>& logits, const ObjectRef& kv,
+                               bool batch_major = false) {
+  int64_t n = static_cast<int64_t>(logits.size()) / c.vocab_size;
+  std::vector<int64_t> shape = batch_major ? std::vector<int64_t>{n, 1, c.vocab_size}
+                                           : std::vector<int64_t>{1, n, c.vocab_size};
+  return {FloatTensor(logits, std::move(shape)), kv};
 }
 
 class Library : public ModelLibrary {
@@ -172,15 +178,15 @@ class Library : public ModelLibrary {
         AddModality(c, *w, kModalityText, row);
       }
     }
-    auto logits = Forward(c, *w, **kv, std::move(x), n);
+    auto logits = Forward(c, *w, **kv, std::move(x), n, "prefill_tokens");
     if (!logits) return logits.take_errors();
-    return LogitsAndKv(*logits, r.Ref(3));
+    return LogitsAndKv(c, *logits, r.Ref(3));
   }
 
   static Result<std::vector<Value>> DecodeTokens(const Config& c, Args args) {
     ArgReader r("decode_tokens", args);
     if (Status s = r.Count(3); !s) return s.errors();
-    auto ids = r.Tensor(0, DlInt32(), {1, 1});
+    auto ids = r.Tensor(0, DlInt32(), {-1, 1});  // [batch_size, 1]
     if (!ids) return ids.take_errors();
     auto kv = r.Object<KvCache>(1);
     if (!kv) return kv.take_errors();
@@ -188,14 +194,19 @@ class Library : public ModelLibrary {
     if (!params) return params.take_errors();
     auto w = Weights::From(c, **params);
     if (!w) return w.take_errors();
-    std::span<const int32_t> id_span(ids->data<int32_t>(), 1);
+    int64_t batch = ids->shape()[0];
+    std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(batch));
     if (Status s = CheckIds("decode_tokens", c, id_span); !s) return s.errors();
-    std::vector<float> x(static_cast<size_t>(c.hidden_size));
+    std::vector<float> x(static_cast<size_t>(batch * c.hidden_size));
     EmbedTokens(c, *w, id_span, x.data());
-    AddModality(c, *w, kModalityText, x.data());
-    auto logits = Forward(c, *w, **kv, std::move(x), 1);
+    for (int64_t b = 0; b < batch; ++b) AddModality(c, *w, kModalityText, x.data() + b * c.hidden_size);
+    // Each batch entry is one position of its own sequence (as begin_forward named them).
+    auto logits = Forward(c, *w, **kv, std::move(x), batch, "decode_tokens");
     if (!logits) return logits.take_errors();
-    return LogitsAndKv(*logits, r.Ref(1));
+    if (static_cast<int64_t>(logits->size()) != batch * c.vocab_size) {
+      return Invalid("decode_tokens", "each batch entry must be a sequence of its own, appending one position");
+    }
+    return LogitsAndKv(c, *logits, r.Ref(1), true);
   }
 
   // prefill (embeddings [1, n, hidden]) and decode (embeddings [1, 1, hidden]).
@@ -213,9 +224,9 @@ class Library : public ModelLibrary {
     if (!w) return w.take_errors();
     int64_t n = e->shape()[1];
     std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
-    auto logits = Forward(c, *w, **kv, std::move(x), n);
+    auto logits = Forward(c, *w, **kv, std::move(x), n, fn);
     if (!logits) return logits.take_errors();
-    return LogitsAndKv(*logits, r.Ref(1));
+    return LogitsAndKv(c, *logits, r.Ref(1));
   }
 
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
@@ -228,16 +239,17 @@ class Library : public ModelLibrary {
       if (!x) return x.take_errors();
       v.push_back(*x);
     }
-    if (v[0] != 1 || v[1] < 1 || v[1] > (int64_t{1} << 20) || v[2] < 1 || v[3] < 1) {
+    if (v[0] < 1 || v[0] > 1024 || v[1] < 1 || v[1] > (int64_t{1} << 20) || v[2] < 1 ||
+        v[3] < 1 || v[3] > 4096) {
       return Invalid("create_tir_paged_kv_cache",
-                     "expected max_batch_size 1, 1 <= max_total_seq_len <= 1048576, "
-                     "prefill_chunk_size >= 1 and page_size >= 1");
+                     "expected 1 <= max_batch_size <= 1024, 1 <= max_total_seq_len <= 1048576, "
+                     "prefill_chunk_size >= 1 and 1 <= page_size <= 4096");
     }
     if (v[4] != 0) {
       return Error{ErrorCode::kUnsupported, "create_tir_paged_kv_cache",
                    "the reference KV cache has no sliding window"};
     }
-    return std::vector<Value>{ObjectRef(std::make_shared<KvCache>(c, v[1]))};
+    return std::vector<Value>{ObjectRef(std::make_shared<KvCache>(c, v[1], v[3], v[0]))};
   }
 
   static Result<std::vector<Value>> Audio(const Config& c, Args args) {

@@ -45,16 +45,16 @@ void Rope(float* v, int64_t heads, int64_t head_dim, int64_t pos, double theta) 
   }
 }
 
-// Attention of one query row over cache positions [0, upto].
-void Attend(const Config& c, const float* q, const std::vector<float>& keys,
-            const std::vector<float>& values, int64_t upto, float* out) {
-  int64_t hd = c.head_dim(), hs = c.hidden_size;
+// Attention of one query row over the sequence's cache positions [0, upto].
+void Attend(const Config& c, KvCache& kv, int64_t l, int64_t seq, const float* q, int64_t upto,
+            float* out) {
+  int64_t hd = c.head_dim();
   std::vector<float> scores(static_cast<size_t>(upto + 1));
   float inv = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
   for (int64_t h = 0; h < c.num_heads; ++h) {
     float max_s = -INFINITY;
     for (int64_t p = 0; p <= upto; ++p) {
-      const float* k = keys.data() + p * hs + h * hd;
+      const float* k = kv.Key(l, seq, p) + h * hd;
       float s = 0;
       for (int64_t d = 0; d < hd; ++d) s += q[h * hd + d] * k[d];
       scores[p] = s * inv;
@@ -67,25 +67,24 @@ void Attend(const Config& c, const float* q, const std::vector<float>& keys,
     }
     for (int64_t d = 0; d < hd; ++d) out[h * hd + d] = 0;
     for (int64_t p = 0; p <= upto; ++p) {
-      const float* v = values.data() + p * hs + h * hd;
+      const float* v = kv.Value(l, seq, p) + h * hd;
       float wgt = scores[p] / sum;
       for (int64_t d = 0; d < hd; ++d) out[h * hd + d] += wgt * v[d];
     }
   }
 }
 
-// One decoder layer over rows [start, start + n) of the cache; x is updated in place.
-void Layer(const Config& c, const Weights& w, KvCache& kv, int64_t l, float* x, int64_t n,
-           int64_t start) {
-  int64_t hs = c.hidden_size, ff = c.intermediate_size;
+// One decoder layer over a segment's rows (positions [start, start + n) of its sequence); x is
+// updated in place.
+void Layer(const Config& c, const Weights& w, KvCache& kv, int64_t l, float* x,
+           const KvCache::Segment& seg) {
+  int64_t hs = c.hidden_size, ff = c.intermediate_size, n = seg.length, start = seg.start;
   std::vector<float> h(hs), q(static_cast<size_t>(n * hs)), attn(hs), tmp(hs), up(ff);
-  auto& keys = kv.keys[l];
-  auto& values = kv.values[l];
   for (int64_t i = 0; i < n; ++i) {  // projections and cache writes first (causal order kept)
     RmsNorm(x + i * hs, w[LayerName(l, "attn_norm.weight")], hs, c.rms_norm_eps, h.data());
     MatVec(w[LayerName(l, "attn.wq")], h.data(), hs, hs, q.data() + i * hs);
-    float* k = keys.data() + (start + i) * hs;
-    float* v = values.data() + (start + i) * hs;
+    float* k = kv.Key(l, seg.seq_id, start + i);
+    float* v = kv.Value(l, seg.seq_id, start + i);
     MatVec(w[LayerName(l, "attn.wk")], h.data(), hs, hs, k);
     MatVec(w[LayerName(l, "attn.wv")], h.data(), hs, hs, v);
     Rope(q.data() + i * hs, c.num_heads, c.head_dim(), start + i, c.rope_theta);
@@ -93,7 +92,7 @@ void Layer(const Config& c, const Weights& w, KvCache& kv, int64_t l, float* x, 
   }
   for (int64_t i = 0; i < n; ++i) {
     float* xi = x + i * hs;
-    Attend(c, q.data() + i * hs, keys, values, start + i, attn.data());
+    Attend(c, kv, l, seg.seq_id, q.data() + i * hs, start + i, attn.data());
     MatVec(w[LayerName(l, "attn.wo")], attn.data(), hs, hs, tmp.data());
     for (int64_t d = 0; d < hs; ++d) xi[d] += tmp[d];
     RmsNorm(xi, w[LayerName(l, "mlp_norm.weight")], hs, c.rms_norm_eps, h.data());
@@ -201,11 +200,6 @@ std::vector<ParamSpec> ParamSpecs(const Config& c) {
   return out;
 }
 
-KvCache::KvCache(const Config& c, int64_t capacity)
-    : capacity_(capacity),
-      keys(static_cast<size_t>(c.num_layers), std::vector<float>(static_cast<size_t>(capacity * c.hidden_size))),
-      values(static_cast<size_t>(c.num_layers), std::vector<float>(static_cast<size_t>(capacity * c.hidden_size))) {}
-
 Result<Weights> Weights::From(const Config& c, const ParameterSet& params) {
   Weights w;
   std::map<std::string, const NDArray*> given;
@@ -231,20 +225,21 @@ Result<Weights> Weights::From(const Config& c, const ParameterSet& params) {
 }
 
 Result<std::vector<float>> Forward(const Config& c, const Weights& w, KvCache& kv,
-                                   std::vector<float> x, int64_t n) {
-  if (n < 1) return Invalid("", "a forward pass needs at least one position");
-  if (kv.length_ + n > kv.capacity_) {
-    return Invalid("kv_cache", "the KV cache holds " + std::to_string(kv.length_) + " of " +
-                                   std::to_string(kv.capacity_) + " positions and cannot take " +
-                                   std::to_string(n) + " more");
+                                   std::vector<float> x, int64_t n, const std::string& function) {
+  if (n < 1) return Invalid(function, "a forward pass needs at least one position");
+  auto segments = kv.Prepare(function, n);
+  if (!segments) return segments.take_errors();
+  int64_t hs = c.hidden_size, row = 0;
+  std::vector<float> h(hs), logits(static_cast<size_t>(segments->size() * c.vocab_size));
+  for (size_t s = 0; s < segments->size(); ++s) {  // each sequence on its own rows
+    const KvCache::Segment& seg = (*segments)[s];
+    float* rows = x.data() + row * hs;
+    for (int64_t l = 0; l < c.num_layers; ++l) Layer(c, w, kv, l, rows, seg);
+    kv.Commit(seg);
+    row += seg.length;
+    RmsNorm(rows + (seg.length - 1) * hs, w["final_norm.weight"], hs, c.rms_norm_eps, h.data());
+    MatVec(w["lm_head.weight"], h.data(), c.vocab_size, hs, logits.data() + s * c.vocab_size);
   }
-  int64_t start = kv.length_;
-  for (int64_t l = 0; l < c.num_layers; ++l) Layer(c, w, kv, l, x.data(), n, start);
-  kv.length_ += n;
-  int64_t hs = c.hidden_size;
-  std::vector<float> h(hs), logits(c.vocab_size);
-  RmsNorm(x.data() + (n - 1) * hs, w["final_norm.weight"], hs, c.rms_norm_eps, h.data());
-  MatVec(w["lm_head.weight"], h.data(), c.vocab_size, hs, logits.data());
   return logits;
 }
 

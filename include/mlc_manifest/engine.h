@@ -1,0 +1,175 @@
+// Batching over one model: several sequences in one paged KV cache (BatchModel: prefill chunks
+// of several sequences laid end to end in one call, one decode call for a whole batch), and the
+// continuous-batching Engine on top (requests join and leave between decode steps, prefill chunks
+// of new requests interleave with decode under prefill_chunk_size, a bounded queue, per-request
+// limits, stop ids and strings, sampling, cancellation, the KV page budget).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/runtime.h"
+#include "mlc_manifest/tokenizer.h"
+
+namespace mlc {
+
+struct BatchOptions {
+  int64_t max_batch_size = 8;  // sequences at once
+  int64_t kv_positions = 0;    // KV capacity over all sequences; 0: context window x batch size
+  int64_t page_size = 16;
+};
+
+// A prompt ready to prefill into a sequence: its plan and the adapter outputs its chunks use.
+struct PreparedPrompt {
+  PrefillPlan plan;
+  std::vector<NDArray> outputs;  // per piece; defined for media pieces
+};
+
+// One sequence's part of a batched prefill call.
+struct SequenceChunk {
+  int64_t seq_id = 0;
+  const PrefillChunk* chunk = nullptr;
+  NDArray embeds;  // [chunk size, hidden] float32
+};
+
+class BatchModel {
+ public:
+  // Creates the KV cache with create_kv_cache(max_batch_size, kv_positions, prefill_chunk_size,
+  // page_size, 0); the library's cache must hold several sequences (PagedKvState).
+  static Result<std::unique_ptr<BatchModel>> Create(const LoadedModel& model,
+                                                    const BatchOptions& options);
+
+  PagedKvState& kv() { return *kv_; }
+  const PlanLimits& limits() const { return limits_; }
+  int64_t max_batch_size() const { return options_.max_batch_size; }
+
+  // Runs the adapters of a prompt and plans it for a sequence holding kv_length positions (the
+  // context check runs before an image adapter and again once audio rows are known).
+  Result<PreparedPrompt> Prepare(const TurnInput& input, int64_t kv_length);
+  // The embeddings of a planned chunk: embed_tokens for text, the adapter rows otherwise.
+  Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const PreparedPrompt& prompt);
+  // One prefill call over several sequences (each at most once), their positions laid end to
+  // end; returns each sequence's last-position logits, in order.
+  Result<std::vector<std::vector<float>>> Prefill(std::span<const SequenceChunk> chunks);
+  // One decode step for several sequences (decode_tokens [batch, 1]; for the embed pair
+  // decode_embeds [1, 1, hidden] at batch 1, else prefill_embeds with one position each).
+  Result<std::vector<std::vector<float>>> Decode(std::span<const int64_t> seq_ids,
+                                                 std::span<const int32_t> tokens);
+
+ private:
+  BatchModel(const LoadedModel& model, const BatchOptions& options);
+  Result<NDArray> Embed(std::span<const int32_t> ids);
+  Result<NDArray> RunAdapter(const MediaPiece& media, const NDArray& input);
+  Result<std::vector<std::vector<float>>> Call(const PackedFunction& fn, const std::string& name,
+                                               std::vector<Value> args,
+                                               std::span<const int64_t> seq_ids,
+                                               std::span<const int64_t> lengths);
+
+  BoundModel model_;
+  std::shared_ptr<ParameterSet> params_;
+  PlanLimits limits_;
+  std::optional<int64_t> hidden_size_;
+  BatchOptions options_;
+  ObjectRef kv_ref_;
+  PagedKvState* kv_ = nullptr;
+};
+
+// ---- Continuous batching ----
+
+struct EngineOptions {
+  BatchOptions batch;
+  size_t max_queue = 64;           // waiting requests; Submit fails beyond it
+  int64_t prefill_chunk_size = 0;  // positions of prefill per step; 0: the model's
+};
+
+struct GenerationRequest {
+  TurnInput input;
+  int64_t max_tokens = 256;  // capped so that prompt + reply fit the context window
+  SamplerConfig sampler;
+  std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> stop_strings;  // needs a tokenizer
+};
+
+// What the engine reports about a request, in order; the last one has done set.
+struct StreamEvent {
+  std::string text;             // new text, safe to show (stop strings are cut)
+  std::vector<int32_t> tokens;  // tokens kept since the previous event
+  bool done = false;
+  std::string finish_reason;  // when done: "stop", "length", "cancelled" or "error"
+  Errors errors;              // finish_reason "error"
+  int64_t prompt_tokens = 0;  // when done (and on the first event): positions prefilled
+  int64_t completion_tokens = 0;
+};
+// Called on the engine's thread; it must not block for long.
+using StreamSink = std::function<void(const StreamEvent& event)>;
+
+class Engine {
+ public:
+  // The model must outlive the engine; the tokenizer (nullptr: no text, no stop strings) too.
+  static Result<std::unique_ptr<Engine>> Start(const LoadedModel& model, const Tokenizer* tokenizer,
+                                               const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; its events go to sink. kLimit when the queue is full, kUsage after
+  // Shutdown or for a request that can never run (stop strings without a tokenizer, bad sampler).
+  Result<uint64_t> Submit(GenerationRequest request, StreamSink sink);
+  // Ends a queued or running request (its last event says "cancelled"); unknown ids are ignored.
+  void Cancel(uint64_t id);
+  // Stops accepting requests; with drain, finishes the queued and running ones first, else
+  // cancels them. Returns once the engine's thread has ended.
+  void Shutdown(bool drain);
+
+  struct Stats {
+    size_t queued = 0;
+    size_t running = 0;
+    int64_t free_pages = 0;
+    int64_t total_pages = 0;
+    int64_t steps = 0;          // scheduler iterations that called the model
+    int64_t max_running = 0;    // most requests running at once so far
+  };
+  Stats stats() const;
+
+ private:
+  struct Active;
+  Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options);
+  void Loop();
+  void AdmitWaiting(std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  void RunPrefill(std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  void Accept(Active& a, const std::vector<float>& logits,
+              std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  void Finish(Active& a, std::string reason, Errors errors,
+              std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  void DropFinished();
+
+  std::unique_ptr<BatchModel> batch_;
+  const Tokenizer* tokenizer_;
+  EngineOptions options_;
+  int64_t reserved_pages_ = 0;  // engine thread only
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> queue_;     // guarded by mu_
+  std::vector<std::unique_ptr<Active>> running_;  // engine thread; sizes mirrored into stats
+  std::set<uint64_t> cancelled_;                  // guarded by mu_
+  uint64_t next_id_ = 1;
+  bool accepting_ = true;
+  bool draining_ = true;
+  bool stop_ = false;
+  Stats stats_;
+  std::thread thread_;
+};
+
+}  // namespace mlc

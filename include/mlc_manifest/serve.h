@@ -1,0 +1,87 @@
+// The OpenAI-compatible HTTP front of the engine: POST /v1/chat/completions (plain JSON or
+// server-sent events with stream: true; text, input_audio and image_url content parts),
+// GET /v1/models and GET /health, with limits on body size, concurrent requests and time, every
+// bad request answered with an OpenAI-style error object. Also the parser of a chat completion
+// request, usable on its own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
+
+namespace mlc {
+
+// ---- The request document ----
+
+struct ChatCompletionLimits {
+  int64_t max_tokens = 4096;     // a larger max_tokens is an error
+  int64_t default_max_tokens = 256;
+  size_t max_stop_strings = 4;   // as OpenAI
+  size_t max_messages = 256;
+};
+
+struct ChatCompletionRequest {
+  std::string model;
+  std::vector<ChatMessage> messages;
+  int64_t max_tokens = 0;
+  SamplerConfig sampler;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Parses the body of POST /v1/chat/completions (OpenAI's schema; unknown fields are ignored).
+// `defaults` gives temperature and top_p when the request leaves them out. Errors carry the
+// JSON Pointer of the field.
+Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
+                                                         const ChatCompletionLimits& limits,
+                                                         const SamplerConfig& defaults);
+
+// {"error": {"message", "type", "param", "code"}}: type "invalid_request_error" for kInvalid /
+// kUsage / kUnsupported, "rate_limit_error"-style names are given by the caller.
+OrderedJson OpenAiError(const std::string& message, const std::string& type,
+                        const std::string& param = "", const std::string& code = "");
+OrderedJson OpenAiError(const Errors& errors);
+
+// ---- The server ----
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;             // 0: any free port (see Server::port)
+  size_t max_body_bytes = 32u << 20;
+  int max_concurrent = 64;     // requests in flight; more get 429
+  int request_timeout_s = 600; // a non-streamed reply not done by then is cancelled (504)
+  int idle_timeout_s = 30;     // a connection silent this long is closed
+  bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
+  ChatCompletionLimits request_limits;
+  EngineOptions engine;
+};
+
+class Server {
+ public:
+  // Opens the package (the reference runtime), loads the model and starts the engine.
+  static Result<std::unique_ptr<Server>> Create(const std::string& package_dir,
+                                                const ServeOptions& options);
+  ~Server();
+
+  // Binds (the port is known from then on) and serves until Stop; an error when it cannot bind.
+  Status Bind();
+  void Run();
+  // Stops taking connections; with drain, requests in flight finish first.
+  void Stop(bool drain);
+  int port() const;
+  const std::string& model_id() const;
+
+ private:
+  struct Impl;
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mlc

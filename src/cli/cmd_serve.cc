@@ -1,0 +1,89 @@
+// `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
+// reference package (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
+// stops taking requests, lets the ones in flight finish and exits 0.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include "cli/command.h"
+#include "mlc_manifest/serve.h"
+
+namespace mlc::cli {
+namespace {
+
+struct ServeArgs {
+  std::string dir;
+  ServeOptions options;
+  int64_t max_batch_size = 8;
+  int64_t kv_positions = 0;
+  int64_t max_queue = 64;
+};
+
+int Serve(ServeArgs a) {
+  ServeOptions& o = a.options;
+  if (a.max_batch_size < 1 || a.max_batch_size > 1024) {
+    return ReportFailure({Error{ErrorCode::kUsage, "--max-batch-size", "expected 1..1024"}}, false);
+  }
+  if (a.max_queue < 1 || o.max_concurrent < 1 || o.request_timeout_s < 1 || o.idle_timeout_s < 1) {
+    return ReportFailure({Error{ErrorCode::kUsage, "", "queue, concurrency and timeouts must be >= 1"}},
+                         false);
+  }
+  o.engine.batch.max_batch_size = a.max_batch_size;
+  o.engine.batch.kv_positions = a.kv_positions;
+  o.engine.max_queue = static_cast<size_t>(a.max_queue);
+  // Signals are taken by one thread with sigwait; every other thread inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto server = Server::Create(a.dir, o);
+  if (!server) return ReportFailure(server.errors(), false);
+  if (Status s = (*server)->Bind(); !s) return ReportFailure(s.errors(), false);
+  std::cerr << "serving " << (*server)->model_id() << " on http://" << o.host << ":"
+            << (*server)->port() << std::endl;
+  std::atomic<bool> stopping{false};
+  std::thread waiter([&server, &signals, &stopping] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    if (stopping.exchange(true)) return;
+    std::cerr << "draining: finishing the requests in flight" << std::endl;
+    (*server)->Stop(true);
+  });
+  (*server)->Run();
+  if (!stopping.exchange(true)) kill(getpid(), SIGTERM);  // wakes the waiter when Run ended alone
+  waiter.join();
+  return kExitOk;
+}
+
+const Registration kServe(620, [](CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a reference package over an OpenAI-compatible HTTP API");
+  auto a = std::make_shared<ServeArgs>();
+  cmd->add_option("DIR", a->dir, "A reference-model package folder")->required();
+  cmd->add_option("--host", a->options.host, "Address to bind (default loopback)")->capture_default_str();
+  cmd->add_option("--port", a->options.port, "Port (0: any free port, printed on stderr)")
+      ->capture_default_str();
+  cmd->add_flag("--allow-local-files", a->options.allow_local_files,
+                "Let image_url / input_audio name files on this machine");
+  cmd->add_option("--max-batch-size", a->max_batch_size, "Sequences decoded together")
+      ->capture_default_str();
+  cmd->add_option("--kv-positions", a->kv_positions,
+                  "KV cache positions over all sequences (0: context window x batch size)");
+  cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a batch slot")->capture_default_str();
+  cmd->add_option("--max-concurrent", a->options.max_concurrent, "Requests in flight (more get 429)")
+      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", a->options.max_body_bytes, "Largest request body (413 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", a->options.request_timeout_s, "Seconds a reply may take")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout", a->options.idle_timeout_s, "Seconds a connection may stay silent")
+      ->capture_default_str();
+  return [a]() { return Serve(*a); };
+});
+
+}  // namespace
+}  // namespace mlc::cli

@@ -1,0 +1,313 @@
+// The continuous-batching scheduler: one thread owns the model. Each step it admits queued
+// requests while the batch and the KV page budget allow (a request that can never fit fails,
+// one that fits later waits), runs one decode call for every request that is generating and one
+// prefill call that packs the next chunk of each prefilling request under prefill_chunk_size,
+// samples, streams text through each request's ReplyStream and retires finished or cancelled
+// requests between steps. Events go to each request's sink outside the lock.
+#include <algorithm>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/engine.h"
+
+namespace mlc {
+
+using Outbox = std::vector<std::pair<StreamSink, StreamEvent>>;
+
+struct Engine::Active {
+  uint64_t id = 0;
+  GenerationRequest request;
+  StreamSink sink;
+  std::optional<PreparedPrompt> prompt;  // once its adapters ran
+  Errors prepare_errors;
+  size_t next_chunk = 0;
+  bool decoding = false;   // prefill done; `pending` is the token to feed
+  bool finished = false;
+  int32_t pending = 0;
+  int64_t generated = 0;
+  int64_t limit = 0;       // max_tokens capped by the context window
+  int64_t pages = 0;       // reserved
+  std::optional<Sampler> sampler;
+  std::optional<ReplyStream> reply;
+};
+
+namespace {
+
+int64_t PagesFor(int64_t positions, int64_t page_size) {
+  return (positions + page_size - 1) / page_size;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options)
+    : batch_(std::move(batch)), tokenizer_(tokenizer), options_(std::move(options)) {
+  if (options_.prefill_chunk_size <= 0) options_.prefill_chunk_size = batch_->limits().prefill_chunk_size;
+  stats_.total_pages = batch_->kv().TotalPages();
+  stats_.free_pages = batch_->kv().FreePages();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+Result<std::unique_ptr<Engine>> Engine::Start(const LoadedModel& model, const Tokenizer* tokenizer,
+                                              const EngineOptions& options) {
+  if (options.max_queue < 1) return Error{ErrorCode::kUsage, "max_queue", "expected >= 1"};
+  auto batch = BatchModel::Create(model, options.batch);
+  if (!batch) return batch.take_errors();
+  return std::unique_ptr<Engine>(new Engine(std::move(*batch), tokenizer, options));
+}
+
+Engine::~Engine() { Shutdown(false); }
+
+Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
+  if (Status s = CheckSamplerConfig(request.sampler); !s) return s.errors();
+  if (request.max_tokens < 0) return Invalid("max_tokens", "expected >= 0");
+  if (!request.stop_strings.empty() && !tokenizer_) {
+    return Error{ErrorCode::kUsage, "stop", "stop strings need the package's tokenizer"};
+  }
+  auto a = std::make_unique<Active>();
+  a->request = std::move(request);
+  a->sink = std::move(sink);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_) return Error{ErrorCode::kUsage, "", "the engine is shutting down"};
+  if (queue_.size() >= options_.max_queue) {
+    return Error{ErrorCode::kLimit, "",
+                 "the queue holds " + std::to_string(queue_.size()) + " waiting requests, its limit"};
+  }
+  a->id = next_id_++;
+  uint64_t id = a->id;
+  queue_.push_back(std::move(a));
+  stats_.queued = queue_.size();
+  wake_.notify_all();
+  return id;
+}
+
+void Engine::Cancel(uint64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_.insert(id);
+  wake_.notify_all();
+}
+
+void Engine::Shutdown(bool drain) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    accepting_ = false;
+    draining_ = drain;
+    stop_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+Engine::Stats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Engine::Finish(Active& a, std::string reason, Errors errors, Outbox& out) {
+  if (a.finished) return;
+  a.finished = true;
+  StreamEvent e;
+  if (a.reply && reason != "error" && reason != "cancelled") e.text = a.reply->Finish();
+  e.done = true;
+  e.finish_reason = std::move(reason);
+  e.errors = std::move(errors);
+  e.prompt_tokens = a.prompt ? a.prompt->plan.prompt_length : 0;
+  e.completion_tokens = a.generated;
+  out.emplace_back(a.sink, std::move(e));
+}
+
+// A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
+// back unless the reply is complete.
+void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
+  int32_t token = a.sampler->Sample(logits);
+  const auto& stops = a.request.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
+    Finish(a, "stop", {}, out);
+    return;
+  }
+  ++a.generated;
+  StreamEvent e;
+  e.tokens = {token};
+  if (a.reply) e.text = a.reply->Push(token);
+  e.prompt_tokens = a.prompt->plan.prompt_length;
+  e.completion_tokens = a.generated;
+  out.emplace_back(a.sink, std::move(e));
+  if (a.reply && a.reply->stopped()) {
+    Finish(a, "stop", {}, out);
+  } else if (a.generated >= a.limit) {
+    Finish(a, "length", {}, out);
+  } else {
+    a.decoding = true;
+    a.pending = token;
+  }
+}
+
+void Engine::AdmitWaiting(Outbox& out) {
+  PagedKvState& kv = batch_->kv();
+  const int64_t page = kv.PageSize();
+  while (static_cast<int64_t>(running_.size()) < batch_->max_batch_size()) {
+    std::unique_ptr<Active> a;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (queue_.empty()) return;
+      // The head runs its adapters once (outside the budget: they do not touch the KV cache).
+      if (!queue_.front()->prompt && queue_.front()->prepare_errors.empty()) {
+        a = std::move(queue_.front());
+        queue_.pop_front();
+      }
+    }
+    if (a) {
+      auto prompt = batch_->Prepare(a->request.input, 0);
+      if (!prompt) {
+        Finish(*a, "error", prompt.take_errors(), out);
+        continue;
+      }
+      a->prompt = std::move(*prompt);
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_front(std::move(a));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    Active& head = *queue_.front();
+    const int64_t prompt_len = head.prompt->plan.prompt_length;
+    const int64_t window = batch_->limits().context_window_size;
+    head.limit = std::min<int64_t>(head.request.max_tokens, std::max<int64_t>(window - prompt_len, 0));
+    int64_t need = PagesFor(prompt_len + head.limit, page);
+    if (need > kv.TotalPages()) {
+      std::unique_ptr<Active> failed = std::move(queue_.front());
+      queue_.pop_front();
+      Finish(*failed, "error",
+             {Error{ErrorCode::kLimit, "",
+                    "the request needs " + std::to_string(prompt_len + head.limit) +
+                        " KV positions; the cache holds " + std::to_string(kv.TotalPages() * page)}},
+             out);
+      continue;
+    }
+    if (need > kv.TotalPages() - reserved_pages_) return;  // waits for running requests to end
+    std::unique_ptr<Active> next = std::move(queue_.front());
+    queue_.pop_front();
+    stats_.queued = queue_.size();
+    // The lowest free sequence id (ids are reused; at most max_batch_size are live).
+    next->pages = need;
+    reserved_pages_ += need;
+    next->sampler.emplace(next->request.sampler);
+    if (tokenizer_) next->reply.emplace(*tokenizer_, next->request.stop_strings);
+    if (Status s = kv.AddSequence(static_cast<int64_t>(next->id)); !s) {
+      reserved_pages_ -= need;
+      Finish(*next, "error", s.errors(), out);
+      continue;
+    }
+    if (next->limit == 0) {
+      Finish(*next, "length", {}, out);
+    }
+    running_.push_back(std::move(next));
+  }
+}
+
+void Engine::RunDecode(Outbox& out) {
+  std::vector<Active*> batch;
+  std::vector<int64_t> ids;
+  std::vector<int32_t> tokens;
+  for (auto& a : running_) {
+    if (a->finished || !a->decoding) continue;
+    batch.push_back(a.get());
+    ids.push_back(static_cast<int64_t>(a->id));
+    tokens.push_back(a->pending);
+  }
+  if (batch.empty()) return;
+  auto logits = batch_->Decode(ids, tokens);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (!logits) {
+      Finish(*batch[i], "error", logits.errors(), out);
+    } else {
+      Accept(*batch[i], (*logits)[i], out);
+    }
+  }
+}
+
+void Engine::RunPrefill(Outbox& out) {
+  std::vector<Active*> batch;
+  std::vector<SequenceChunk> chunks;
+  int64_t budget = options_.prefill_chunk_size;
+  for (auto& a : running_) {
+    if (a->finished || a->decoding) continue;
+    const PrefillChunk& chunk = a->prompt->plan.chunks[a->next_chunk];
+    if (!chunks.empty() && chunk.size() > budget) break;  // the next step takes it
+    auto embeds = batch_->ChunkEmbeddings(chunk, *a->prompt);
+    if (!embeds) {
+      Finish(*a, "error", embeds.take_errors(), out);
+      continue;
+    }
+    batch.push_back(a.get());
+    chunks.push_back(SequenceChunk{static_cast<int64_t>(a->id), &chunk, *embeds});
+    budget -= chunk.size();
+    if (budget <= 0) break;
+  }
+  if (chunks.empty()) return;
+  auto logits = batch_->Prefill(chunks);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Active& a = *batch[i];
+    if (!logits) {
+      Finish(a, "error", logits.errors(), out);
+      continue;
+    }
+    if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
+  }
+}
+
+void Engine::DropFinished() {
+  for (auto& a : running_) {
+    if (!a->finished) continue;
+    (void)batch_->kv().RemoveSequence(static_cast<int64_t>(a->id));
+    reserved_pages_ -= a->pages;
+  }
+  std::erase_if(running_, [](const std::unique_ptr<Active>& a) { return a->finished; });
+}
+
+void Engine::Loop() {
+  for (;;) {
+    Outbox out;
+    std::vector<std::unique_ptr<Active>> cancelled_queued;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] {
+        return stop_ || !cancelled_.empty() || !running_.empty() || !queue_.empty();
+      });
+      if (stop_ && !draining_) {
+        for (auto& a : queue_) cancelled_.insert(a->id);
+        for (auto& a : running_) cancelled_.insert(a->id);
+      }
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (cancelled_.count((*it)->id)) {
+          cancelled_queued.push_back(std::move(*it));
+          it = queue_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      for (auto& a : running_) {
+        if (cancelled_.count(a->id)) Finish(*a, "cancelled", {}, out);
+      }
+      cancelled_.clear();
+      stats_.queued = queue_.size();
+      if (stop_ && queue_.empty() && running_.empty() && cancelled_queued.empty()) break;
+    }
+    for (auto& a : cancelled_queued) Finish(*a, "cancelled", {}, out);
+    DropFinished();
+    AdmitWaiting(out);
+    bool worked = std::any_of(running_.begin(), running_.end(),
+                              [](const auto& a) { return !a->finished; });
+    RunDecode(out);
+    RunPrefill(out);
+    DropFinished();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (worked) ++stats_.steps;
+      stats_.running = running_.size();
+      stats_.max_running = std::max<int64_t>(stats_.max_running, static_cast<int64_t>(running_.size()));
+      stats_.free_pages = batch_->kv().FreePages();
+    }
+    for (auto& [sink, event] : out) {
+      if (sink) sink(event);
+    }
+  }
+}
+
+}  // namespace mlc

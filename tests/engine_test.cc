@@ -1,0 +1,439 @@
+// Batching on real reference packages: the paged KV cache's sequence interface (add, remove,
+// fork, begin_forward errors, running out of pages), batched prefill and decode giving each
+// sequence exactly the greedy tokens it gets alone (mixed lengths and modalities, both pairs),
+// and the continuous-batching engine (late joiners, a queue, stop ids and strings, cancellation,
+// the KV page budget).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/runtime.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+struct Model {
+  test::TempDir dir;
+  std::unique_ptr<ModelLibrary> library;
+  LoadedModel loaded;
+  std::unique_ptr<Tokenizer> tokenizer;
+};
+
+std::unique_ptr<Model> MakeModel(ReferencePairs pairs, int64_t chunk = 32) {
+  auto m = std::make_unique<Model>();
+  ReferenceModelOptions o;
+  o.seed = 11;
+  o.pairs = pairs;
+  o.audio = o.image = true;
+  o.prefill_chunk_size = chunk;
+  o.context_window_size = 512;
+  auto w = WriteReferenceModel(m->dir.path(), o);
+  EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
+  auto lib = OpenReferenceLibrary(m->dir.path());
+  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
+  if (!lib.ok()) return m;
+  m->library = std::move(*lib);
+  auto loaded = LoadModel(m->dir.path(), *m->library);
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
+  if (loaded.ok()) m->loaded = std::move(*loaded);
+  auto tok = Tokenizer::FromDirectory(m->dir.path());
+  if (tok.ok()) m->tokenizer = std::move(*tok);
+  return m;
+}
+
+NDArray Pcm(int64_t n, double freq) {
+  NDArray a = NDArray::Empty({n}, DlFloat32());
+  for (int64_t i = 0; i < n; ++i) a.data<float>()[i] = static_cast<float>(0.5 * std::sin(freq * i));
+  return a;
+}
+
+NDArray Pixels(int64_t size, int salt) {
+  NDArray a = NDArray::Empty({1, size, size, 3}, DlUInt8());
+  for (int64_t i = 0; i < a.Elements(); ++i) a.data<uint8_t>()[i] = static_cast<uint8_t>((i * 37 + salt) % 251);
+  return a;
+}
+
+TurnInput Text(std::vector<int32_t> ids) {
+  TurnInput in;
+  in.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/0"});
+  in.media.emplace_back();
+  return in;
+}
+
+// Prompts of mixed lengths and modalities.
+std::vector<TurnInput> Prompts(const BoundContract& c) {
+  std::vector<TurnInput> out;
+  out.push_back(Text({1, 20, 21}));
+  std::vector<int32_t> long_text;
+  for (int i = 0; i < 75; ++i) long_text.push_back(static_cast<int32_t>(10 + (i * 7) % 300));
+  out.push_back(Text(long_text));  // three chunks of at most 32
+  TurnInput mixed;
+  mixed.pieces.push_back(PromptPiece{TextPiece{{1, 50, 51}}, "/0"});
+  mixed.pieces.push_back(PromptPiece{AudioPiece(*c.audio, std::nullopt), "/1"});
+  mixed.pieces.push_back(PromptPiece{TextPiece{{60, 61}}, "/2"});
+  mixed.pieces.push_back(PromptPiece{ImagePiece(*c.image), "/3"});
+  mixed.pieces.push_back(PromptPiece{TextPiece{{70}}, "/4"});
+  mixed.media = {NDArray(), Pcm(5000, 0.02), NDArray(), Pixels(32, 3), NDArray()};
+  out.push_back(mixed);
+  TurnInput audio;
+  audio.pieces.push_back(PromptPiece{AudioPiece(*c.audio, std::nullopt), "/0"});
+  audio.pieces.push_back(PromptPiece{TextPiece{{80, 81, 82, 83}}, "/1"});
+  audio.media = {Pcm(1900, 0.05), NDArray()};
+  out.push_back(audio);
+  TurnInput image;
+  image.pieces.push_back(PromptPiece{ImagePiece(*c.image), "/0"});
+  image.media = {Pixels(32, 9)};
+  out.push_back(image);
+  return out;
+}
+
+std::vector<int32_t> Alone(const LoadedModel& m, const TurnInput& in, int64_t max_tokens) {
+  Session s = m.NewSession();
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  auto r = s.Generate(in, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : FormatErrors(r.errors()));
+  return r.ok() ? r->tokens : std::vector<int32_t>{};
+}
+
+int32_t Greedy(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+class BatchPairs : public ::testing::TestWithParam<ReferencePairs> {};
+
+TEST_P(BatchPairs, EachSequenceMatchesItsRunAlone) {
+  auto m = MakeModel(GetParam());
+  ASSERT_TRUE(m->library);
+  auto prompts = Prompts(m->loaded.bound.contract);
+  const int64_t kTokens = 10;
+  std::vector<std::vector<int32_t>> alone;
+  for (const TurnInput& in : prompts) alone.push_back(Alone(m->loaded, in, kTokens));
+
+  BatchOptions bo;
+  bo.max_batch_size = 8;
+  auto batch = BatchModel::Create(m->loaded, bo);
+  ASSERT_TRUE(batch.ok()) << FormatErrors(batch.errors());
+  BatchModel& b = **batch;
+  std::vector<PreparedPrompt> prepared;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(b.kv().AddSequence(static_cast<int64_t>(i) * 10).ok());
+    auto p = b.Prepare(prompts[i], 0);
+    ASSERT_TRUE(p.ok()) << FormatErrors(p.errors());
+    prepared.push_back(std::move(*p));
+  }
+  // Prefill: each call takes the next chunk of every sequence that has one, laid end to end.
+  std::vector<size_t> next(prompts.size(), 0);
+  std::vector<std::vector<float>> last(prompts.size());
+  for (;;) {
+    std::vector<SequenceChunk> chunks;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (next[i] == prepared[i].plan.chunks.size()) continue;
+      const PrefillChunk& c = prepared[i].plan.chunks[next[i]++];
+      auto e = b.ChunkEmbeddings(c, prepared[i]);
+      ASSERT_TRUE(e.ok()) << FormatErrors(e.errors());
+      chunks.push_back(SequenceChunk{static_cast<int64_t>(i) * 10, &c, *e});
+      who.push_back(i);
+    }
+    if (chunks.empty()) break;
+    auto logits = b.Prefill(chunks);
+    ASSERT_TRUE(logits.ok()) << FormatErrors(logits.errors());
+    ASSERT_EQ(logits->size(), chunks.size());
+    for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
+  }
+  std::vector<std::vector<int32_t>> batched(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) batched[i].push_back(Greedy(last[i]));
+  // Decode all together; the fork of sequence 2 joins after two steps and must continue alike.
+  for (int64_t step = 1; step < kTokens; ++step) {
+    std::vector<int64_t> ids;
+    std::vector<int32_t> tokens;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ids.push_back(static_cast<int64_t>(i) * 10);
+      tokens.push_back(batched[i].back());
+    }
+    auto logits = b.Decode(ids, tokens);
+    ASSERT_TRUE(logits.ok()) << FormatErrors(logits.errors());
+    for (size_t i = 0; i < prompts.size(); ++i) batched[i].push_back(Greedy((*logits)[i]));
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(batched[i], alone[i]) << "prompt " << i;
+    auto len = b.kv().SequenceLength(static_cast<int64_t>(i) * 10);
+    ASSERT_TRUE(len.ok());
+    EXPECT_EQ(*len, prepared[i].plan.prompt_length + kTokens - 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Pairs, BatchPairs,
+                         ::testing::Values(ReferencePairs::kTokens, ReferencePairs::kEmbeds));
+
+TEST(PagedKv, ForkContinuesLikeTheParent) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  auto batch = BatchModel::Create(m->loaded, BatchOptions{});
+  ASSERT_TRUE(batch.ok());
+  BatchModel& b = **batch;
+  ASSERT_TRUE(b.kv().AddSequence(1).ok());
+  auto p = b.Prepare(Text({1, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36}), 0);
+  ASSERT_TRUE(p.ok());
+  std::vector<float> logits;
+  for (const PrefillChunk& c : p->plan.chunks) {
+    auto e = b.ChunkEmbeddings(c, *p);
+    ASSERT_TRUE(e.ok());
+    SequenceChunk sc{1, &c, *e};
+    auto l = b.Prefill(std::span<const SequenceChunk>(&sc, 1));
+    ASSERT_TRUE(l.ok()) << FormatErrors(l.errors());
+    logits = (*l)[0];
+  }
+  const int64_t used = b.kv().TotalPages() - b.kv().FreePages();
+  ASSERT_TRUE(b.kv().ForkSequence(1, 2).ok());
+  EXPECT_EQ(b.kv().TotalPages() - b.kv().FreePages(), 2 * used);
+  EXPECT_FALSE(b.kv().ForkSequence(1, 2).ok());  // 2 exists
+  EXPECT_FALSE(b.kv().ForkSequence(9, 3).ok());  // no 9
+  int32_t t = Greedy(logits);
+  std::vector<int32_t> one = {t}, two = {t};
+  for (int step = 0; step < 5; ++step) {
+    std::vector<int64_t> ids = {1, 2};
+    std::vector<int32_t> tokens = {one.back(), two.back()};
+    auto l = b.Decode(ids, tokens);
+    ASSERT_TRUE(l.ok()) << FormatErrors(l.errors());
+    one.push_back(Greedy((*l)[0]));
+    two.push_back(Greedy((*l)[1]));
+  }
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one, Alone(m->loaded, Text({1, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36}), 6));
+  // begin_forward errors change nothing.
+  std::vector<int64_t> dup = {1, 1}, lens = {1, 1};
+  EXPECT_FALSE(b.kv().BeginForward(dup, lens).ok());
+  std::vector<int64_t> unknown = {7};
+  std::vector<int64_t> one_len = {1};
+  EXPECT_FALSE(b.kv().BeginForward(unknown, one_len).ok());
+  ASSERT_TRUE(b.kv().RemoveSequence(1).ok());
+  ASSERT_TRUE(b.kv().RemoveSequence(2).ok());
+  EXPECT_EQ(b.kv().FreePages(), b.kv().TotalPages());
+  EXPECT_FALSE(b.kv().RemoveSequence(2).ok());
+}
+
+TEST(PagedKv, RunningOutOfPagesIsAnError) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  BatchOptions bo;
+  bo.kv_positions = 48;  // three pages of 16
+  auto batch = BatchModel::Create(m->loaded, bo);
+  ASSERT_TRUE(batch.ok());
+  BatchModel& b = **batch;
+  ASSERT_EQ(b.kv().TotalPages(), 3);
+  ASSERT_TRUE(b.kv().AddSequence(0).ok());
+  ASSERT_TRUE(b.kv().AddSequence(1).ok());
+  std::vector<int32_t> ids(30, 40);
+  auto p0 = b.Prepare(Text(ids), 0);
+  ASSERT_TRUE(p0.ok());
+  auto e0 = b.ChunkEmbeddings(p0->plan.chunks[0], *p0);
+  ASSERT_TRUE(e0.ok());
+  SequenceChunk a{0, &p0->plan.chunks[0], *e0}, c{1, &p0->plan.chunks[0], *e0};
+  ASSERT_TRUE(b.Prefill(std::span<const SequenceChunk>(&a, 1)).ok());  // two pages
+  auto over = b.Prefill(std::span<const SequenceChunk>(&c, 1));         // two more: one is free
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, ErrorCode::kLimit);
+  EXPECT_NE(over.error().message.find("pages"), std::string::npos) << over.error().message;
+  auto len = b.kv().SequenceLength(1);
+  ASSERT_TRUE(len.ok());
+  EXPECT_EQ(*len, 0);  // nothing changed
+  EXPECT_EQ(b.kv().FreePages(), 1);
+}
+
+// ---- The engine ----
+
+struct Collected {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  std::string text;
+  bool done = false;
+  StreamEvent last;
+  int events = 0;
+
+  StreamSink Sink() {
+    return [this](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+      text += e.text;
+      ++events;
+      if (e.done) {
+        done = true;
+        last = e;
+      }
+      cv.notify_all();
+    };
+  }
+  void WaitEvents(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return events >= n || done; });
+  }
+  void WaitDone() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
+GenerationRequest Greedy(const TurnInput& in, int64_t max_tokens) {
+  GenerationRequest r;
+  r.input = in;
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+TEST(Engine, ContinuousBatchingMatchesRunsAlone) {
+  auto m = MakeModel(ReferencePairs::kTokens, 16);
+  ASSERT_TRUE(m->library);
+  auto prompts = Prompts(m->loaded.bound.contract);
+  EngineOptions eo;
+  eo.batch.max_batch_size = 3;  // fewer than the requests: some wait in the queue
+  eo.prefill_chunk_size = 24;   // chunks of new requests share steps with decodes
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  std::vector<std::unique_ptr<Collected>> got;
+  std::vector<int64_t> lengths;
+  for (size_t i = 0; i < prompts.size() * 2; ++i) {
+    lengths.push_back(6 + static_cast<int64_t>(i % 4) * 5);
+    got.push_back(std::make_unique<Collected>());
+  }
+  // Half join at once, the others one by one while earlier ones are decoding.
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto id = (*engine)->Submit(Greedy(prompts[i], lengths[i]), got[i]->Sink());
+    ASSERT_TRUE(id.ok()) << FormatErrors(id.errors());
+  }
+  for (size_t i = prompts.size(); i < got.size(); ++i) {
+    got[i - prompts.size()]->WaitEvents(2);
+    auto id = (*engine)->Submit(Greedy(prompts[i % prompts.size()], lengths[i]), got[i]->Sink());
+    ASSERT_TRUE(id.ok()) << FormatErrors(id.errors());
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    got[i]->WaitDone();
+    const TurnInput& in = prompts[i % prompts.size()];
+    EXPECT_EQ(got[i]->tokens, Alone(m->loaded, in, lengths[i])) << "request " << i;
+    EXPECT_EQ(got[i]->last.finish_reason, "length");
+    EXPECT_EQ(got[i]->last.completion_tokens, lengths[i]);
+    EXPECT_GT(got[i]->last.prompt_tokens, 0);
+  }
+  auto stats = (*engine)->stats();
+  EXPECT_EQ(stats.max_running, 3);
+  (*engine)->Shutdown(true);
+  EXPECT_EQ((*engine)->stats().free_pages, stats.total_pages);
+}
+
+TEST(Engine, StopIdsAndStopStringsEndTheReply) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library && m->tokenizer);
+  TurnInput in = Text({1, 33, 34, 35});
+  std::vector<int32_t> alone = Alone(m->loaded, in, 12);
+  ASSERT_EQ(alone.size(), 12u);
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  // A stop id: the reply ends before it.
+  Collected a;
+  GenerationRequest ra = Greedy(in, 12);
+  ra.stop_token_ids = {alone[4]};
+  ASSERT_TRUE((*engine)->Submit(ra, a.Sink()).ok());
+  a.WaitDone();
+  size_t first = static_cast<size_t>(std::find(alone.begin(), alone.end(), alone[4]) - alone.begin());
+  EXPECT_EQ(a.tokens, std::vector<int32_t>(alone.begin(), alone.begin() + static_cast<long>(first)));
+  EXPECT_EQ(a.last.finish_reason, "stop");
+  // A stop string: the text of the alone run, cut before it.
+  std::string full = m->tokenizer->Decode(alone);
+  ASSERT_GE(full.size(), 6u);
+  std::string stop = full.substr(full.size() / 2, 2);
+  Collected b;
+  GenerationRequest rb = Greedy(in, 12);
+  rb.stop_strings = {stop};
+  ASSERT_TRUE((*engine)->Submit(rb, b.Sink()).ok());
+  b.WaitDone();
+  EXPECT_EQ(b.text, full.substr(0, full.find(stop)));
+  EXPECT_EQ(b.last.finish_reason, "stop");
+}
+
+TEST(Engine, CancelEndsARequestAndFreesItsPages) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  Collected a;
+  auto id = (*engine)->Submit(Greedy(Text({1, 40, 41}), 400), a.Sink());
+  ASSERT_TRUE(id.ok());
+  a.WaitEvents(3);
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_LT(a.tokens.size(), 400u);
+  (*engine)->Cancel(*id + 100);  // unknown: ignored
+  Collected b;  // the engine keeps serving
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40, 41}), 4), b.Sink()).ok());
+  b.WaitDone();
+  EXPECT_EQ(b.tokens, Alone(m->loaded, Text({1, 40, 41}), 4));
+  (*engine)->Shutdown(true);
+  auto s = (*engine)->stats();
+  EXPECT_EQ(s.free_pages, s.total_pages);
+}
+
+TEST(Engine, KvBudgetWaitsOrFailsClearly) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  EngineOptions eo;
+  eo.batch.kv_positions = 64;  // four pages of 16
+  eo.batch.max_batch_size = 4;
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), eo);
+  ASSERT_TRUE(engine.ok());
+  // Needs 3 + 100 positions: more than the cache holds.
+  Collected big;
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40, 41}), 100), big.Sink()).ok());
+  big.WaitDone();
+  EXPECT_EQ(big.last.finish_reason, "error");
+  ASSERT_FALSE(big.last.errors.empty());
+  EXPECT_EQ(big.last.errors[0].code, ErrorCode::kLimit);
+  // Two that need three pages each: the second waits for the first, both are right.
+  Collected a, b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40, 41}), 40), a.Sink()).ok());
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 50, 51}), 40), b.Sink()).ok());
+  a.WaitDone();
+  b.WaitDone();
+  EXPECT_EQ(a.tokens, Alone(m->loaded, Text({1, 40, 41}), 40));
+  EXPECT_EQ(b.tokens, Alone(m->loaded, Text({1, 50, 51}), 40));
+  EXPECT_EQ((*engine)->stats().max_running, 1);
+}
+
+TEST(Engine, BoundedQueueAndShutdown) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  EngineOptions eo;
+  eo.batch.max_batch_size = 1;
+  eo.max_queue = 1;
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), eo);
+  ASSERT_TRUE(engine.ok());
+  Collected a, b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40}), 300), a.Sink()).ok());
+  a.WaitEvents(2);  // running
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 41}), 3), b.Sink()).ok());  // queued
+  Collected c;
+  auto full = (*engine)->Submit(Greedy(Text({1, 42}), 3), c.Sink());
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.error().code, ErrorCode::kLimit);
+  GenerationRequest bad = Greedy(Text({1, 42}), 3);
+  bad.sampler.top_p = 0;
+  EXPECT_FALSE((*engine)->Submit(bad, c.Sink()).ok());
+  (*engine)->Shutdown(false);  // cancels both
+  EXPECT_TRUE(a.done && b.done);
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_EQ(b.last.finish_reason, "cancelled");
+  EXPECT_FALSE((*engine)->Submit(Greedy(Text({1, 42}), 3), c.Sink()).ok());
+}
+
+}  // namespace
+}  // namespace mlc

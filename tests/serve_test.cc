@@ -1,0 +1,384 @@
+// `mlc-manifest serve` as a process on loopback: routes and OpenAI-style errors, hostile clients
+// (malformed JSON, a 100 MB body, a client sending one byte a second, a client leaving
+// mid-stream) while others are served, SIGTERM draining a stream, the official `openai` npm
+// client (streamed and not, audio and image parts), and a 32-client streaming load test that
+// checks every stream against the same request run alone.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/reference_model.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// A server process on a free loopback port, stopped with SIGTERM.
+class ServerProcess {
+ public:
+  ServerProcess(const std::string& dir, std::vector<std::string> extra = {}) {
+    log_ = log_dir_.File("serve.log");
+    std::vector<std::string> args = {MLC_CLI_PATH, "serve", dir, "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      int fd = ::open(log_.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+      dup2(fd, 2);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    std::regex re(":([0-9]+)\\n");
+    for (int i = 0; i < 600 && port_ == 0; ++i) {
+      std::smatch m;
+      std::string text = test::ReadText(log_);
+      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0 && !stopped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string log() const { return test::ReadText(log_); }
+  // SIGTERM, then the exit status.
+  int Stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    stopped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  int64_t RssKb() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+    }
+    return -1;
+  }
+
+ private:
+  test::TempDir log_dir_;
+  std::string log_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{60, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+bool SendAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+struct HttpReply {
+  int status = 0;
+  std::string body;  // raw (chunked transfer left as sent)
+};
+
+HttpReply ParseReply(const std::string& raw) {
+  HttpReply r;
+  if (raw.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(raw.substr(9, 3));
+  size_t end = raw.find("\r\n\r\n");
+  if (end != std::string::npos) r.body = raw.substr(end + 4);
+  return r;
+}
+
+HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body = "") {
+  int fd = Connect(port);
+  if (fd < 0) return {};
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  if (method == "POST") {
+    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  req += "\r\n" + body;
+  SendAll(fd, req);
+  HttpReply r = ParseReply(ReadAll(fd));
+  close(fd);
+  return r;
+}
+
+Json BodyJson(const HttpReply& r) {
+  auto j = ParseJson(r.body);
+  return j.ok() ? *j : Json();
+}
+
+// The error object's message, "" when the body is not one.
+std::string ErrorMessage(const HttpReply& r) {
+  Json j = BodyJson(r);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object() ||
+      !j["error"]["message"].is_string()) {
+    return "";
+  }
+  return j["error"]["message"].get<std::string>();
+}
+
+std::string Chat(const std::string& text, int max_tokens, bool stream = false) {
+  OrderedJson j = {{"model", "reference"},
+                   {"messages", OrderedJson::array({{{"role", "user"}, {"content", text}}})},
+                   {"max_tokens", max_tokens},
+                   {"temperature", 0},
+                   {"stream", stream}};
+  return j.dump();
+}
+
+struct Package {
+  test::TempDir dir;
+  Package() {
+    ReferenceModelOptions o;
+    o.seed = 3;
+    o.audio = o.image = true;
+    auto w = WriteReferenceModel(dir.path(), o);
+    EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
+  }
+};
+
+TEST(Serve, RoutesAndOpenAiErrors) {
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  HttpReply health = Http(server.port(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(BodyJson(health)["status"], "ok");
+  HttpReply models = Http(server.port(), "GET", "/v1/models");
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(BodyJson(models)["data"][0]["object"], "model");
+  HttpReply missing = Http(server.port(), "GET", "/v1/nothing");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_NE(ErrorMessage(missing), "");
+
+  HttpReply malformed = Http(server.port(), "POST", "/v1/chat/completions", "{\"messages\": [");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_NE(ErrorMessage(malformed), "");
+  HttpReply wrong = Http(server.port(), "POST", "/v1/chat/completions", "{\"messages\": 5}");
+  EXPECT_EQ(wrong.status, 400);
+  EXPECT_EQ(BodyJson(wrong)["error"]["param"], "/messages");
+  HttpReply zero = Http(server.port(), "POST", "/v1/chat/completions", Chat("hi", 0));
+  EXPECT_EQ(zero.status, 400);
+  EXPECT_EQ(BodyJson(zero)["error"]["param"], "/max_tokens");
+  HttpReply last_assistant = Http(server.port(), "POST", "/v1/chat/completions",
+                                  R"({"messages": [{"role": "assistant", "content": "x"}]})");
+  EXPECT_EQ(last_assistant.status, 400);
+  // A local file is refused unless the server was started to allow it.
+  std::string secret = p.dir.Write("picture.png", "not really a picture");
+  OrderedJson local = {{"messages", OrderedJson::array({{{"role", "user"},
+                                                        {"content", OrderedJson::array({{{"type", "image_url"},
+                                                                                         {"image_url", {{"url", secret}}}}})}}})}};
+  HttpReply refused = Http(server.port(), "POST", "/v1/chat/completions", local.dump());
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(ErrorMessage(refused).find("local files"), std::string::npos) << refused.body;
+  // A bad data: URL.
+  OrderedJson bad_audio = {{"messages", OrderedJson::array({{{"role", "user"},
+                                                            {"content", OrderedJson::array({{{"type", "input_audio"},
+                                                                                             {"input_audio", {{"data", "data:audio/wav;base64,@@@"}, {"format", "wav"}}}}})}}})}};
+  HttpReply bad = Http(server.port(), "POST", "/v1/chat/completions", bad_audio.dump());
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(ErrorMessage(bad), "");
+
+  HttpReply ok = Http(server.port(), "POST", "/v1/chat/completions", Chat("hello", 5));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  Json reply = BodyJson(ok);
+  EXPECT_EQ(reply["object"], "chat.completion");
+  EXPECT_EQ(reply["usage"]["completion_tokens"].get<int>() + reply["usage"]["prompt_tokens"].get<int>(),
+            reply["usage"]["total_tokens"].get<int>());
+  EXPECT_LE(reply["usage"]["completion_tokens"].get<int>(), 5);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(Serve, HostileClientsGetErrorsAndOthersAreServed) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--max-body-bytes", "1000000", "--idle-timeout", "3"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string expected = BodyJson(Http(server.port(), "POST", "/v1/chat/completions",
+                                             Chat("steady", 8)))["choices"][0]["message"]["content"];
+
+  // One byte a second for six seconds: its connection is held while the others are served.
+  std::thread slow([&] {
+    int fd = Connect(server.port());
+    std::string req = "POST /v1/chat/completions HTTP/1.1\r\n";
+    for (size_t i = 0; i < 6; ++i) {
+      if (!SendAll(fd, req.substr(i, 1))) break;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    close(fd);
+  });
+  // Leaves mid-stream.
+  {
+    int fd = Connect(server.port());
+    std::string body = Chat("leave early", 400, true);
+    SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body);
+    char buf[256];
+    EXPECT_GT(recv(fd, buf, sizeof(buf), 0), 0);
+    close(fd);
+  }
+  // 100 MB body.
+  {
+    int fd = Connect(server.port());
+    const size_t size = 100u << 20;
+    SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                    std::to_string(size) + "\r\n\r\n");
+    std::string chunk(1 << 20, ' ');
+    for (size_t sent = 0; sent < size; sent += chunk.size()) {
+      if (!SendAll(fd, chunk)) break;  // the server may close early
+    }
+    shutdown(fd, SHUT_WR);
+    HttpReply r = ParseReply(ReadAll(fd));
+    close(fd);
+    EXPECT_EQ(r.status, 413);
+  }
+  for (int i = 0; i < 3; ++i) {
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", Chat("steady", 8));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(BodyJson(r)["choices"][0]["message"]["content"], expected);
+    HttpReply junk = Http(server.port(), "POST", "/v1/chat/completions", "\x01\x02not json");
+    EXPECT_EQ(junk.status, 400);
+  }
+  slow.join();
+  // The client that left was cancelled: nothing keeps running.
+  int running = -1;
+  for (int i = 0; i < 200 && running != 0; ++i) {
+    running = BodyJson(Http(server.port(), "GET", "/health"))["running"].get<int>();
+    if (running != 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(running, 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(Serve, SigtermLetsAStreamFinish) {
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  int fd = Connect(server.port());
+  std::string body = Chat("finish me", 40, true);
+  SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                  std::to_string(body.size()) + "\r\n\r\n" + body);
+  char buf[64];
+  ASSERT_GT(recv(fd, buf, sizeof(buf), MSG_PEEK), 0);
+  kill(server.pid(), SIGTERM);
+  std::string rest = ReadAll(fd);
+  close(fd);
+  EXPECT_NE(rest.find("data: [DONE]"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("\"finish_reason\":\"length\""), std::string::npos) << rest;
+  EXPECT_EQ(server.Stop(), 0);
+  EXPECT_LT(Connect(server.port()), 0);
+}
+
+TEST(Serve, OpenAiClientStreamsTextAudioAndImage) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "basic"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const Json& replies = (*doc)["replies"];
+  ASSERT_EQ(replies.size(), 6u);
+  const int lengths[] = {4, 9, 16, 12, 7, 20};
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const Json& plain = replies[i]["plain"];
+    const Json& streamed = replies[i]["streamed"];
+    EXPECT_EQ(plain["content"], streamed["content"]) << "prompt " << i;
+    EXPECT_EQ(plain["finish"], streamed["finish"]) << "prompt " << i;
+    EXPECT_EQ(plain["usage"], streamed["usage"]) << "prompt " << i;
+    EXPECT_GT(plain["usage"]["prompt_tokens"].get<int>(), 0);
+    EXPECT_LE(plain["usage"]["completion_tokens"].get<int>(), lengths[i]);
+    if (plain["finish"] == "length") EXPECT_EQ(plain["usage"]["completion_tokens"].get<int>(), lengths[i]);
+  }
+  // The audio and image prompts are longer than their text alone: the media positions count.
+  EXPECT_GT(replies[2]["plain"]["usage"]["prompt_tokens"].get<int>(), 13);
+  EXPECT_GT(replies[3]["plain"]["usage"]["prompt_tokens"].get<int>(), 16);
+  EXPECT_EQ((*doc)["error"]["status"], 400);
+  EXPECT_EQ((*doc)["models"].size(), 1u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST(Serve, LoadThirtyTwoStreamingClients) {
+  if (kSanitized) GTEST_SKIP() << "the 30 s load test runs in the release build only";
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  Package p;
+  ServerProcess server(p.dir.path(), {"--max-batch-size", "16"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  ASSERT_EQ(Http(server.port(), "GET", "/health").status, 200);
+  const int64_t rss_before = server.RssKb();
+  const char* seconds = std::getenv("MLC_LOAD_SECONDS");
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "load", "32", seconds ? seconds : "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const int64_t rss_after = server.RssKb();
+  std::cout << "load: " << r.out << "rss before " << rss_before << " kB, after " << rss_after << " kB\n";
+  EXPECT_EQ((*doc)["failed"], 0) << r.out;
+  EXPECT_EQ((*doc)["mismatched"], 0) << r.out;
+  EXPECT_GT((*doc)["ok"].get<int>(), 32);
+  // Bounded memory: the KV cache is allocated up front; load must not grow the process much.
+  EXPECT_LT(rss_after - rss_before, 64 * 1024) << "kB";
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+}  // namespace
+}  // namespace mlc

@@ -1,0 +1,143 @@
+// Drives `mlc-manifest serve` with the official `openai` npm client, as users do.
+//   node serve_client.mjs OPENAI_DIR BASE_URL basic
+//     text, audio (base64 WAV) and image (data: URL PNG) requests, streamed and not; prints one
+//     JSON object with each reply, its streamed form and its usage.
+//   node serve_client.mjs OPENAI_DIR BASE_URL load CLIENTS SECONDS
+//     runs each prompt alone first (greedy), then CLIENTS concurrent streaming clients for
+//     SECONDS, each comparing every stream with the alone reply; prints counts, requests/s and
+//     time to first token p50/p99.
+import { createRequire } from 'node:module';
+import { deflateSync } from 'node:zlib';
+
+const [openaiDir, baseURL, mode, ...rest] = process.argv.slice(2);
+const require = createRequire(import.meta.url);
+const OpenAI = require(openaiDir).default ?? require(openaiDir);
+const client = new OpenAI({ baseURL: baseURL + '/v1', apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+
+function wavBase64(seconds, freq) {
+  const rate = 16000, n = Math.round(seconds * rate);
+  const b = Buffer.alloc(44 + 2 * n);
+  b.write('RIFF', 0); b.writeUInt32LE(36 + 2 * n, 4); b.write('WAVE', 8);
+  b.write('fmt ', 12); b.writeUInt32LE(16, 16); b.writeUInt16LE(1, 20); b.writeUInt16LE(1, 22);
+  b.writeUInt32LE(rate, 24); b.writeUInt32LE(2 * rate, 28); b.writeUInt16LE(2, 32); b.writeUInt16LE(16, 34);
+  b.write('data', 36); b.writeUInt32LE(2 * n, 40);
+  for (let i = 0; i < n; i++) b.writeInt16LE(Math.round(12000 * Math.sin(2 * Math.PI * freq * i / rate)), 44 + 2 * i);
+  return b.toString('base64');
+}
+
+const crcTable = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf) {
+  let c = 0xffffffff;
+  for (const x of buf) c = crcTable[(c ^ x) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function pngChunk(type, data) {
+  const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type), data]);
+  const crc = Buffer.alloc(4); crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+function pngDataUrl(w, h, salt) {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0); ihdr.writeUInt32BE(h, 4); ihdr[8] = 8; ihdr[9] = 2;
+  const raw = Buffer.alloc(h * (1 + 3 * w));
+  for (let y = 0; y < h; y++) {
+    raw[y * (1 + 3 * w)] = 0;
+    for (let x = 0; x < 3 * w; x++) raw[y * (1 + 3 * w) + 1 + x] = (x * 7 + y * 13 + salt) & 255;
+  }
+  const png = Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', deflateSync(raw)), pngChunk('IEND', Buffer.alloc(0))]);
+  return 'data:image/png;base64,' + png.toString('base64');
+}
+
+async function complete(messages, extra = {}) {
+  const r = await client.chat.completions.create({ model: 'reference', messages, temperature: 0, max_tokens: 12, ...extra });
+  return { content: r.choices[0].message.content, finish: r.choices[0].finish_reason, usage: r.usage };
+}
+
+async function stream(messages, extra = {}) {
+  const start = performance.now();
+  let ttft = null, content = '', finish = null, usage = null;
+  const s = await client.chat.completions.create({
+    model: 'reference', messages, temperature: 0, max_tokens: 12, stream: true,
+    stream_options: { include_usage: true }, ...extra });
+  for await (const chunk of s) {
+    if (chunk.usage) usage = chunk.usage;
+    const c = chunk.choices[0];
+    if (!c) continue;
+    if (c.delta?.content) {
+      if (ttft === null) ttft = performance.now() - start;
+      content += c.delta.content;
+    }
+    if (c.finish_reason) finish = c.finish_reason;
+  }
+  return { content, finish, usage, ttft };
+}
+
+const prompts = [
+  [{ role: 'user', content: 'Hello there' }],
+  [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Tell me about the sea and the sky, at some length.' }],
+  [{ role: 'user', content: [{ type: 'text', text: 'What is said here?' },
+    { type: 'input_audio', input_audio: { data: wavBase64(0.5, 440), format: 'wav' } }] }],
+  [{ role: 'user', content: [{ type: 'image_url', image_url: { url: pngDataUrl(40, 30, 5) } },
+    { type: 'text', text: 'Describe the picture.' }] }],
+  [{ role: 'user', content: 'abc' }],
+  [{ role: 'user', content: [{ type: 'text', text: 'Both:' },
+    { type: 'input_audio', input_audio: { data: wavBase64(0.3, 300), format: 'wav' } },
+    { type: 'image_url', image_url: { url: pngDataUrl(32, 32, 77) } }] }],
+];
+const lengths = [4, 9, 16, 12, 7, 20];
+
+async function basic() {
+  const out = [];
+  for (const [i, m] of prompts.entries()) {
+    const plain = await complete(m, { max_tokens: lengths[i] });
+    const streamed = await stream(m, { max_tokens: lengths[i] });
+    out.push({ plain, streamed: { content: streamed.content, finish: streamed.finish, usage: streamed.usage } });
+  }
+  let error = null;
+  try {
+    await client.chat.completions.create({ model: 'reference', messages: [{ role: 'assistant', content: 'x' }] });
+  } catch (e) {
+    error = { status: e.status, message: e.message, type: e.error?.type ?? null };
+  }
+  const models = await client.models.list();
+  console.log(JSON.stringify({ replies: out, error, models: models.data.map((m) => m.id) }));
+}
+
+async function load(clients, seconds) {
+  const expected = [];
+  for (const [i, m] of prompts.entries()) expected.push((await complete(m, { max_tokens: lengths[i] })).content);
+  const end = performance.now() + seconds * 1000;
+  const ttfts = [];
+  let ok = 0, failed = 0, mismatched = 0;
+  const failures = [];
+  const started = performance.now();
+  await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    for (let k = c; performance.now() < end; k += clients) {
+      const i = k % prompts.length;
+      try {
+        const r = await stream(prompts[i], { max_tokens: lengths[i] });
+        if (r.ttft !== null) ttfts.push(r.ttft);
+        if (r.content === expected[i]) ok++;
+        else { mismatched++; if (failures.length < 5) failures.push({ prompt: i, got: r.content, want: expected[i] }); }
+      } catch (e) {
+        failed++;
+        if (failures.length < 5) failures.push({ prompt: i, error: String(e) });
+      }
+    }
+  }));
+  const elapsed = (performance.now() - started) / 1000;
+  ttfts.sort((a, b) => a - b);
+  const pct = (p) => ttfts.length ? ttfts[Math.min(ttfts.length - 1, Math.floor(p * ttfts.length))] : null;
+  console.log(JSON.stringify({ ok, failed, mismatched, failures, seconds: elapsed,
+    requests_per_s: (ok + failed + mismatched) / elapsed, ttft_p50_ms: pct(0.5), ttft_p99_ms: pct(0.99) }));
+}
+
+if (mode === 'basic') await basic();
+else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]));
+else { console.error('unknown mode ' + mode); process.exit(2); }
