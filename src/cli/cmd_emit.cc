@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/presets.h"
@@ -71,7 +72,21 @@ int EmitPackage(const EmitArgs& a) {
                 {{"interface_id", pkg.interface_id}, {"parameter_schema_id", pkg.parameter_schema_id}});
 }
 
+// --target cpu: the built-in CPU program's own document for the package's chat config.
+int EmitCpuProgram(const EmitArgs& a) {
+  Result<ChatConfig> config = ReadChatConfig(JoinPath(a.dir, kChatConfigFileName));
+  if (!config) return ReportFailure(config.errors(), a.json);
+  Result<CompiledProgram> cp = CpuCompiledProgram(*config);
+  if (!cp) return ReportFailure(cp.errors(), a.json);
+  return Finish(a, a.output, WriteCompiledProgram(*cp, a.metadata),
+                {{"interface_id", cp->interface_id},
+                 {"parameter_schema_id", cp->parameter_schema_id},
+                 {"max_storage_buffer_binding_size", cp->resources.max_storage_buffer_binding_size},
+                 {"estimated_device_memory_bytes", cp->resources.estimated_device_memory_bytes}});
+}
+
 int EmitProgram(const EmitArgs& a) {
+  if (a.target == "cpu") return EmitCpuProgram(a);
   Target target = a.target == "native" ? Target::kNative : Target::kWebGPU;
   Result<Tasks> tasks = LoadTasks(a);
   if (!tasks) return ReportFailure(tasks.errors(), a.json);
@@ -152,14 +167,23 @@ const Registration kEmit(40, [](CLI::App& app) {
   gt->needs(gg);
   gg->needs(gt);
   prog->add_option("--feature", a->features, "A required device feature (repeatable)");
-  prog->add_option("--target", a->target, "webgpu | native")->check(CLI::IsMember({"webgpu", "native"}))->capture_default_str();
+  prog->add_option("--target", a->target,
+                   "webgpu | native | cpu (the built-in CPU program for the chat config's model_type; "
+                   "no --preset or --tasks)")
+      ->check(CLI::IsMember({"webgpu", "native", "cpu"}))
+      ->capture_default_str();
   prog->add_option("--params", a->params_file, "Parameter list [{name, shape, dtype}] (default: the tensor cache)");
   prog->add_flag("--metadata", a->metadata, "Write a _metadata object holding the document under \"artifact\"");
   prog->add_option("-o,--output", a->output, "Output file")->required();
   prog->add_flag("--force", a->force, "Overwrite an existing file");
   prog->add_flag("--json", a->json, "One JSON object on stdout");
-  prog->callback([action, gp, gt]() {
-    if (gp->count() + gt->count() == 0) throw CLI::RequiredError("--preset or --tasks/--programs");
+  prog->callback([action, gp, gt, a]() {
+    if (a->target == "cpu" && gp->count() + gt->count() > 0) {
+      throw CLI::ValidationError("--target cpu", "writes the CPU program's own tasks; drop --preset/--tasks");
+    }
+    if (a->target != "cpu" && gp->count() + gt->count() == 0) {
+      throw CLI::RequiredError("--preset or --tasks/--programs");
+    }
     *action = 2;
   });
 

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/reference_model.h"
 
 namespace mlc::cli {
@@ -14,9 +15,45 @@ struct GenArgs {
   ReferenceModelOptions options;
   bool no_manifest = false;
   bool json = false;
+  FamilyModelOptions family;  // with --family: a random package of a CPU family
 };
 
+// --family: a converted package of one of the CPU program's families, random weights.
+int RunFamily(GenArgs a) {
+  a.family.manifest = !a.no_manifest;
+  a.family.seed = a.options.seed;
+  a.family.force = a.options.force;
+  auto report = WriteFamilyModel(a.dir, a.family);
+  if (!report) return ReportFailure(report.errors(), a.json);
+  if (a.json) {
+    PrintJson({{"ok", true},
+               {"dir", a.dir},
+               {"files", report->files},
+               {"family", a.family.family},
+               {"quantization", a.family.quantization},
+               {"shape", a.family.shape},
+               {"random_weights", true},
+               {"manifest", a.family.manifest},
+               {"parameters", report->parameter_count},
+               {"parameter_bytes", report->parameter_bytes},
+               {"shard_bytes", report->shard_bytes},
+               {"interface_id", report->interface_id},
+               {"parameter_schema_id", report->parameter_schema_id}});
+    return kExitOk;
+  }
+  std::cout << "wrote " << report->files.size() << " files to " << a.dir << ": a "
+            << a.family.family << " " << a.family.quantization << " package (" << a.family.shape
+            << " shape) with RANDOM weights, not a trained model (" << report->parameter_count
+            << " parameters, " << report->parameter_bytes << " bytes on the device, "
+            << report->shard_bytes << " bytes of shards"
+            << (a.family.manifest ? "" : "; legacy: no manifest") << ")\n"
+            << "interface_id " << report->interface_id << "\nparameter_schema_id "
+            << report->parameter_schema_id << "\n";
+  return kExitOk;
+}
+
 int Run(GenArgs a) {
+  if (!a.family.family.empty()) return RunFamily(std::move(a));
   if (a.pair == "tokens") {
     a.options.pairs = ReferencePairs::kTokens;
   } else if (a.pair == "embeds") {
@@ -42,7 +79,7 @@ int Run(GenArgs a) {
   std::cout << "wrote " << report->files.size() << " files to " << a.dir << " ("
             << report->parameter_count << " parameters, " << report->parameter_bytes
             << " bytes as float32, " << report->shard_bytes << " bytes of bf16 shards; "
-            << a.pair << " pair)\n"
+            << a.pair << " pair; random weights)\n"
             << "interface_id " << report->interface_id << "\nparameter_schema_id "
             << report->parameter_schema_id << "\n";
   return kExitOk;
@@ -50,7 +87,8 @@ int Run(GenArgs a) {
 
 const Registration kReferenceModel(620, [](CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "reference-model", "Write the small reference transformer as a converted package");
+      "reference-model", "Write the small reference transformer (or, with --family, a model of a CPU program "
+      "family) as a converted package with random weights");
   auto a = std::make_shared<GenArgs>();
   ReferenceModelOptions& o = a->options;
   cmd->add_option("DIR", a->dir, "Output folder (created when missing)")->required();
@@ -62,9 +100,29 @@ const Registration kReferenceModel(620, [](CLI::App& app) {
   cmd->add_option("--image-dtype", o.image_dtype, "Pixels the image adapter takes")
       ->check(CLI::IsMember({"uint8", "uint32"}));
   cmd->add_option("--context-window", o.context_window_size, "context_window_size")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->each([a](const std::string& v) { a->family.context_window_size = std::stoll(v); });
   cmd->add_option("--prefill-chunk", o.prefill_chunk_size, "prefill_chunk_size")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->each([a](const std::string& v) { a->family.prefill_chunk_size = std::stoll(v); });
+  a->family.family.clear();
+  auto* family = cmd->add_option("--family", a->family.family,
+                                 "Write a random-weight package of a CPU program family instead")
+                     ->check(CLI::IsMember(CpuModelTypes()));
+  cmd->add_option("--quantization", a->family.quantization, "With --family: the quantization")
+      ->check(CLI::IsMember(CpuQuantizations()))
+      ->needs(family)
+      ->capture_default_str();
+  cmd->add_option("--shape", a->family.shape, "With --family: tiny or qwen2.5-0.5b")
+      ->check(CLI::IsMember(FamilyShapes()))
+      ->needs(family)
+      ->capture_default_str();
+  cmd->add_option("--sliding-window", a->family.sliding_window_size,
+                  "With --family: sliding_window_size (-1: none)")
+      ->needs(family);
+  cmd->add_option("--attention-sink", a->family.attention_sink_size,
+                  "With --family: attention_sink_size (-1: none)")
+      ->needs(family);
   cmd->add_flag("--no-manifest", a->no_manifest, "Write a legacy package without a manifest");
   cmd->add_flag("--force", o.force, "Replace existing files");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");

@@ -1,17 +1,19 @@
-// `mlc-manifest run DIR --request FILE`: binds a reference package to the reference runtime and
-// generates: adapters, chunked prefill, sampled decode, per-phase timings; turns share one KV cache.
+// `mlc-manifest run DIR --request FILE`: binds a package to its library (the reference runtime
+// for a reference package, else the built-in CPU program chosen by model_type) and generates: adapters, chunked prefill, sampled decode, per-phase timings; turns share one KV cache.
 // With --messages FILE instead, chat messages become the prompt through the package's
 // conversation template and tokenizer (SPEC 7); the reply is streamed to stdout and generation
-// stops at stop ids and stop strings. More --messages files continue the conversation.
+// stops at stop ids and stop strings; the sampling defaults come from mlc-chat-config.json
+// unless given as flags. More --messages files continue the conversation.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/command.h"
 #include "mlc_manifest/conversation.h"
-#include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
 
@@ -26,7 +28,28 @@ struct RunArgs {
   int64_t max_tokens = 16;
   SamplerConfig sampler;
   bool json = false;
+  std::map<std::string, CLI::Option*> sampling_flags;  // chat-config field -> its flag
 };
+
+// Chat sampling: each of the chat config's sampling fields the command line did not give.
+SamplerConfig ChatSampler(const RunArgs& a, const ChatConfig& config) {
+  SamplerConfig s = a.sampler;
+  const std::map<std::string, double*> fields = {{"temperature", &s.temperature},
+                                                 {"top_p", &s.top_p},
+                                                 {"repetition_penalty", &s.repetition_penalty},
+                                                 {"presence_penalty", &s.presence_penalty},
+                                                 {"frequency_penalty", &s.frequency_penalty}};
+  for (const auto& [key, field] : fields) {
+    auto flag = a.sampling_flags.find(key);
+    if (flag != a.sampling_flags.end() && flag->second->count() > 0) continue;
+    if (config.raw.is_object() && config.raw.contains(key) && config.raw[key].is_number()) {
+      *field = config.raw[key].get<double>();
+    }
+  }
+  return s;
+}
+
+double PerSecond(int64_t n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
 
 void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnResult& r,
                     int64_t kv_after) {
@@ -39,7 +62,8 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
   out << "\n  timings: create_kv " << t.create_kv_ms << " ms, embed " << t.embed_ms
             << " ms, adapters " << t.adapter_ms << " ms, prefill " << t.prefill_ms << " ms ("
             << t.prefill_calls << " calls), decode " << t.decode_ms << " ms (" << t.decode_steps
-            << " steps)\n";
+            << " steps)\n  speed: prefill " << PerSecond(t.prefill_positions, t.prefill_ms)
+            << " tokens/s, decode " << PerSecond(t.decode_steps, t.decode_ms) << " tokens/s\n";
 }
 
 // Chat messages as request turns: the first file is a conversation (SPEC 7 from the first
@@ -91,7 +115,6 @@ int Run(const RunArgs& a) {
     return ReportFailure({Error{ErrorCode::kUsage, "--request", "give exactly one of --request or --messages"}},
                          a.json);
   }
-  if (Status s = CheckSamplerConfig(a.sampler); !s) return ReportFailure(s.errors(), a.json);
   if (a.max_tokens < 0) {
     return ReportFailure({Error{ErrorCode::kUsage, "--max-tokens", "expected >= 0"}}, a.json);
   }
@@ -101,11 +124,13 @@ int Run(const RunArgs& a) {
     if (!p) return ReportFailure(p.errors(), a.json, a.program);
     program = std::move(*p);
   }
-  auto library = OpenReferenceLibrary(a.dir);
+  auto library = OpenPackageLibrary(a.dir);
   if (!library) return ReportFailure(library.errors(), a.json);
   auto model = LoadModel(a.dir, **library, program);
   if (!model) return ReportFailure(model.errors(), a.json);
   const bool chat = !a.messages.empty();
+  const SamplerConfig sampler = chat ? ChatSampler(a, model->config) : a.sampler;
+  if (Status s = CheckSamplerConfig(sampler); !s) return ReportFailure(s.errors(), a.json);
   std::unique_ptr<Tokenizer> tokenizer;
   if (auto t = Tokenizer::FromDirectory(a.dir); t) {
     tokenizer = std::move(*t);
@@ -138,7 +163,7 @@ int Run(const RunArgs& a) {
   std::ostream& report = stream ? std::cerr : std::cout;
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
-  options.sampler = a.sampler;
+  options.sampler = sampler;
   options.stop_token_ids = StopTokenIds(model->config);
   Session session = model->NewSession();
   if (!a.json) report << model->bound.note << "\n";
@@ -199,9 +224,11 @@ int Run(const RunArgs& a) {
 }
 
 const Registration kRun(610, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Generate with the reference runtime on a package");
+  auto* cmd = app.add_subcommand(
+      "run", "Generate on a package: the reference runtime, or the built-in CPU program for "
+             "llama, qwen2, gemma, gemma2 and phi3 packages");
   auto a = std::make_shared<RunArgs>();
-  cmd->add_option("DIR", a->dir, "A reference-model package folder")->required();
+  cmd->add_option("DIR", a->dir, "A converted package folder")->required();
   cmd->add_option("--program", a->program,
                   "The compiled-program document (default: the library's _metadata.artifact)");
   cmd->add_option("--request", a->request, "Request JSON (segments or {\"turns\": [...]})");
@@ -211,8 +238,17 @@ const Registration kRun(610, [](CLI::App& app) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--max-tokens", a->max_tokens, "Tokens to generate per turn");
-  cmd->add_option("--temperature", a->sampler.temperature, "0: greedy");
-  cmd->add_option("--top-p", a->sampler.top_p, "Nucleus mass in (0, 1]");
+  const char* chat_default = " (--messages: default from mlc-chat-config.json)";
+  a->sampling_flags["temperature"] =
+      cmd->add_option("--temperature", a->sampler.temperature, std::string("0: greedy") + chat_default);
+  a->sampling_flags["top_p"] = cmd->add_option("--top-p", a->sampler.top_p,
+                                               std::string("Nucleus mass in (0, 1]") + chat_default);
+  a->sampling_flags["repetition_penalty"] = cmd->add_option(
+      "--repetition-penalty", a->sampler.repetition_penalty, std::string("> 0, 1: none") + chat_default);
+  a->sampling_flags["presence_penalty"] = cmd->add_option(
+      "--presence-penalty", a->sampler.presence_penalty, std::string("In [-2, 2]") + chat_default);
+  a->sampling_flags["frequency_penalty"] = cmd->add_option(
+      "--frequency-penalty", a->sampler.frequency_penalty, std::string("In [-2, 2]") + chat_default);
   cmd->add_option("--top-k", a->sampler.top_k, "0: all tokens");
   cmd->add_option("--seed", a->sampler.seed, "Sampler seed");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");

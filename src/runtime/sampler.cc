@@ -26,14 +26,45 @@ Status CheckSamplerConfig(const SamplerConfig& c) {
   if (c.top_k < 0) {
     errors.push_back(Error{ErrorCode::kUsage, "--top-k", "expected an integer >= 0 (0: all)"});
   }
+  if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) {
+    errors.push_back(Error{ErrorCode::kUsage, "repetition_penalty", "expected a finite value > 0"});
+  }
+  if (!(c.presence_penalty >= -2 && c.presence_penalty <= 2)) {
+    errors.push_back(Error{ErrorCode::kUsage, "presence_penalty", "expected a value in [-2, 2]"});
+  }
+  if (!(c.frequency_penalty >= -2 && c.frequency_penalty <= 2)) {
+    errors.push_back(Error{ErrorCode::kUsage, "frequency_penalty", "expected a value in [-2, 2]"});
+  }
   if (!errors.empty()) return errors;
   return Status::Ok();
 }
 
 Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
 
-int32_t Sampler::Sample(std::span<const float> logits) {
-  if (logits.empty()) return 0;
+int32_t Sampler::Sample(std::span<const float> raw) {
+  if (raw.empty()) return 0;
+  std::vector<float> penalized;
+  std::span<const float> logits = raw;
+  bool penalize = config_.repetition_penalty != 1.0 || config_.presence_penalty != 0.0 ||
+                  config_.frequency_penalty != 0.0;
+  if (penalize && !counts_.empty()) {
+    penalized.assign(raw.begin(), raw.end());
+    for (const auto& [token, count] : counts_) {
+      if (token < 0 || static_cast<size_t>(token) >= penalized.size()) continue;
+      float& l = penalized[static_cast<size_t>(token)];
+      double r = config_.repetition_penalty;
+      double v = l > 0 ? l / r : l * r;
+      v -= config_.presence_penalty + static_cast<double>(count) * config_.frequency_penalty;
+      l = static_cast<float>(v);
+    }
+    logits = penalized;
+  }
+  int32_t token = Choose(logits);
+  ++counts_[token];
+  return token;
+}
+
+int32_t Sampler::Choose(std::span<const float> logits) {
   if (config_.temperature <= 0 || config_.top_k == 1) return Argmax(logits);
   // Candidates by descending logit (ties: lower id first).
   std::vector<int32_t> order(logits.size());

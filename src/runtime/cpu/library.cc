@@ -1,0 +1,205 @@
+// The CPU program as a ModelLibrary: embed, prefill, decode and create_tir_paged_kv_cache with
+// the argument shapes MLC libraries use (SPEC 9), its metadata (the converter's parameter list
+// and the compiled-program document as _metadata.artifact), and the choice of library for a
+// package folder (reference model or CPU program).
+#include <cstring>
+#include <mutex>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/reference_model.h"
+#include "runtime/cpu/model.h"
+
+namespace mlc {
+namespace cpu {
+namespace {
+
+using Args = std::span<const Value>;
+
+Status Count(const std::string& fn, Args args, size_t n) {
+  if (args.size() == n) return Status::Ok();
+  return Invalid(fn, "expected " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
+}
+
+Result<NDArray> TensorArg(const std::string& fn, Args args, size_t i, DLDataType dtype,
+                          std::vector<int64_t> shape) {
+  const NDArray* t = std::get_if<NDArray>(&args[i]);
+  bool ok = t && t->defined() && SameDtype(t->dtype(), dtype) &&
+            t->ndim() == static_cast<int64_t>(shape.size());
+  for (size_t d = 0; ok && d < shape.size(); ++d) ok = shape[d] < 0 || t->shape()[d] == shape[d];
+  if (ok) return *t;
+  std::string want = "[";
+  for (size_t d = 0; d < shape.size(); ++d) {
+    want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
+  }
+  return Invalid(fn, "argument " + std::to_string(i) + ": expected " + want + "] " +
+                         DlDtypeName(dtype) + ", got " +
+                         (t ? t->Describe() : std::string(ValueTypeName(args[i]))));
+}
+
+template <class T>
+Result<std::shared_ptr<T>> ObjectArg(const std::string& fn, Args args, size_t i, const char* what) {
+  const ObjectRef* o = std::get_if<ObjectRef>(&args[i]);
+  auto p = o ? std::dynamic_pointer_cast<T>(*o) : nullptr;
+  if (p) return p;
+  return Invalid(fn, "argument " + std::to_string(i) + ": expected " + what + ", got " +
+                         (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args[i]))));
+}
+
+Tasks TextTasks() {
+  Task task;
+  task.executor = "generation";
+  task.output = "text";
+  task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
+  return {{"chat.completions", task}};
+}
+
+class Library : public ModelLibrary {
+ public:
+  Library(ModelConfig config, LibraryMetadata metadata)
+      : c_(std::move(config)), metadata_(std::move(metadata)) {
+    functions_["embed"] = [this](Args a) { return Embed(a); };
+    functions_["prefill"] = [this](Args a) { return Step(a, "prefill"); };
+    functions_["decode"] = [this](Args a) { return Step(a, "decode"); };
+    functions_["create_tir_paged_kv_cache"] = [this](Args a) { return CreateKv(a); };
+  }
+
+  const PackedFunction* GetFunction(const std::string& name) const override {
+    auto it = functions_.find(name);
+    return it == functions_.end() ? nullptr : &it->second;
+  }
+  std::vector<std::string> FunctionNames() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, f] : functions_) out.push_back(n);
+    return out;
+  }
+  const LibraryMetadata& Metadata() const override { return metadata_; }
+
+ private:
+  // The bound weights of a parameter set, kept while the set is the last one seen.
+  Result<std::shared_ptr<const ModelWeights>> Weights(const std::string& fn, Args args, size_t i) {
+    auto params = ObjectArg<ParameterSet>(fn, args, i, "a parameter set");
+    if (!params) return params.take_errors();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bound_ && bound_for_.lock() == *params) return bound_;
+    auto w = BindWeights(c_, metadata_.params, **params);
+    if (!w) return w.take_errors();
+    bound_ = std::make_shared<const ModelWeights>(std::move(*w));
+    bound_for_ = *params;
+    return bound_;
+  }
+
+  Result<std::vector<Value>> Embed(Args args) {
+    if (Status s = Count("embed", args, 2); !s) return s.errors();
+    auto ids = TensorArg("embed", args, 0, DlInt32(), {-1});
+    if (!ids) return ids.take_errors();
+    auto w = Weights("embed", args, 1);
+    if (!w) return w.take_errors();
+    NDArray out = NDArray::Empty({ids->Elements(), c_.hidden_size}, DlFloat32());
+    std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
+    if (Status s = EmbedTokens(c_, **w, span, out.data<float>()); !s) return s.errors();
+    return std::vector<Value>{out};
+  }
+
+  // prefill (embeddings [1, n, hidden]) and decode ([1, 1, hidden]) -> (logits [1, 1, vocab], kv)
+  Result<std::vector<Value>> Step(Args args, const std::string& fn) {
+    if (Status s = Count(fn, args, 3); !s) return s.errors();
+    auto e = TensorArg(fn, args, 0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
+    if (!e) return e.take_errors();
+    auto kv = ObjectArg<PagedKvCache>(fn, args, 1, "a cpu.PagedKvCache");
+    if (!kv) return kv.take_errors();
+    auto w = Weights(fn, args, 2);
+    if (!w) return w.take_errors();
+    auto logits = Forward(c_, **w, **kv, 0, e->data<float>(), e->shape()[1]);
+    if (!logits) return logits.take_errors();
+    NDArray out = NDArray::Empty({1, 1, c_.vocab_size}, DlFloat32());
+    std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
+    return std::vector<Value>{out, args[1]};
+  }
+
+  // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
+  Result<std::vector<Value>> CreateKv(Args args) {
+    const char* fn = "create_tir_paged_kv_cache";
+    if (Status s = Count(fn, args, 5); !s) return s.errors();
+    int64_t v[5];
+    for (size_t i = 0; i < 5; ++i) {
+      const int64_t* x = std::get_if<int64_t>(&args[i]);
+      if (!x) return Invalid(fn, "argument " + std::to_string(i) + ": expected an integer");
+      v[i] = *x;
+    }
+    if (v[0] < 1 || v[0] > 256 || v[1] < 1 || v[1] > (int64_t{1} << 24) || v[2] < 1 ||
+        v[2] > (int64_t{1} << 20) || v[3] < 1 || v[3] > 4096 || (v[4] != 0 && v[4] != 1)) {
+      return Invalid(fn, "expected 1 <= max_batch_size <= 256, 1 <= max_total_seq_len <= 2^24, "
+                         "1 <= prefill_chunk_size <= 2^20, 1 <= page_size <= 4096 and "
+                         "support_sliding_window 0 or 1");
+    }
+    KvCacheShape shape;
+    shape.num_layers = c_.num_layers;
+    shape.num_kv_heads = c_.num_kv_heads;
+    shape.head_dim = c_.head_dim;
+    shape.max_batch_size = v[0];
+    shape.max_total_seq_len = v[1];
+    shape.prefill_chunk_size = v[2];
+    shape.page_size = v[3];
+    shape.sliding = v[4] == 1;
+    shape.sliding_window = v[1];
+    shape.attention_sink = shape.sliding ? std::max<int64_t>(0, c_.attention_sink_size) : 0;
+    return std::vector<Value>{ObjectRef(std::make_shared<PagedKvCache>(shape))};
+  }
+
+  ModelConfig c_;
+  LibraryMetadata metadata_;
+  std::map<std::string, PackedFunction> functions_;
+  std::mutex mu_;
+  std::shared_ptr<const ModelWeights> bound_;
+  std::weak_ptr<ParameterSet> bound_for_;
+};
+
+}  // namespace
+}  // namespace cpu
+
+Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
+  auto params = CpuParamSpecs(config);
+  if (!params) return params.take_errors();
+  auto estimate = EstimateResources(*params, &config);
+  if (!estimate) return estimate.take_errors();
+  auto schema_id = ComputeParameterSchemaId(*params);
+  if (!schema_id) return schema_id.take_errors();
+  CompiledProgram program;
+  program.interface_id = ComputeInterfaceId(cpu::TextTasks());
+  program.parameter_schema_id = *schema_id;
+  Program p;
+  p.kind = "token_generation";
+  p.exports = {{"embed_tokens", "embed"},
+               {"prefill_embeds", "prefill"},
+               {"decode_embeds", "decode"},
+               {"create_kv_cache", "create_tir_paged_kv_cache"}};
+  program.programs["generation"] = p;
+  program.resources = MakeResources(*estimate, {});
+  return program;
+}
+
+Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
+  auto chat = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
+  if (!chat) return chat.take_errors();
+  auto config = cpu::ParseModelConfig(*chat);
+  if (!config) return config.take_errors();
+  auto program = CpuCompiledProgram(*chat);
+  if (!program) return program.take_errors();
+  LibraryMetadata metadata;
+  metadata.model_type = config->model_type;
+  metadata.params = cpu::ParamSpecs(*config);
+  metadata.artifact = Json::parse(WriteCompiledProgram(*program));
+  std::unique_ptr<ModelLibrary> lib =
+      std::make_unique<cpu::Library>(std::move(*config), std::move(metadata));
+  return lib;
+}
+
+Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir) {
+  if (FileExists(JoinPath(package_dir, kReferenceLibraryFile))) {
+    return OpenReferenceLibrary(package_dir);
+  }
+  return OpenCpuLibrary(package_dir);
+}
+
+}  // namespace mlc

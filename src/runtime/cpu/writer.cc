@@ -1,0 +1,351 @@
+// Random-weight packages of the CPU families, written as MLC's converter writes real ones:
+// mlc-chat-config.json (model_type, quantization, model_config, conversation template, sampling
+// defaults), tensor-cache.json with records sorted by name in 32 MiB params_shard_*.bin files
+// ("f32-to-bf16": float32 values stored as bfloat16, other dtypes raw), 4-bit weights quantised
+// with MLC's group rule, the reference tokenizer.json, and the manifest unless asked for a
+// legacy package. For tests, the llama.cpp comparison and the benchmark: the weights are random.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/hash.h"
+#include "mlc_manifest/reference_model.h"
+#include "runtime/cpu/family.h"
+#include "runtime/cpu/kernels.h"
+#include "runtime/reference/reference_internal.h"
+
+namespace mlc {
+namespace {
+
+// splitmix64, seeded per parameter so a value does not depend on the shard layout.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [-1, 1).
+  float Symmetric() { return static_cast<float>(static_cast<double>(Next() >> 11) / 4503599627370496.0 - 1.0); }
+
+ private:
+  uint64_t state_;
+};
+
+uint64_t NameSeed(const std::string& name, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// The float value of a parameter: norms near 1 (Gemma's stored norms already hold the 1 the
+// converter adds), biases small, matrices uniform with variance 1 / fan_in, embeddings
+// uniform with variance 1.
+std::vector<float> Draw(const std::string& base, bool norm, bool bias, int64_t rows, int64_t cols,
+                        uint64_t seed) {
+  Rng rng(NameSeed(base, seed));
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  const float kSqrt3 = 1.7320508f;
+  float scale = norm || bias ? 0.1f
+                : base.find("embed") != std::string::npos || base.find("embd") != std::string::npos
+                    ? kSqrt3
+                    : kSqrt3 / std::sqrt(static_cast<float>(cols));
+  for (float& x : v) x = (norm ? 1.0f : 0.0f) + scale * rng.Symmetric();
+  return v;
+}
+
+void Put16(std::string& out, uint16_t v) {
+  out.push_back(static_cast<char>(v & 0xff));
+  out.push_back(static_cast<char>(v >> 8));
+}
+void Put32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+// A float in the record's declared dtype as the converter stores it.
+void PutFloat(std::string& out, float v, const std::string& dtype) {
+  if (dtype == "float16") {
+    Put16(out, cpu::FloatToHalf(v));
+  } else {  // float32 records are "f32-to-bf16"
+    Put16(out, FloatToBf16(v));
+  }
+}
+
+// The value the device will hold for a stored float (what quantisation must divide by).
+float StoredFloat(float v, const std::string& dtype) {
+  return dtype == "float16" ? cpu::HalfToFloat(cpu::FloatToHalf(v)) : Bf16ToFloat(FloatToBf16(v));
+}
+
+// MLC's group quantisation of a [rows, cols] matrix: per group of 32 along a row,
+// scale = max|w| / 7, q = clamp(round(w / scale) + 7, 0, 14), eight values per uint32.
+void Quantize(const std::vector<float>& w, int64_t rows, int64_t cols, const std::string& scale_dtype,
+              std::string* q_weight, std::string* q_scale) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = w.data() + r * cols;
+    std::vector<uint32_t> words(static_cast<size_t>(cols / 8), 0);
+    for (int64_t g = 0; g < cols / 32; ++g) {
+      float max_abs = 0;
+      for (int64_t i = 0; i < 32; ++i) max_abs = std::max(max_abs, std::fabs(row[g * 32 + i]));
+      float scale = StoredFloat(max_abs / 7.0f, scale_dtype);
+      PutFloat(*q_scale, max_abs / 7.0f, scale_dtype);
+      for (int64_t i = 0; i < 32; ++i) {
+        int64_t col = g * 32 + i;
+        float q = scale > 0 ? std::nearbyint(row[col] / scale) + 7.0f : 7.0f;
+        uint32_t qi = static_cast<uint32_t>(std::clamp(q, 0.0f, 14.0f));
+        words[static_cast<size_t>(col / 8)] |= qi << (4 * (col % 8));
+      }
+    }
+    for (uint32_t word : words) Put32(*q_weight, word);
+  }
+}
+
+struct Shape {
+  int64_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim, context, prefill;
+};
+
+Shape ShapeOf(const FamilyModelOptions& o) {
+  if (o.shape == "qwen2.5-0.5b") return {151936, 896, 4864, 24, 14, 2, 64, 4096, 512};
+  // tiny: GQA where the family has it (phi3 is multi-head), head_dim 32 (Gemma: 64, wider
+  // than hidden / heads as in the real models).
+  bool gemma = o.family == "gemma" || o.family == "gemma2";
+  int64_t kv = o.family == "phi3" ? 4 : o.family == "gemma" ? 1 : 2;
+  return {512, 128, 256, 2, 4, kv, gemma ? 64 : 32, 512, 64};
+}
+
+Json ModelConfigJson(const FamilyModelOptions& o, const Shape& s, int64_t context, int64_t prefill) {
+  Json mc = {{"hidden_size", s.hidden},
+             {"intermediate_size", s.intermediate},
+             {"num_attention_heads", s.heads},
+             {"num_hidden_layers", s.layers},
+             {"num_key_value_heads", s.kv_heads},
+             {"head_dim", s.head_dim},
+             {"rms_norm_eps", 1e-6},
+             {"vocab_size", s.vocab},
+             {"context_window_size", context},
+             {"prefill_chunk_size", prefill},
+             {"tensor_parallel_shards", 1},
+             {"max_batch_size", 1}};
+  bool tiny = o.shape == "tiny";
+  if (o.family == "llama") {
+    mc["hidden_act"] = "silu";
+    mc["position_embedding_base"] = 500000.0;
+    mc["tie_word_embeddings"] = false;
+    if (tiny) {  // Llama 3.1-style scaling, with a short original window so it matters
+      mc["rope_scaling"] = {{"rope_type", "llama3"},
+                            {"factor", 8.0},
+                            {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0},
+                            {"original_max_position_embeddings", 64}};
+    }
+  } else if (o.family == "qwen2") {
+    mc["hidden_act"] = "silu";
+    mc["rope_theta"] = 1000000.0;
+    mc["tie_word_embeddings"] = true;
+  } else if (o.family == "gemma" || o.family == "gemma2") {
+    mc["hidden_activation"] = "gelu_pytorch_tanh";
+    mc["attention_bias"] = false;
+    mc["position_embedding_base"] = 10000.0;
+    if (o.family == "gemma2") {
+      mc["attn_logit_softcapping"] = 50.0;
+      mc["final_logit_softcapping"] = 30.0;
+      mc["query_pre_attn_scalar"] = tiny ? 48 : s.head_dim;
+      mc["sliding_window"] = tiny ? 16 : 4096;
+    }
+  } else if (o.family == "phi3") {
+    mc["model_type"] = "phi3";
+    mc["position_embedding_base"] = 10000.0;
+    mc["max_position_embeddings"] = context;
+    mc["tie_word_embeddings"] = false;
+    if (tiny) {  // longrope with a short original window: the long factors are in use
+      Json long_f = Json::array(), short_f = Json::array();
+      for (int64_t j = 0; j < s.head_dim / 2; ++j) {
+        long_f.push_back(1.0 + 0.25 * static_cast<double>(j));
+        short_f.push_back(1.0 + 0.01 * static_cast<double>(j));
+      }
+      mc["rope_scaling"] = {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}};
+      mc["original_max_position_embeddings"] = 64;
+    }
+  }
+  return mc;
+}
+
+Json ChatConfigJson(const FamilyModelOptions& o, const Shape& s) {
+  int64_t context = o.context_window_size > 0 ? o.context_window_size : s.context;
+  int64_t prefill = o.prefill_chunk_size > 0 ? o.prefill_chunk_size : s.prefill;
+  return {{"version", "0.1.0"},
+          {"model_type", o.family},
+          {"quantization", o.quantization},
+          {"model_config", ModelConfigJson(o, s, context, prefill)},
+          {"vocab_size", s.vocab},
+          {"context_window_size", context},
+          {"sliding_window_size", o.sliding_window_size},
+          {"prefill_chunk_size", prefill},
+          {"attention_sink_size", o.attention_sink_size},
+          {"tensor_parallel_shards", 1},
+          {"temperature", 0.7},
+          {"top_p", 0.95},
+          {"repetition_penalty", 1.0},
+          {"presence_penalty", 0.0},
+          {"frequency_penalty", 0.0},
+          {"tokenizer_files", {"tokenizer.json"}},
+          {"conv_template",
+           {{"name", "reference"},
+            {"system_template", "{system_message}"},
+            {"system_message", ""},
+            {"system_prefix_token_ids", {ReferenceTokens::kBos}},
+            {"roles", {{"user", "user"}, {"assistant", "assistant"}}},
+            {"seps", {"\n"}},
+            {"role_content_sep", ": "},
+            {"role_empty_sep", ":"},
+            {"stop_str", Json::array()},
+            {"stop_token_ids", {ReferenceTokens::kEos}}}},
+          {"bos_token_id", ReferenceTokens::kBos},
+          {"eos_token_id", ReferenceTokens::kEos},
+          {"random_weights", true}};
+}
+
+// The bytes of every record of one shard, in layout order.
+std::string ShardBytes(const TensorShard& shard, const cpu::ModelConfig& c, uint64_t seed) {
+  std::map<std::string, cpu::MatrixSpec> matrices;
+  for (const cpu::MatrixSpec& m : cpu::Matrices(c)) matrices[m.base] = m;
+  std::string data;
+  data.reserve(shard.nbytes);
+  for (const TensorRecord& r : shard.records) {
+    size_t dot = r.name.rfind('.');
+    std::string base = r.name.substr(0, dot), leaf = r.name.substr(dot + 1);
+    auto m = matrices.find(base);
+    if (m != matrices.end() && leaf == "q_weight") {
+      std::vector<float> w = Draw(base, false, false, m->second.out, m->second.in, seed);
+      std::string q_scale;
+      Quantize(w, m->second.out, m->second.in, c.float_dtype(), &data, &q_scale);
+    } else if (m != matrices.end() && leaf == "q_scale") {
+      std::vector<float> w = Draw(base, false, false, m->second.out, m->second.in, seed);
+      std::string q_weight;
+      Quantize(w, m->second.out, m->second.in, c.float_dtype(), &q_weight, &data);
+    } else {
+      bool norm = r.name.find("norm") != std::string::npos || (leaf == "weight" && r.shape.size() == 1);
+      bool bias = leaf == "bias";
+      int64_t rows = r.shape.size() == 2 ? r.shape[0] : 1;
+      int64_t cols = r.shape.back();
+      for (float v : Draw(m != matrices.end() ? base : r.name, norm && !bias, bias, rows, cols, seed)) {
+        PutFloat(data, v, r.dtype);
+      }
+    }
+  }
+  return data;
+}
+
+Status CheckOptions(const FamilyModelOptions& o) {
+  auto member = [](const std::vector<std::string>& names, const std::string& v) {
+    return std::find(names.begin(), names.end(), v) != names.end();
+  };
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+    return out;
+  };
+  if (!member(CpuModelTypes(), o.family)) {
+    return Error{ErrorCode::kUsage, "", "unknown family \"" + o.family + "\" (supported: " + join(CpuModelTypes()) + ")"};
+  }
+  if (!member(CpuQuantizations(), o.quantization)) {
+    return Error{ErrorCode::kUsage, "", "unknown quantization \"" + o.quantization +
+                                            "\" (supported: " + join(CpuQuantizations()) + ")"};
+  }
+  if (!member(FamilyShapes(), o.shape)) {
+    return Error{ErrorCode::kUsage, "", "unknown shape \"" + o.shape + "\" (supported: " + join(FamilyShapes()) + ")"};
+  }
+  return Status::Ok();
+}
+
+Tasks TextTasks() {
+  Task task;
+  task.executor = "generation";
+  task.output = "text";
+  task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
+  return {{"chat.completions", task}};
+}
+
+}  // namespace
+
+const std::vector<std::string>& FamilyShapes() {
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b"};
+  return kShapes;
+}
+
+Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyModelOptions& o) {
+  if (Status s = CheckOptions(o); !s) return s.errors();
+  Shape shape = ShapeOf(o);
+  Json chat_json = ChatConfigJson(o, shape);
+  auto chat = ParseChatConfig(chat_json);
+  if (!chat) return chat.take_errors();
+  auto config = cpu::ParseModelConfig(*chat);
+  if (!config) return config.take_errors();
+  std::vector<ParamSpec> specs = cpu::ParamSpecs(*config);
+  auto estimate = EstimateResources(specs, &*chat);
+  if (!estimate) return estimate.take_errors();
+  auto schema_id = ComputeParameterSchemaId(specs);
+  if (!schema_id) return schema_id.take_errors();
+  std::vector<ParamSpec> sorted = specs;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const ParamSpec& a, const ParamSpec& b) { return a.name < b.name; });
+  auto cache = LayoutTensorCache(sorted);
+  if (!cache) return cache.take_errors();
+  cache->param_size = static_cast<int64_t>(specs.size());
+  cache->param_bytes = estimate->total_bytes;
+
+  FamilyModelReport report;
+  report.parameter_count = estimate->parameter_count;
+  report.parameter_bytes = estimate->total_bytes;
+  report.parameter_schema_id = *schema_id;
+  ModelPackage package;
+  package.tasks = TextTasks();
+  package.interface_id = ComputeInterfaceId(package.tasks);
+  package.parameter_schema_id = *schema_id;
+  report.interface_id = package.interface_id;
+
+  std::vector<std::string> names;
+  for (const TensorShard& s : cache->shards) names.push_back(s.data_path);
+  for (const char* f : {kTensorCacheFileName, kChatConfigFileName, "tokenizer.json"}) names.push_back(f);
+  if (o.manifest) names.push_back(kManifestFileName);
+
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return IoError(dir, "cannot create the folder: " + ec.message());
+  if (!o.force) {
+    Errors errors;
+    for (const std::string& name : names) {
+      if (FileExists(JoinPath(dir, name))) {
+        errors.push_back(Error{ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"});
+      }
+    }
+    if (!errors.empty()) return errors;
+  }
+  if (o.force && !o.manifest) std::filesystem::remove(JoinPath(dir, kManifestFileName), ec);
+  for (TensorShard& s : cache->shards) {  // one shard in memory at a time
+    std::string bytes = ShardBytes(s, *config, o.seed);
+    s.md5sum = Md5Hex(bytes);
+    report.shard_bytes += static_cast<int64_t>(bytes.size());
+    if (Status st = WriteFileAtomic(JoinPath(dir, s.data_path), bytes, o.force); !st) return st.errors();
+    report.files.push_back(s.data_path);
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back(kTensorCacheFileName, WriteTensorCache(*cache));
+  files.emplace_back(kChatConfigFileName, PythonIndentJson(OrderedJson::parse(chat_json.dump()), 2));
+  if (auto tokenizer = reference::TokenizerJson(std::min<int64_t>(shape.vocab, 512))) {
+    files.emplace_back("tokenizer.json", std::move(*tokenizer));
+  }
+  if (o.manifest) files.emplace_back(kManifestFileName, WriteModelPackage(package));
+  for (const auto& [name, bytes] : files) {
+    if (Status s = WriteFileAtomic(JoinPath(dir, name), bytes, o.force); !s) return s.errors();
+    report.files.push_back(name);
+  }
+  return report;
+}
+
+}  // namespace mlc

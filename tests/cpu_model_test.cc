@@ -1,0 +1,593 @@
+// The built-in CPU program: its parameter lists against real converted packages, the random
+// package writer, the 4-bit dequantisation against a direct computation, each family's forward
+// pass against a float64 reimplementation written here from the model definitions, chunked
+// prefill against token-by-token decode, sliding windows with sinks, the sampler's penalties,
+// and the errors a broken package gives before any token.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/runtime.h"
+#include "runtime/cpu/family.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+using Vec = std::vector<double>;
+
+// ---- parameter lists of real packages ----
+
+TEST(CpuParams, SchemaIdEqualsRealTensorCaches) {
+  for (const char* name : {"med-chatbot-qwen2", "readerlm-v2-q4f16_1", "phi-3-mini-128k-ndarray"}) {
+    std::string dir = test::SharedPath(std::string("testdata/real/") + name);
+    auto chat = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
+    ASSERT_TRUE(chat) << chat.error().ToString();
+    auto cache = ReadTensorCache(dir);
+    ASSERT_TRUE(cache) << cache.error().ToString();
+    auto specs = CpuParamSpecs(*chat);
+    ASSERT_TRUE(specs) << specs.error().ToString();
+    std::vector<ParamSpec> real = ParamSpecsOf(*cache);
+    EXPECT_EQ(specs->size(), real.size()) << name;
+    EXPECT_EQ(*ComputeParameterSchemaId(*specs), *ComputeParameterSchemaId(real)) << name;
+    auto program = CpuCompiledProgram(*chat);
+    ASSERT_TRUE(program);
+    EXPECT_EQ(program->resources.estimated_device_memory_bytes, cache->param_bytes.value_or(-1)) << name;
+    EXPECT_TRUE(program->resources.required_features.empty());
+  }
+}
+
+TEST(CpuParams, UnsupportedModelTypeAndQuantizationListWhatIsSupported) {
+  Json doc = {{"model_type", "mixtral"}, {"quantization", "q3f16_1"}, {"model_config", Json::object()},
+              {"context_window_size", 128}, {"prefill_chunk_size", 16}};
+  auto chat = ParseChatConfig(doc);
+  ASSERT_TRUE(chat);
+  auto specs = CpuParamSpecs(*chat);
+  ASSERT_FALSE(specs);
+  ASSERT_EQ(specs.errors().size(), 2u);
+  EXPECT_NE(specs.errors()[0].message.find("llama, qwen2, gemma, gemma2, phi3"), std::string::npos);
+  EXPECT_NE(specs.errors()[1].message.find("q0f32, q0f16, q4f16_1, q4f32_1"), std::string::npos);
+  EXPECT_EQ(specs.errors()[0].code, ErrorCode::kUnsupported);
+}
+
+TEST(CpuParams, DimensionsAreChecked) {
+  Json doc = {{"model_type", "llama"}, {"quantization", "q4f16_1"},
+              {"model_config", {{"hidden_size", 100}, {"intermediate_size", 256},
+                                {"num_attention_heads", 4}, {"num_hidden_layers", 2},
+                                {"num_key_value_heads", 3}, {"vocab_size", 512}}},
+              {"context_window_size", 128}, {"prefill_chunk_size", 16}};
+  auto chat = ParseChatConfig(doc);
+  ASSERT_TRUE(chat);
+  auto specs = CpuParamSpecs(*chat);
+  ASSERT_FALSE(specs);
+  std::string all;
+  for (const Error& e : specs.errors()) all += e.ToString() + "\n";
+  EXPECT_NE(all.find("/model_config/num_key_value_heads"), std::string::npos) << all;
+  EXPECT_NE(all.find("/model_config/hidden_size"), std::string::npos) << all;  // not a multiple of 32
+}
+
+// ---- a float64 reimplementation ----
+
+double HalfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
+  double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+  return sign ? -v : v;
+}
+
+// Parameters of a package as float64 matrices, dequantised directly from the stored records.
+class Params64 {
+ public:
+  Params64(const ParameterSet& set) {
+    for (size_t i = 0; i < set.names.size(); ++i) by_name_[set.names[i]] = &set.tensors[i];
+  }
+  bool Has(const std::string& name) const { return by_name_.count(name) > 0; }
+  Vec Floats(const std::string& name) const {
+    const NDArray& t = *by_name_.at(name);
+    Vec out(static_cast<size_t>(t.Elements()));
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = SameDtype(t.dtype(), DlFloat32()) ? t.data<float>()[i] : HalfToDouble(t.data<uint16_t>()[i]);
+    }
+    return out;
+  }
+  // [rows, cols] row-major from "<base>.weight" or q_weight / q_scale ((q - 7) * scale).
+  Vec Matrix(const std::string& base, int64_t rows, int64_t cols) const {
+    if (Has(base + ".weight")) return Floats(base + ".weight");
+    const NDArray& q = *by_name_.at(base + ".q_weight");
+    Vec scale = Floats(base + ".q_scale");
+    Vec out(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        uint32_t word = q.data<uint32_t>()[r * (cols / 8) + c / 8];
+        double v = static_cast<double>((word >> (4 * (c % 8))) & 15u) - 7.0;
+        out[static_cast<size_t>(r * cols + c)] = v * scale[static_cast<size_t>(r * (cols / 32) + c / 32)];
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::map<std::string, const NDArray*> by_name_;
+};
+
+Vec MatVec(const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
+  Vec y(static_cast<size_t>(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r)] += w[static_cast<size_t>(r * cols + c)] * x[static_cast<size_t>(c)];
+  }
+  return y;
+}
+
+Vec RmsNorm(const Vec& x, const Vec& g, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  double s = 1 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * g[i];
+  return y;
+}
+
+// Rotation frequencies written from the definitions (HF's llama3 and longrope rules).
+double Frequency(const cpu::ModelConfig& c, int64_t j) {
+  double inv = 1.0 / std::pow(c.rope_theta, 2.0 * static_cast<double>(j) / static_cast<double>(c.rotary_dim));
+  if (c.rope_scaling == cpu::RopeScaling::kLlama3) {
+    double wl = 2 * M_PI / inv, orig = static_cast<double>(c.original_max_position);
+    if (wl < orig / c.high_freq_factor) return inv;
+    if (wl > orig / c.low_freq_factor) return inv / c.rope_factor;
+    double sm = (orig / wl - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+    return (1 - sm) * inv / c.rope_factor + sm * inv;
+  }
+  if (c.rope_scaling == cpu::RopeScaling::kLongRope) {
+    bool long_ctx = c.context_window_size > c.original_max_position;
+    return inv / (long_ctx ? c.long_factor : c.short_factor)[static_cast<size_t>(j)];
+  }
+  return inv;
+}
+
+struct Reference64 {
+  const cpu::ModelConfig& c;
+  const Params64& p;
+  int64_t cache_window = 0;  // > 0: the cache's sliding window
+  int64_t sink = 0;
+
+  // Logits at every position of the token sequence.
+  std::vector<Vec> Run(const std::vector<int32_t>& tokens) const {
+    cpu::Names n = cpu::NamesOf(c.family);
+    const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+    Vec emb = p.Matrix(n.embed, c.vocab_size, H);
+    Vec head = c.tie_word_embeddings ? emb : p.Matrix(n.lm_head, c.vocab_size, H);
+    double mag = 1.0;
+    if (c.rope_scaling == cpu::RopeScaling::kLongRope && c.max_position > c.original_max_position) {
+      double s = static_cast<double>(c.max_position) / static_cast<double>(c.original_max_position);
+      mag = std::sqrt(1 + std::log(s) / std::log(static_cast<double>(c.original_max_position)));
+    }
+    std::vector<std::vector<Vec>> keys(static_cast<size_t>(c.num_layers)), values(keys.size());
+    std::vector<Vec> out;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      int64_t pos = static_cast<int64_t>(t);
+      Vec x(emb.begin() + tokens[t] * H, emb.begin() + (tokens[t] + 1) * H);
+      if (c.gemma()) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
+      for (int64_t l = 0; l < c.num_layers; ++l) {
+        std::string pre = n.Layer(l);
+        Vec h = RmsNorm(x, p.Floats(pre + n.norm_attn + ".weight"), c.rms_norm_eps);
+        Vec qkv = MatVec(p.Matrix(pre + n.qkv, c.qkv_size(), H), h, c.qkv_size(), H);
+        if (p.Has(pre + n.qkv + ".bias")) {
+          Vec b = p.Floats(pre + n.qkv + ".bias");
+          for (size_t i = 0; i < qkv.size(); ++i) qkv[i] += b[i];
+        }
+        int64_t half = c.rotary_dim / 2;
+        for (int64_t hd = 0; hd < c.num_heads + c.num_kv_heads; ++hd) {
+          for (int64_t j = 0; j < half; ++j) {
+            double a = static_cast<double>(pos) * Frequency(c, j);
+            double cs = std::cos(a) * mag, sn = std::sin(a) * mag;
+            double& x0 = qkv[static_cast<size_t>(hd * D + j)];
+            double& x1 = qkv[static_cast<size_t>(hd * D + j + half)];
+            double a0 = x0, a1 = x1;
+            x0 = a0 * cs - a1 * sn;
+            x1 = a1 * cs + a0 * sn;
+          }
+        }
+        keys[l].push_back(Vec(qkv.begin() + c.q_size(), qkv.begin() + c.q_size() + c.kv_size()));
+        values[l].push_back(Vec(qkv.begin() + c.q_size() + c.kv_size(), qkv.end()));
+        Vec attn(static_cast<size_t>(c.q_size()), 0.0);
+        double scale = 1 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(D));
+        for (int64_t hq = 0; hq < c.num_heads; ++hq) {
+          int64_t kvh = hq / (c.num_heads / c.num_kv_heads);
+          std::vector<std::pair<int64_t, double>> scores;
+          for (int64_t j = 0; j <= pos; ++j) {
+            bool layer_ok = !c.LayerSlides(l) || pos - j < c.layer_sliding_window;
+            bool cache_ok = cache_window <= 0 || pos - j < cache_window || j < sink;
+            if (!layer_ok || !cache_ok) continue;
+            double s = 0;
+            for (int64_t d = 0; d < D; ++d) s += qkv[static_cast<size_t>(hq * D + d)] * keys[l][j][static_cast<size_t>(kvh * D + d)];
+            s *= scale;
+            if (c.attn_logit_softcap > 0) s = c.attn_logit_softcap * std::tanh(s / c.attn_logit_softcap);
+            scores.emplace_back(j, s);
+          }
+          double mx = -1e300, sum = 0;
+          for (auto& [j, s] : scores) mx = std::max(mx, s);
+          for (auto& [j, s] : scores) sum += std::exp(s - mx);
+          for (auto& [j, s] : scores) {
+            double w = std::exp(s - mx) / sum;
+            for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[l][j][static_cast<size_t>(kvh * D + d)];
+          }
+        }
+        Vec o = MatVec(p.Matrix(pre + n.o, H, c.q_size()), attn, H, c.q_size());
+        if (c.family == cpu::Family::kGemma2) o = RmsNorm(o, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+        Vec hn = c.family == cpu::Family::kGemma2
+                     ? RmsNorm(x, p.Floats(pre + n.norm_pre_ff + ".weight"), c.rms_norm_eps)
+                     : RmsNorm(x, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
+        Vec gu = MatVec(p.Matrix(pre + n.gate_up, 2 * I, H), hn, 2 * I, H);
+        Vec act(static_cast<size_t>(I));
+        for (int64_t i = 0; i < I; ++i) {
+          double g = gu[static_cast<size_t>(i)], u = gu[static_cast<size_t>(I + i)];
+          double a = c.gemma() ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
+                               : g / (1 + std::exp(-g));
+          act[static_cast<size_t>(i)] = a * u;
+        }
+        Vec m = MatVec(p.Matrix(pre + n.down, H, I), act, H, I);
+        if (c.family == cpu::Family::kGemma2) m = RmsNorm(m, p.Floats(pre + n.norm_post_ff + ".weight"), c.rms_norm_eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
+      }
+      Vec logits = MatVec(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);
+      if (c.final_logit_softcap > 0) for (double& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+      out.push_back(std::move(logits));
+    }
+    return out;
+  }
+};
+
+// ---- driving the library as Session does ----
+
+struct Driver {
+  std::unique_ptr<ModelLibrary> lib;
+  std::shared_ptr<ParameterSet> params;
+  ObjectRef kv;
+
+  static Driver Open(const std::string& dir) {
+    Driver d;
+    auto lib = OpenCpuLibrary(dir);
+    EXPECT_TRUE(lib) << lib.error().ToString();
+    d.lib = std::move(*lib);
+    auto params = LoadParameters(dir, d.lib->Metadata().params);
+    EXPECT_TRUE(params) << params.error().ToString();
+    d.params = *params;
+    return d;
+  }
+  void NewCache(int64_t window, int64_t chunk, bool sliding) {
+    std::vector<Value> args = {int64_t{1}, window, chunk, int64_t{16}, int64_t{sliding ? 1 : 0}};
+    auto out = (*lib->GetFunction("create_tir_paged_kv_cache"))(args);
+    ASSERT_TRUE(out) << out.error().ToString();
+    kv = std::get<ObjectRef>(out->front());
+  }
+  NDArray Embed(const std::vector<int32_t>& ids) {
+    NDArray t = NDArray::Empty({static_cast<int64_t>(ids.size())}, DlInt32());
+    std::memcpy(t.data<int32_t>(), ids.data(), ids.size() * 4);
+    std::vector<Value> args = {t, ObjectRef(params)};
+    auto out = (*lib->GetFunction("embed"))(args);
+    EXPECT_TRUE(out) << out.error().ToString();
+    return std::get<NDArray>(out->front());
+  }
+  // Logits of the last of ids, fed as one prefill call (decode when one id and use_decode).
+  std::vector<float> Step(const std::vector<int32_t>& ids, bool use_decode) {
+    NDArray e = Embed(ids);
+    std::vector<Value> args = {e.Reshape({1, static_cast<int64_t>(ids.size()), e.shape()[1]}), kv,
+                               ObjectRef(params)};
+    auto out = (*lib->GetFunction(use_decode ? "decode" : "prefill"))(args);
+    EXPECT_TRUE(out) << out.error().ToString();
+    if (!out) return {};
+    const NDArray& l = std::get<NDArray>(out->front());
+    return std::vector<float>(l.data<float>(), l.data<float>() + l.Elements());
+  }
+};
+
+std::vector<int32_t> Tokens(int64_t n, int64_t vocab) {
+  std::vector<int32_t> t;
+  for (int64_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 37 + 11) % vocab));
+  return t;
+}
+
+// Relative max error of a against the float64 reference b.
+double RelError(const std::vector<float>& a, const Vec& b) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::fabs(a[i] - b[i]));
+    norm = std::max(norm, std::fabs(b[i]));
+  }
+  return err / std::max(norm, 1e-9);
+}
+
+std::string WritePackage(const test::TempDir& dir, const std::string& family, const std::string& quant,
+                         FamilyModelOptions o = {}) {
+  o.family = family;
+  o.quantization = quant;
+  o.seed = 7;
+  std::string pkg = dir.File(family + "-" + quant);
+  auto report = WriteFamilyModel(pkg, o);
+  EXPECT_TRUE(report) << report.error().ToString();
+  return pkg;
+}
+
+cpu::ModelConfig ConfigOf(const std::string& pkg) {
+  auto chat = ReadChatConfig(JoinPath(pkg, kChatConfigFileName));
+  auto c = cpu::ParseModelConfig(*chat);
+  EXPECT_TRUE(c);
+  return *c;
+}
+
+struct FamilyCase {
+  std::string name, family, quant;
+};
+
+class CpuForward : public ::testing::TestWithParam<FamilyCase> {};
+
+// Decode token by token: the logits at every position agree with the float64 reference; a
+// prefill in chunks gives the same logits at the chunks' last positions.
+TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
+  test::TempDir dir;
+  std::string pkg = WritePackage(dir, GetParam().family, GetParam().quant);
+  cpu::ModelConfig c = ConfigOf(pkg);
+  Driver d = Driver::Open(pkg);
+  ASSERT_TRUE(d.params);
+  std::vector<int32_t> tokens = Tokens(24, c.vocab_size);  // past Gemma 2's window of 16
+  Params64 p64(*d.params);
+  std::vector<Vec> want = Reference64{c, p64}.Run(tokens);
+  d.NewCache(c.context_window_size, c.prefill_chunk_size, false);
+  std::vector<std::vector<float>> decoded;
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    decoded.push_back(d.Step({tokens[t]}, true));
+    ASSERT_EQ(decoded.back().size(), static_cast<size_t>(c.vocab_size));
+    for (float v : decoded.back()) ASSERT_TRUE(std::isfinite(v));
+    EXPECT_LT(RelError(decoded.back(), want[t]), 2e-4) << "position " << t;
+  }
+  // Chunks of 5, 11 and 8 positions.
+  d.NewCache(c.context_window_size, c.prefill_chunk_size, false);
+  size_t at = 0;
+  for (size_t len : {5u, 11u, 8u}) {
+    std::vector<int32_t> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(at),
+                               tokens.begin() + static_cast<std::ptrdiff_t>(at + len));
+    std::vector<float> logits = d.Step(chunk, false);
+    at += len;
+    EXPECT_LT(RelError(logits, want[at - 1]), 2e-4) << "chunk ending at " << at;
+    double diff = 0;
+    for (size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, double(std::fabs(logits[i] - decoded[at - 1][i])));
+    EXPECT_LT(diff, 1e-3) << "chunked prefill vs decode at " << at;
+  }
+}
+
+std::vector<FamilyCase> AllCases() {
+  std::vector<FamilyCase> out;
+  for (const std::string& f : CpuModelTypes()) {
+    for (const std::string& q : CpuQuantizations()) out.push_back({f + "_" + q, f, q});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CpuForward, ::testing::ValuesIn(AllCases()), test::CaseName());
+
+TEST(CpuForward, SlidingWindowWithSinksKeepsTheWindowAndFreesPages) {
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.sliding_window_size = 20;
+  o.attention_sink_size = 4;
+  std::string pkg = WritePackage(dir, "llama", "q4f16_1", o);
+  cpu::ModelConfig c = ConfigOf(pkg);
+  EXPECT_EQ(c.sliding_window_size, 20);
+  Driver d = Driver::Open(pkg);
+  std::vector<int32_t> tokens = Tokens(70, c.vocab_size);
+  Params64 p64(*d.params);
+  std::vector<Vec> want = Reference64{c, p64, 20, 4}.Run(tokens);
+  d.NewCache(20, c.prefill_chunk_size, true);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    std::vector<float> got = d.Step({tokens[t]}, true);
+    EXPECT_LT(RelError(got, want[t]), 2e-4) << "position " << t;
+  }
+  auto kv = std::dynamic_pointer_cast<KvState>(d.kv);
+  EXPECT_EQ(kv->TotalLength(), 70);
+  // A cache without sliding refuses to pass its window.
+  d.NewCache(20, c.prefill_chunk_size, false);
+  std::vector<int32_t> first(tokens.begin(), tokens.begin() + 20);
+  d.Step(first, false);
+  NDArray e = d.Embed({tokens[20]});
+  std::vector<Value> args = {e.Reshape({1, 1, c.hidden_size}), d.kv, ObjectRef(d.params)};
+  auto out = (*d.lib->GetFunction("decode"))(args);
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.error().message.find("context window"), std::string::npos) << out.error().message;
+}
+
+TEST(CpuForward, ChunkLongerThanPrefillChunkSizeIsAnError) {
+  test::TempDir dir;
+  std::string pkg = WritePackage(dir, "qwen2", "q0f32");
+  Driver d = Driver::Open(pkg);
+  d.NewCache(512, 8, false);
+  NDArray e = d.Embed(Tokens(9, 512));
+  std::vector<Value> args = {e.Reshape({1, 9, e.shape()[1]}), d.kv, ObjectRef(d.params)};
+  auto out = (*d.lib->GetFunction("prefill"))(args);
+  ASSERT_FALSE(out);
+  EXPECT_NE(out.error().message.find("prefill_chunk_size"), std::string::npos);
+}
+
+// ---- the writer's quantisation against a direct computation ----
+
+TEST(CpuQuant, Q4WeightsFollowMlcRuleAndDequantiseExactly) {
+  test::TempDir dir;
+  std::string q4 = WritePackage(dir, "llama", "q4f32_1");
+  std::string f32 = WritePackage(dir, "llama", "q0f32");
+  Driver dq = Driver::Open(q4), df = Driver::Open(f32);
+  Params64 pq(*dq.params), pf(*df.params);
+  const std::string base = "model.layers.1.mlp.down_proj";
+  Vec w = pf.Matrix(base, 128, 256), deq = pq.Matrix(base, 128, 256);
+  Vec scale = pq.Floats(base + ".q_scale");
+  // Same random weights in both packages (bf16-rounded for q0f32); scale = max|w| / 7 per group,
+  // and every dequantised weight within half a step of the original.
+  for (int64_t r = 0; r < 128; ++r) {
+    for (int64_t g = 0; g < 8; ++g) {
+      double mx = 0;
+      for (int64_t i = 0; i < 32; ++i) mx = std::max(mx, std::fabs(w[static_cast<size_t>(r * 256 + g * 32 + i)]));
+      double s = scale[static_cast<size_t>(r * 8 + g)];
+      EXPECT_NEAR(s, mx / 7, mx / 7 * 0.01 + 1e-6);
+      for (int64_t i = 0; i < 32; ++i) {
+        size_t k = static_cast<size_t>(r * 256 + g * 32 + i);
+        EXPECT_LE(std::fabs(deq[k] - w[k]), s * 0.5 + mx * 0.01);
+      }
+    }
+  }
+  // The program's embedding lookup of a q4 row equals (q - 7) * scale.
+  Vec emb = pq.Matrix("model.embed_tokens", 512, 128);
+  NDArray row = dq.Embed({300});
+  for (int64_t i = 0; i < 128; ++i) {
+    EXPECT_NEAR(row.data<float>()[i], emb[static_cast<size_t>(300 * 128 + i)], 1e-6);
+  }
+}
+
+// ---- the sampler's penalties ----
+
+TEST(SamplerPenalties, RepetitionPresenceAndFrequencyChangeTheGreedyChoice) {
+  std::vector<float> logits = {2.0f, 1.9f, -1.0f};
+  SamplerConfig plain;
+  Sampler s0(plain);
+  EXPECT_EQ(s0.Sample(logits), 0);
+  EXPECT_EQ(s0.Sample(logits), 0);  // no penalty: the same token again
+  SamplerConfig rep;
+  rep.repetition_penalty = 1.1;  // 2.0 / 1.1 = 1.82 < 1.9
+  Sampler s1(rep);
+  EXPECT_EQ(s1.Sample(logits), 0);
+  EXPECT_EQ(s1.Sample(logits), 1);
+  SamplerConfig freq;
+  freq.frequency_penalty = 0.06;  // after two picks of 0: 2.0 - 0.12 < 1.9
+  Sampler s2(freq);
+  EXPECT_EQ(s2.Sample(logits), 0);
+  EXPECT_EQ(s2.Sample(logits), 0);
+  EXPECT_EQ(s2.Sample(logits), 1);
+  SamplerConfig presence;
+  presence.presence_penalty = 0.2;
+  Sampler s3(presence);
+  EXPECT_EQ(s3.Sample(logits), 0);
+  EXPECT_EQ(s3.Sample(logits), 1);
+  EXPECT_EQ(s3.Sample(logits), 0);  // both penalised once: 1.8 vs 1.7
+  SamplerConfig bad;
+  bad.repetition_penalty = 0;
+  bad.presence_penalty = 3;
+  EXPECT_FALSE(CheckSamplerConfig(bad));
+}
+
+// ---- the command line ----
+
+Json RunJson(const std::vector<std::string>& args) {
+  auto r = test::RunCli(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  return r.exit_code == 0 ? Json::parse(r.out) : Json();
+}
+
+class CpuRunCli : public ::testing::TestWithParam<FamilyCase> {};
+
+TEST_P(CpuRunCli, RequestAndMessagesRunWithoutAProgram) {
+  test::TempDir dir;
+  std::string pkg = dir.File("pkg");
+  bool legacy = GetParam().quant == "q0f16";  // one quantization per family without a manifest
+  std::vector<std::string> gen = {"reference-model", pkg, "--family", GetParam().family,
+                                  "--quantization", GetParam().quant, "--seed", "3"};
+  if (legacy) gen.push_back("--no-manifest");
+  auto w = test::RunCli(gen);
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  EXPECT_NE(w.out.find("RANDOM weights"), std::string::npos) << w.out;
+  EXPECT_EQ(FileExists(JoinPath(pkg, kManifestFileName)), !legacy);
+  std::string req = dir.Write("req.json", R"({"segments": [{"type": "text", "token_ids": [1, 40, 41, 42, 43]}]})");
+  Json j = RunJson({"run", pkg, "--request", req, "--temperature", "0", "--max-tokens", "6", "--json"});
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["tokens"].size(), 6u) << j.dump();
+  EXPECT_EQ(j["legacy"], legacy);
+  EXPECT_EQ(j["prompt_length"], 5);
+  std::string m = dir.Write("m.json", R"({"messages": [{"role": "user", "content": "Hello there!"}]})");
+  auto chat = test::RunCli({"run", pkg, "--messages", m, "--max-tokens", "5"});
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  EXPECT_NE(chat.err.find("tokens/s"), std::string::npos) << chat.err;
+}
+
+std::vector<FamilyCase> CliCases() {
+  std::vector<FamilyCase> out;
+  for (const std::string& f : CpuModelTypes()) {
+    for (const std::string& q : CpuQuantizations()) out.push_back({f + "_" + q, f, q});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, CpuRunCli, ::testing::ValuesIn(CliCases()), test::CaseName());
+
+TEST(CpuRunCliErrors, BrokenPackagesFailBeforeAnyToken) {
+  test::TempDir dir;
+  std::string req = dir.Write("req.json", R"({"segments": [{"type": "text", "token_ids": [1, 40]}]})");
+  auto make = [&](const std::string& name) {
+    std::string pkg = dir.File(name);
+    auto w = test::RunCli({"reference-model", pkg, "--family", "qwen2", "--quantization", "q4f16_1"});
+    EXPECT_EQ(w.exit_code, 0) << w.err;
+    return pkg;
+  };
+  std::string missing = make("missing");
+  std::filesystem::remove(JoinPath(missing, "params_shard_0.bin"));
+  auto r = test::RunCli({"run", missing, "--request", req, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("params_shard_0.bin"), std::string::npos) << r.out << r.err;
+
+  std::string truncated = make("truncated");
+  std::filesystem::resize_file(JoinPath(truncated, "params_shard_0.bin"), 100);
+  r = test::RunCli({"run", truncated, "--request", req, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("params_shard_0.bin"), std::string::npos) << r.out << r.err;
+
+  std::string shape = make("shape");
+  std::string config_path = JoinPath(shape, kChatConfigFileName);
+  Json config = Json::parse(test::ReadText(config_path));
+  config["model_config"]["intermediate_size"] = 288;
+  std::ofstream(config_path) << config.dump();
+  r = test::RunCli({"run", shape, "--request", req, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("mlp.gate_up_proj.q_weight"), std::string::npos) << r.out << r.err;
+
+  std::string unsupported = make("unsupported");
+  config_path = JoinPath(unsupported, kChatConfigFileName);
+  config = Json::parse(test::ReadText(config_path));
+  config["model_type"] = "rwkv6";
+  std::ofstream(config_path) << config.dump();
+  r = test::RunCli({"run", unsupported, "--request", req, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("supported: llama, qwen2, gemma, gemma2, phi3"), std::string::npos) << r.out;
+}
+
+TEST(CpuEmitCli, ProgramDocumentChecksAndBindsAgainstRealTensorCaches) {
+  test::TempDir dir;
+  for (const char* name : {"med-chatbot-qwen2", "phi-3-mini-128k-ndarray"}) {
+    std::string real = test::SharedPath(std::string("testdata/real/") + name);
+    std::string prog = dir.File(std::string(name) + ".json");
+    Json e = RunJson({"emit", "program", real, "--target", "cpu", "-o", prog, "--json"});
+    auto cache = ReadTensorCache(real);
+    ASSERT_TRUE(cache);
+    EXPECT_EQ(e["parameter_schema_id"], *ComputeParameterSchemaId(ParamSpecsOf(*cache)));
+    // A package of the real chat config and tensor cache with a manifest of the text task.
+    std::string pkg = dir.File(std::string(name) + "-pkg");
+    std::filesystem::create_directories(pkg);
+    std::filesystem::copy_file(JoinPath(real, kChatConfigFileName), JoinPath(pkg, kChatConfigFileName));
+    std::filesystem::copy_file(cache->file, JoinPath(pkg, kTensorCacheFileName));
+    std::string tasks = dir.Write(std::string(name) + "-tasks.json",
+                                  R"({"chat.completions": {"executor": "generation", "output": "text",
+                                      "inputs": {"text": {"processor": "tokenizer"}}}})");
+    auto p = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
+    ASSERT_EQ(p.exit_code, 0) << p.err << p.out;
+    auto b = test::RunCli({"bind", pkg, prog});
+    EXPECT_EQ(b.exit_code, 0) << b.err << b.out;
+    auto c = test::RunCli({"check", pkg, "--program", prog, "--json"});
+    Json cj = Json::parse(c.out);
+    std::string dump = cj.dump();
+    EXPECT_NE(dump.find("binds to program generation"), std::string::npos) << dump;
+  }
+}
+
+}  // namespace
+}  // namespace mlc
