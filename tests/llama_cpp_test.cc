@@ -1,8 +1,8 @@
 // Proof against llama.cpp: random-weight packages of every CPU family, written as MLC's converter
 // writes them, are converted to GGUF with the same weights (tests/support/mlc_to_gguf.py) and run
 // by llama.cpp (npm's prebuilt node-llama-cpp, tests/support/llama_cpp_logits.mjs). The built-in
-// CPU program (OpenCpuLibrary) must give logits with cosine >= 0.999 at every position of a
-// 64-token prompt, through decode steps and through chunked prefill, and the same greedy
+// CPU program (OpenCpuLibrary) must give logits with cosine >= 0.999 (4-bit; 0.99999 with float
+// weights) at every position of a 64-token prompt, through decode steps and through chunked prefill, and the same greedy
 // 32-token continuation, a token differing only where llama.cpp's two best logits are within
 // kTieTolerance of each other (it rounds activations to 8 bits against 4-bit weights).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,7 +28,11 @@ namespace {
 
 constexpr int kPromptLength = 64;
 constexpr int kContinuation = 32;
-constexpr double kMinCosine = 0.999;
+// 4-bit weights: llama.cpp rounds activations to 8 bits for Q4_0 products. Float weights: it
+// does not, and the results agree to rounding, so the bound is far tighter (it catches e.g. a
+// 15% error in one layer's attention scale that 0.999 would let through).
+constexpr double kMinCosine4Bit = 0.999;
+constexpr double kMinCosineFloat = 0.99999;
 // Two logits closer than this fraction of the row's standard deviation are a tie: llama.cpp's
 // 8-bit activations may order them either way.
 constexpr double kTieTolerance = 0.05;
@@ -38,6 +43,7 @@ struct Case {
   std::string family;
   std::string quantization;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // What llama.cpp computed: logits after each prompt token and after each greedy token.
 struct Reference {
@@ -188,6 +194,7 @@ class LlamaCppTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
   const Case& c = GetParam();
+  const double kMinCosine = c.quantization == "q4f16_1" ? kMinCosine4Bit : kMinCosineFloat;
   const std::string node_llama_cpp = test::NpmPackage(kNodeLlamaCpp);
   ASSERT_FALSE(node_llama_cpp.empty());
   test::TempDir tmp;
@@ -272,7 +279,8 @@ TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
     start = end;
   }
 
-  std::string tail = diverged ? " then a tie (gap " + std::to_string(divergence_gap) + " sd)"
+  std::string tail = diverged ? " then a difference (llama.cpp's top-two gap " +
+                                    std::to_string(divergence_gap) + " sd)"
                               : std::string(" agree");
   std::printf("[ llama.cpp ] %s %s: min cosine %.6f (worst decode position %d), greedy %d/%d%s\n",
               c.family.c_str(), c.quantization.c_str(), min_cos, worst, agreed, kContinuation,
