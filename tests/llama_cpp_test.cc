@@ -1,0 +1,301 @@
+// Proof against llama.cpp: random-weight packages of every CPU family, written as MLC's converter
+// writes them, are converted to GGUF with the same weights (tests/support/mlc_to_gguf.py) and run
+// by llama.cpp (npm's prebuilt node-llama-cpp, tests/support/llama_cpp_logits.mjs). The built-in
+// CPU program (OpenCpuLibrary) must give logits with cosine >= 0.999 (4-bit; 0.99999 with float
+// weights) at every position of a 64-token prompt, through decode steps and through chunked prefill, and the same greedy
+// 32-token continuation, a token differing only where llama.cpp's two best logits are within
+// kTieTolerance of each other (it rounds activations to 8 bits against 4-bit weights).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/runtime.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+constexpr int kPromptLength = 64;
+constexpr int kContinuation = 32;
+// 4-bit weights: llama.cpp rounds activations to 8 bits for Q4_0 products. Float weights: it
+// does not, and the results agree to rounding, so the bound is far tighter (it catches e.g. a
+// 15% error in one layer's attention scale that 0.999 would let through).
+constexpr double kMinCosine4Bit = 0.999;
+constexpr double kMinCosineFloat = 0.99999;
+// Two logits closer than this fraction of the row's standard deviation are a tie: llama.cpp's
+// 8-bit activations may order them either way.
+constexpr double kTieTolerance = 0.05;
+constexpr const char* kNodeLlamaCpp = "node-llama-cpp@3.22.1";
+
+struct Case {
+  std::string name;
+  std::string family;
+  std::string quantization;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// What llama.cpp computed: logits after each prompt token and after each greedy token.
+struct Reference {
+  int64_t vocab = 0;
+  std::vector<float> logits;  // [kPromptLength + kContinuation, vocab]
+  std::vector<int32_t> generated;
+  const float* Row(int64_t i) const { return logits.data() + i * vocab; }
+};
+
+std::vector<int32_t> PromptIds(int64_t vocab, uint64_t seed) {
+  std::vector<int32_t> ids;
+  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (int i = 0; i < kPromptLength; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    ids.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(vocab - 3)));
+  }
+  return ids;
+}
+
+double Cosine(const float* a, const float* b, int64_t n) {
+  double ab = 0, aa = 0, bb = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ab += double(a[i]) * b[i];
+    aa += double(a[i]) * a[i];
+    bb += double(b[i]) * b[i];
+  }
+  return ab / std::sqrt(aa * bb);
+}
+
+int32_t Argmax(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
+
+// The gap between the two best logits of a row, as a fraction of the row's standard deviation.
+double TopTwoGap(const float* row, int64_t n) {
+  std::vector<float> v(row, row + n);
+  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+  double mean = std::accumulate(row, row + n, 0.0) / double(n), var = 0;
+  for (int64_t i = 0; i < n; ++i) var += (row[i] - mean) * (row[i] - mean);
+  return (v[0] - v[1]) / std::sqrt(var / double(n));
+}
+
+std::string Join(const std::vector<int32_t>& ids) {
+  std::string s;
+  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
+  return s;
+}
+
+// Converts the package to GGUF and runs llama.cpp over the prompt and a greedy continuation.
+Reference RunLlamaCpp(const std::string& node_llama_cpp, const std::string& package,
+                      const test::TempDir& tmp, const std::vector<int32_t>& prompt) {
+  Reference ref;
+  const std::string gguf = tmp.File("model.gguf"), out = tmp.File("llama_cpp");
+  auto conv = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/mlc_to_gguf.py"),
+                                package, gguf});
+  EXPECT_EQ(conv.exit_code, 0) << conv.out << conv.err;
+  if (conv.exit_code != 0) return ref;
+  // One thread: llama.cpp's threads spin at barriers, which on a shared machine costs far more
+  // than the second thread gains for a model this small.
+  auto run = test::RunProgram({"timeout", "300", "node",
+                               test::SourcePath("tests/support/llama_cpp_logits.mjs"),
+                               node_llama_cpp, gguf, Join(prompt),
+                               std::to_string(kContinuation), "1", out});
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  if (run.exit_code != 0) return ref;
+  auto meta = ReadJsonFile(out + ".json");
+  EXPECT_TRUE(meta.ok()) << (meta.ok() ? "" : meta.errors().front().message);
+  if (!meta.ok()) return ref;
+  ref.vocab = (*meta)["vocab"].get<int64_t>();
+  for (const auto& t : (*meta)["generated"]) ref.generated.push_back(t.get<int32_t>());
+  std::ifstream bin(out + ".bin", std::ios::binary);
+  ref.logits.resize(static_cast<size_t>((kPromptLength + kContinuation) * ref.vocab));
+  bin.read(reinterpret_cast<char*>(ref.logits.data()),
+           static_cast<std::streamsize>(ref.logits.size() * sizeof(float)));
+  EXPECT_TRUE(bin.good() && bin.peek() == EOF) << "llama.cpp logits file has the wrong size";
+  return ref;
+}
+
+// Our CPU program over the same package: embed, create_tir_paged_kv_cache, prefill, decode.
+class Ours {
+ public:
+  explicit Ours(const std::string& package) {
+    auto lib = OpenCpuLibrary(package);
+    if (!lib.ok()) {
+      ADD_FAILURE() << "OpenCpuLibrary: " << lib.errors().front().path << ": "
+                    << lib.errors().front().message;
+      return;
+    }
+    lib_ = std::move(*lib);
+    auto params = LoadParameters(package, lib_->Metadata().params);
+    if (!params.ok()) {
+      ADD_FAILURE() << "LoadParameters: " << params.errors().front().message;
+      return;
+    }
+    params_ = *params;
+    auto config = ReadJsonFile(package + "/mlc-chat-config.json");
+    if (!config.ok()) {
+      ADD_FAILURE() << "mlc-chat-config.json unreadable";
+      return;
+    }
+    context_ = (*config)["context_window_size"].get<int64_t>();
+    prefill_chunk_ = (*config)["prefill_chunk_size"].get<int64_t>();
+    embed_ = lib_->GetFunction("embed");
+    prefill_ = lib_->GetFunction("prefill");
+    decode_ = lib_->GetFunction("decode");
+    create_kv_ = lib_->GetFunction("create_tir_paged_kv_cache");
+    EXPECT_TRUE(embed_ && prefill_ && decode_ && create_kv_) << "missing an exported function";
+  }
+  bool ok() const { return params_ && embed_ && prefill_ && decode_ && create_kv_; }
+
+  Status NewSequence() {
+    std::vector<Value> args = {int64_t{1}, context_, prefill_chunk_, int64_t{16}, int64_t{0}};
+    auto out = (*create_kv_)(args);
+    if (!out.ok()) return out.take_errors();
+    kv_ = std::get<ObjectRef>(out->front());
+    return Status::Ok();
+  }
+
+  // Logits after feeding ids: one decode call per id (decode) or one prefill call for all.
+  Result<std::vector<float>> Feed(const std::vector<int32_t>& ids, bool prefill) {
+    NDArray input = NDArray::Empty({static_cast<int64_t>(ids.size())}, DlInt32());
+    std::memcpy(input.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
+    std::vector<Value> embed_args = {input, ObjectRef(params_)};
+    auto e = (*embed_)(embed_args);
+    if (!e.ok()) return e.take_errors();
+    const NDArray& embeds = std::get<NDArray>(e->front());
+    int64_t n = embeds.shape()[0], hidden = embeds.shape()[1];
+    std::vector<Value> args = {embeds.Reshape({1, n, hidden}), kv_, ObjectRef(params_)};
+    auto out = (prefill ? *prefill_ : *decode_)(args);
+    if (!out.ok()) return out.take_errors();
+    if (out->size() > 1) kv_ = std::get<ObjectRef>((*out)[1]);
+    const NDArray& logits = std::get<NDArray>(out->front());
+    int64_t vocab = logits.shape().back();
+    const float* last = logits.data<float>() + (logits.Elements() - vocab);
+    return std::vector<float>(last, last + vocab);
+  }
+
+ private:
+  std::unique_ptr<ModelLibrary> lib_;
+  std::shared_ptr<ParameterSet> params_;
+  const PackedFunction *embed_ = nullptr, *prefill_ = nullptr, *decode_ = nullptr,
+                       *create_kv_ = nullptr;
+  ObjectRef kv_;
+  int64_t context_ = 0, prefill_chunk_ = 0;
+};
+
+class LlamaCppTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
+  const Case& c = GetParam();
+  const double kMinCosine = c.quantization == "q4f16_1" ? kMinCosine4Bit : kMinCosineFloat;
+  const std::string node_llama_cpp = test::NpmPackage(kNodeLlamaCpp);
+  ASSERT_FALSE(node_llama_cpp.empty());
+  test::TempDir tmp;
+  const std::string package = tmp.File("package");
+  FamilyModelOptions options;
+  options.family = c.family;
+  options.quantization = c.quantization;
+  options.shape = "tiny";
+  options.seed = 11;
+  options.manifest = false;
+  auto written = WriteFamilyModel(package, options);
+  ASSERT_TRUE(written.ok()) << written.errors().front().message;
+
+  Ours ours(package);
+  ASSERT_TRUE(ours.ok());
+  // The prompt needs the vocabulary size: take it from one decode step.
+  ASSERT_TRUE(ours.NewSequence().ok());
+  auto probe = ours.Feed({3}, false);
+  ASSERT_TRUE(probe.ok()) << probe.errors().front().message;
+  const int64_t vocab = static_cast<int64_t>(probe->size());
+  const std::vector<int32_t> prompt = PromptIds(vocab, 5);
+
+  Reference ref = RunLlamaCpp(node_llama_cpp, package, tmp, prompt);
+  ASSERT_EQ(ref.vocab, vocab);
+  ASSERT_EQ(ref.generated.size(), size_t{kContinuation});
+
+  // 1. Decode steps: logits at every prompt position.
+  ASSERT_TRUE(ours.NewSequence().ok());
+  double min_cos = 1;
+  int worst = -1;
+  for (int i = 0; i < kPromptLength; ++i) {
+    auto logits = ours.Feed({prompt[i]}, false);
+    ASSERT_TRUE(logits.ok()) << logits.errors().front().message;
+    double cos = Cosine(logits->data(), ref.Row(i), vocab);
+    if (cos < min_cos) min_cos = cos, worst = i;
+    EXPECT_GE(cos, kMinCosine) << "decode, position " << i;
+  }
+
+  // 2. Greedy continuation after a one-call prefill of the prompt: our own tokens agree with
+  // llama.cpp's until the first difference, which must be a tie in llama.cpp's logits; the
+  // logits agree at every step up to it.
+  std::vector<float> row;
+  int agreed = 0;
+  bool diverged = false;
+  double divergence_gap = 0;
+  {
+    ASSERT_TRUE(ours.NewSequence().ok());
+    auto logits = ours.Feed(prompt, true);
+    ASSERT_TRUE(logits.ok()) << logits.errors().front().message;
+    row = *logits;
+  }
+  for (int t = 0; t < kContinuation; ++t) {
+    const float* theirs = ref.Row(kPromptLength - 1 + t);
+    double cos = Cosine(row.data(), theirs, vocab);
+    min_cos = std::min(min_cos, cos);
+    EXPECT_GE(cos, kMinCosine) << "continuation step " << t;
+    int32_t token = Argmax(row.data(), vocab);
+    if (token != ref.generated[static_cast<size_t>(t)]) {
+      diverged = true;
+      divergence_gap = TopTwoGap(theirs, vocab);
+      EXPECT_LT(divergence_gap, kTieTolerance)
+          << "step " << t << ": ours " << token << ", llama.cpp " << ref.generated[size_t(t)]
+          << " where llama.cpp's best two logits are not a tie";
+      break;
+    }
+    ++agreed;
+    auto next = ours.Feed({token}, false);
+    ASSERT_TRUE(next.ok()) << next.errors().front().message;
+    row = *next;
+  }
+
+  // 3. Chunked prefill: logits at the end of each chunk.
+  ASSERT_TRUE(ours.NewSequence().ok());
+  int start = 0;
+  for (int end : {1, 16, 40, kPromptLength}) {
+    std::vector<int32_t> chunk(prompt.begin() + start, prompt.begin() + end);
+    auto logits = ours.Feed(chunk, true);
+    ASSERT_TRUE(logits.ok()) << logits.errors().front().message;
+    double cos = Cosine(logits->data(), ref.Row(end - 1), vocab);
+    min_cos = std::min(min_cos, cos);
+    EXPECT_GE(cos, kMinCosine) << "prefill chunk ending at " << end;
+    start = end;
+  }
+
+  std::string tail = diverged ? " then a difference (llama.cpp's top-two gap " +
+                                    std::to_string(divergence_gap) + " sd)"
+                              : std::string(" agree");
+  std::printf("[ llama.cpp ] %s %s: min cosine %.6f (worst decode position %d), greedy %d/%d%s\n",
+              c.family.c_str(), c.quantization.c_str(), min_cos, worst, agreed, kContinuation,
+              tail.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, LlamaCppTest,
+    ::testing::Values(Case{"llama_q4f16_1", "llama", "q4f16_1"}, Case{"llama_q0f32", "llama", "q0f32"},
+                      Case{"llama_q0f16", "llama", "q0f16"}, Case{"llama_q4f32_1", "llama", "q4f32_1"},
+                      Case{"qwen2_q4f16_1", "qwen2", "q4f16_1"}, Case{"qwen2_q0f32", "qwen2", "q0f32"},
+                      Case{"gemma_q4f16_1", "gemma", "q4f16_1"}, Case{"gemma_q0f32", "gemma", "q0f32"},
+                      Case{"gemma2_q4f16_1", "gemma2", "q4f16_1"}, Case{"gemma2_q0f32", "gemma2", "q0f32"},
+                      Case{"phi3_q4f16_1", "phi3", "q4f16_1"}, Case{"phi3_q0f32", "phi3", "q0f32"}),
+    test::CaseName());
+
+}  // namespace
+}  // namespace mlc
