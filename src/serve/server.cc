@@ -45,19 +45,6 @@ struct Channel {
   }
 };
 
-// A temporary folder for data: URL media, removed with its contents.
-struct ScratchDir {
-  std::string path;
-  ScratchDir() {
-    std::string p = (std::filesystem::temp_directory_path() / "mlc-serve-XXXXXX").string();
-    if (mkdtemp(p.data())) path = p;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-};
-
 // Model text may hold bytes that are not UTF-8 (a random model's tokens): they become U+FFFD.
 std::string Dump(const OrderedJson& j) {
   return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
@@ -228,9 +215,7 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   }
   auto prompt = BuildChatPrompt(tmpl, r.messages);
   if (!prompt) return prompt.take_errors();
-  ScratchDir scratch;
-  if (scratch.path.empty()) return IoError("", "cannot create a folder for request media");
-  auto turn = PromptTurn(*prompt, tmpl, *tokenizer, "", scratch.path);
+  auto turn = PromptTurn(*prompt, tmpl, *tokenizer, "");
   if (!turn) return turn.take_errors();
   auto input = PrepareTurn(model.bound.contract, *turn);
   if (!input) return input.take_errors();
