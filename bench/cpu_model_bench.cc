@@ -44,6 +44,8 @@ double NowMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+std::string LoadAverage();
+
 // ---- part 1: kernels --------------------------------------------------------------------------
 
 struct Q4Matrix {
@@ -108,8 +110,8 @@ void KernelBench() {
     for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), 1, y.data());
     mlc::cpu::Linear(head.weight, x.data(), 1, y.data());
   });
-  std::printf("kernels (%s, %d threads): one token's 4-bit weights %.0f MB\n", mlc::cpu::KernelIsa(),
-              mlc::cpu::ThreadCount(), bytes / 1e6);
+  std::printf("kernels (%s, %d threads, load average %s): one token's 4-bit weights %.0f MB\n",
+              mlc::cpu::KernelIsa(), mlc::cpu::ThreadCount(), LoadAverage().c_str(), bytes / 1e6);
   std::printf("  memcpy (1 thread)          %7.2f GB/s\n", bytes / copy_ms / 1e6);
   std::printf("  matrix-vector, all layers  %7.2f GB/s  %.1f ms/token  (%.2fx memcpy)\n",
               bytes / decode_ms / 1e6, decode_ms, copy_ms / decode_ms);
@@ -235,6 +237,14 @@ void PrintRatio(const char* what, double ours, double theirs, double target) {
               ours, theirs, ratio, target, ratio >= target ? "met" : "NOT met");
 }
 
+// The 1-minute load average: timings on a shared machine mean little without it.
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one;
+  in >> one;
+  return one.empty() ? "unknown" : one;
+}
+
 int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, const std::string& node_dir) {
   const fs::path package = work / "qwen2.5-0.5b-q4f16_1";
   const fs::path gguf = work / "qwen2.5-0.5b-q4_0.gguf";
@@ -271,6 +281,8 @@ int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, co
   }
   Speed ours = OursSpeed(package, prompt, decode, work);
   if (!ours.ok || !theirs.ok) return 1;
+  std::cout << "  load average after the runs: " << LoadAverage() << " on " << mlc::cpu::ThreadCount()
+            << " cores\n";
   PrintRatio("decode", ours.decode_tps, theirs.decode_tps, 0.8);
   PrintRatio("prefill", ours.prefill_tps, theirs.prefill_tps, 0.5);
   std::printf("  peak RSS: ours %.0f MB, llama.cpp (node process) %.0f MB\n", ours.peak_rss_kb / 1024.0,

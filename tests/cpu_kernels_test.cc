@@ -353,6 +353,32 @@ TEST(CpuLinear, DequantizeRowDecodesEveryFormat) {
   }
 }
 
+TEST(CpuVector, DotAndAddScaledOnEveryPath) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (const char* isa : {"portable", "avx2", "avxvnni"}) {
+    KernelPath path(isa);
+    if (!path.ok()) continue;
+    for (int64_t n : {0, 1, 7, 8, 9, 16, 17, 64, 100}) {
+      std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+      for (float& v : a) v = normal(rng);
+      for (float& v : b) v = normal(rng);
+      double ref = 0, magnitude = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ref += static_cast<double>(a[static_cast<size_t>(i)]) * b[static_cast<size_t>(i)];
+        magnitude += std::fabs(static_cast<double>(a[static_cast<size_t>(i)]) * b[static_cast<size_t>(i)]);
+      }
+      EXPECT_NEAR(Dot(a.data(), b.data(), n), ref, 1e-6 * magnitude + 1e-7) << isa << " " << n;
+      std::vector<float> y = b;
+      AddScaled(0.5f, a.data(), y.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(i);
+        EXPECT_NEAR(y[k], b[k] + 0.5 * a[k], 1e-6 * (std::fabs(b[k]) + std::fabs(a[k]))) << isa << " " << n;
+      }
+    }
+  }
+}
+
 TEST(CpuLinear, UnknownPathIsRefused) {
   EXPECT_FALSE(SetKernelIsa("neon"));
   EXPECT_FALSE(SetKernelIsa(""));

@@ -112,6 +112,10 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   });
 }
 
+float Dot(const float* a, const float* b, int64_t n) { return Kernels().dot(a, b, n); }
+
+void AddScaled(float alpha, const float* x, float* y, int64_t n) { Kernels().add_scaled(alpha, x, y, n); }
+
 const char* KernelIsa() {
   const detail::KernelTable* table = &Kernels();
   if (table == detail::AvxVnniKernels()) return "avxvnni";

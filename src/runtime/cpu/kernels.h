@@ -39,6 +39,12 @@ struct Weight {
 // Any `out`; any `in` for the float formats. Not to be called with y aliasing x.
 void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* bias = nullptr);
 
+// sum_i a[i] * b[i] in float32 (attention scores), vectorised where the CPU allows.
+float Dot(const float* a, const float* b, int64_t n);
+
+// y[i] += alpha * x[i] for i < n (attention's weighted sum of values).
+void AddScaled(float alpha, const float* x, float* y, int64_t n);
+
 // Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
 void DequantizeRow(const Weight& w, int64_t row, float* out);
 

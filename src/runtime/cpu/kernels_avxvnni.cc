@@ -1,6 +1,6 @@
 // The AVX-VNNI kernel path (this file alone is compiled with -mavx2 -mfma -mf16c -mavxvnni; see
 // CMakeLists.txt): the AVX2 path with the 4-bit products' block sums done by one vpdpbusd instead
-// of vpmaddubsw + vpmaddwd. Activation rounding and the float formats are the AVX2 path's.
+// of vpmaddubsw + vpmaddwd. Activation rounding, the float formats and the vector helpers are the AVX2 path's.
 // AvxVnniKernels() hands it out only when the CPU reports AVX-VNNI beside the AVX2 path's features.
 #include "runtime/cpu/kernels_internal.h"
 
@@ -34,7 +34,8 @@ const KernelTable* AvxVnniKernels() {
   static const KernelTable* table = []() -> const KernelTable* {
     const KernelTable* avx2 = Avx2Kernels();
     if (avx2 == nullptr || !CpuHasAvxVnni()) return nullptr;
-    static const KernelTable vnni{avx2->quantize, LinearQ4<VnniDot>, avx2->linear_float};
+    static const KernelTable vnni{avx2->quantize, LinearQ4<VnniDot>, avx2->linear_float, avx2->dot,
+                                  avx2->add_scaled};
     return &vnni;
   }();
   return table;

@@ -33,6 +33,8 @@ struct KernelTable {
   // The same for float32 / float16 / bfloat16 weights against float32 x.
   void (*linear_float)(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
                        int64_t o_begin, int64_t o_end);
+  float (*dot)(const float* a, const float* b, int64_t n);
+  void (*add_scaled)(float alpha, const float* x, float* y, int64_t n);
 };
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's

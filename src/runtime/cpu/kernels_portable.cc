@@ -78,10 +78,20 @@ void LinearFloat(const Weight& w, const float* x, int64_t n, float* y, const flo
   }
 }
 
+float Dot(const float* a, const float* b, int64_t n) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+void AddScaled(float alpha, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
 }  // namespace
 
 const KernelTable& PortableKernels() {
-  static const KernelTable table{Quantize, LinearQ4, LinearFloat};
+  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled};
   return table;
 }
 

@@ -139,9 +139,7 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
       float max_s = -INFINITY;
       for (size_t i = 0; i < positions.size(); ++i) {
         const float* k = kv.Key(seq_id, layer, positions[i]) + kvh * d;
-        float s = 0;
-        for (int64_t x = 0; x < d; ++x) s += q[x] * k[x];
-        s *= scale;
+        float s = Dot(q, k, d) * scale;
         if (cap > 0) s = cap * std::tanh(s / cap);
         scores[i] = s;
         max_s = std::max(max_s, s);
@@ -155,8 +153,7 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
       std::fill(o, o + d, 0.0f);
       for (size_t i = 0; i < positions.size(); ++i) {
         const float* v = kv.Value(seq_id, layer, positions[i]) + kvh * d;
-        float p = scores[i] / sum;
-        for (int64_t x = 0; x < d; ++x) o[x] += p * v[x];
+        AddScaled(scores[i] / sum, v, o, d);
       }
     }
   });
