@@ -32,6 +32,8 @@ void DecodeMedia(const mlc::ChatPrompt& prompt) {
     if (s.kind != mlc::PartKind::kText && s.media.url.rfind("data:", 0) == 0) {
       (void)mlc::DecodeDataUrl(s.media.url, s.media.path);
     }
+    // Inline or file: raw base64 longer than a file name must be data, never an exception.
+    if (s.kind != mlc::PartKind::kText) (void)mlc::InlineMedia(s.media, "");
   }
 }
 

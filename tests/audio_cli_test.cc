@@ -100,9 +100,11 @@ TEST(AudioCli, NeverOverwritesWithoutForce) {
   std::string in = ToneWav(dir, "tone.wav");
   std::string out = dir.Write("pcm.npy", "keep me");
   auto r = RunCli({"audio", in, "-o", out, "--rate", "16000", "--json"});
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);  // as README says: would overwrite is a problem found (exit 1)
   EXPECT_EQ(ParseOut(r)["ok"], false);
   EXPECT_EQ(test::ReadText(out), "keep me");
+  // A sample rate that overflows is an error, never INT64_MAX.
+  EXPECT_EQ(RunCli({"audio", in, "-o", dir.File("x.npy"), "--rate", "99999999999999999999"}).exit_code, 2);
   r = RunCli({"audio", in, "-o", out, "--rate", "16000", "--force"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(DecodeNpy(test::ReadText(out)).ok());

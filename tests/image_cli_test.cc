@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/npy.h"
@@ -162,9 +163,14 @@ TEST(ImageCli, NeverOverwritesWithoutForce) {
   std::vector<std::string> args{"image", in, "-o", out, "--mode", "stretch", "--height", "4",
                                 "--width", "4"};
   auto r = RunCli(args);
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);  // as README says: would overwrite is a problem found (exit 1)
   EXPECT_NE(r.err.find("--force"), std::string::npos);
   EXPECT_EQ(test::ReadText(out), "keep");
+  // The same file as -o and --preview is refused before anything is written.
+  std::string same = dir.File("same.npy");
+  EXPECT_EQ(RunCli({"image", in, "-o", same, "--preview", same, "--mode", "stretch", "--height", "4",
+                    "--width", "4"}).exit_code, 2);
+  EXPECT_FALSE(FileExists(same));
   args.push_back("--force");
   EXPECT_EQ(RunCli(args).exit_code, 0);
   EXPECT_EQ(ReadNpy(out).shape, (std::vector<int64_t>{1, 4, 4, 3}));

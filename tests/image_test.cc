@@ -699,6 +699,33 @@ long PeakRssKb() {
   return u.ru_maxrss;
 }
 
+// A manifest may declare a resize size up to 2^53 - 1: the target is checked against the limits
+// before any buffer is sized from it (it once died of bad_alloc).
+TEST(ImageLimits, HugeTargetSizeFromAManifestIsRefusedBeforeAllocating) {
+  RgbImage rgb;
+  rgb.width = 2;
+  rgb.height = 2;
+  rgb.pixels.assign(12, 7);
+  auto png = EncodePng(rgb);
+  ASSERT_TRUE(png.ok());
+  const std::pair<int64_t, int64_t> sizes[] = {
+      {1000000, 1000000}, {65535, 65535}, {3000000000, 1}, {(int64_t{1} << 53) - 1, 2}};
+  for (auto [h, w] : sizes) {
+    ImageDecode processor;
+    processor.mode = ResizeMode::kStretch;
+    processor.height = h;
+    processor.width = w;
+    auto r = PrepareImage(*png, processor);
+    ASSERT_FALSE(r.ok()) << h << "x" << w;
+    EXPECT_EQ(r.error().code, ErrorCode::kLimit) << r.error().message;
+  }
+  ImageDecode fine;
+  fine.mode = ResizeMode::kStretch;
+  fine.height = 4;
+  fine.width = 4;
+  EXPECT_TRUE(PrepareImage(*png, fine).ok());
+}
+
 TEST(ImageLimits, HugePngHeaderIsRejectedQuicklyWithBoundedMemory) {
   const std::string png = HugePng(100000, 100000);
   const long before = PeakRssKb();

@@ -19,6 +19,14 @@ TEST(JsonReader, ParsesValidDocument) {
   EXPECT_EQ((*r)["a"][0], 1);
 }
 
+// A UTF-8 byte order mark is refused, as Python's json.load refuses it (RFC 8259 section 8.1).
+TEST(JsonReader, RejectsAByteOrderMark) {
+  auto bom = ParseJson("\xEF\xBB\xBF{}");
+  ASSERT_FALSE(bom.ok());
+  EXPECT_NE(bom.error().message.find("byte order mark"), std::string::npos);
+  EXPECT_TRUE(ParseJson("{}").ok());
+}
+
 TEST(JsonReader, RejectsDuplicateKeysWithTheirPointer) {
   Error e = ParseError(R"({"tasks": {"chat": {"executor": "a", "executor": "b"}}})");
   EXPECT_EQ(e.path, "/tasks/chat/executor");

@@ -138,7 +138,8 @@ int Run(const AudioArgs& a) {
   auto kind = OutputKindOf(a.output);
   if (!kind) return ReportFailure(kind.errors(), a.json);
   if (!a.force && FileExists(a.output)) {
-    return ReportFailure({Usage(a.output + " exists (use --force to overwrite)")}, a.json);
+    return ReportFailure({Error{ErrorCode::kExists, a.output, "already exists; pass --force to overwrite"}},
+                         a.json);
   }
   AudioOptions options;
   options.quality = *quality;
@@ -167,7 +168,8 @@ const Registration kAudio(50, [](CLI::App& app) {
   a->task_opt = cmd->add_option("--task", a->task, "Task of the package")->capture_default_str();
   a->input_opt = cmd->add_option("--input", a->input_name,
                                  "Input of the task (default: its audio input)");
-  a->rate_opt = cmd->add_option("--rate", a->rate, "Output sample rate in Hz (without --model)");
+  a->rate_opt = cmd->add_option("--rate", a->rate, "Output sample rate in Hz (without --model)")
+                    ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}));  // no silent overflow
   a->min_opt = cmd->add_option("--min", a->min_samples, "Fewest output samples (with --rate)")
                    ->capture_default_str();
   a->max_opt = cmd->add_option("--max", a->max_samples, "Most output samples (with --rate)")

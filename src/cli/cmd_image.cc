@@ -182,9 +182,13 @@ int Run(const ImageArgs& a) {
   auto filter = ParseResizeFilter(a.filter);
   if (!filter) return ReportFailure({Usage("--filter must be bicubic, bilinear or lanczos")}, a.json);
   if (a.max_pixels < 1) return ReportFailure({Usage("--max-pixels must be >= 1")}, a.json);
+  if (a.preview == a.output) {  // refused before anything is written
+    return ReportFailure({Usage("--preview must name a file other than -o")}, a.json);
+  }
   for (const std::string& out : {a.output, a.preview}) {
     if (!out.empty() && !a.force && FileExists(out)) {
-      return ReportFailure({Usage(out + " exists (use --force to overwrite)")}, a.json);
+      return ReportFailure({Error{ErrorCode::kExists, out, "already exists; pass --force to overwrite"}},
+                           a.json);
     }
   }
   ImageOptions options;

@@ -132,6 +132,11 @@ Result<Json> ParseJson(std::string_view text, const JsonLimits& limits) {
                  "document is " + std::to_string(text.size()) + " bytes, over the limit of " +
                      std::to_string(limits.max_bytes)};
   }
+  // RFC 8259 forbids a byte order mark in JSON text; Python's json.load refuses it too.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") {
+    return Invalid("", "at byte 0: a UTF-8 byte order mark; JSON text must not start with one "
+                       "(save the file as UTF-8 without BOM)");
+  }
   StrictBuilder builder(limits);
   // Strict: trailing data after the value is an error; comments are not JSON.
   Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,

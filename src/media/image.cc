@@ -37,11 +37,31 @@ int ChooseShrink(const ImageInfo& info, const ResizePlan& plan, const ImageOptio
   return 1;
 }
 
+namespace {
+
+// The largest edge a target may have (as the CLI's --height / --width) and at most
+// options.max_pixels pixels in all.
+constexpr int64_t kMaxTargetEdge = 65535;
+
+Status CheckTargetSize(int64_t height, int64_t width, const ImageOptions& options) {
+  if (height > kMaxTargetEdge || width > kMaxTargetEdge || height * width > options.max_pixels) {
+    return Error{ErrorCode::kLimit, "",
+                 "target size " + std::to_string(width) + "x" + std::to_string(height) +
+                     " is over the limit (each side at most " + std::to_string(kMaxTargetEdge) +
+                     ", at most " + std::to_string(options.max_pixels) + " pixels)"};
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int64_t height,
                                    int64_t width, const ImageOptions& options) {
   if (height < 1 || width < 1) {
     return Error{ErrorCode::kUsage, "", "target size must be at least 1x1"};
   }
+  // A size from a manifest is checked before any buffer is sized from it.
+  if (Status s = CheckTargetSize(height, width, options); !s) return s.errors();
   // The common photo (a plain upright YCbCr JPEG) needs neither libvips nor its start-up.
   if (auto direct = jpeg_direct::Prepare(bytes, mode, height, width, options)) {
     return std::move(*direct);
@@ -50,6 +70,9 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
   if (!info) return info.take_errors();
   PreparedImage prepared;
   prepared.plan = PlanResize(info->upright_width, info->upright_height, mode, height, width);
+  if (Status s = CheckTargetSize(prepared.plan.scaled_height, prepared.plan.scaled_width, options); !s) {
+    return s.errors();
+  }
   const int shrink = ChooseShrink(*info, prepared.plan, options);
   auto streamed = DecodeAndResize(bytes, *info, prepared.plan, options, shrink);
   if (!streamed) return streamed.take_errors();

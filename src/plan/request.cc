@@ -22,6 +22,10 @@ void ParseTokens(const Json& value, const std::string& path, RequestSegment& seg
     check.Fail(path, "expected an array of token ids, got " + JsonTypeName(value));
     return;
   }
+  if (value.empty()) {  // nothing to prefill: a run would generate from nothing
+    check.Fail(path, "expected at least one token id, got an empty array");
+    return;
+  }
   seg.token_ids.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
     std::string p = PointerAppend(path, i);
