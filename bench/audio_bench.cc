@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
                 r <= 0.25 ? "PASS" : "FAIL", rc, rc <= 0.25 ? "PASS" : "FAIL");
   }
   std::printf("  library call alone, in process (decode, downmix, resample)\n");
-  std::printf("    %-20s wall %7.1f ms   cpu %7.1f ms  (libsndfile + soxr HQ, flat passband)\n",
+  std::printf("    %-20s wall %7.1f ms   cpu %7.1f ms  (16-bit WAV read directly + soxr HQ, flat passband)\n",
               "DecodeAudioFile", Median(lib_times), Median(lib_cpu));
   const std::string web_llm = WebLlmLine(dir, in, reps);
   std::printf("    %-20s %s\n", "WebLLM 0.2.86", web_llm.c_str());

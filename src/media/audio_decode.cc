@@ -9,10 +9,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <optional>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "media/audio_internal.h"
 #include "mlc_manifest/audio.h"
@@ -228,23 +233,41 @@ std::optional<Pcm16Wav> FindPcm16Wav(ReadAt&& read_at, uint64_t size) {
 }
 
 // The mean of each frame's samples as libsndfile's normalized doubles give it (x / 32768, summed,
-// divided by the channel count, rounded to float): the integer sums are exact, so this is the
-// same value bit for bit.
+// divided by the channel count, rounded to float). For one and two channels the sum has at most
+// 17 significant bits and the scale is a power of two, so float arithmetic gives that value
+// exactly (and vectorizes); more channels divide in double as the general downmix does.
 void DownmixPcm16(const unsigned char* in, int64_t frames, int64_t channels, float* out) {
-  if (channels == 1) {
-    for (int64_t i = 0; i < frames; ++i) {
-      out[i] = static_cast<float>(static_cast<int16_t>(Le16(in + 2 * i)) * (1.0 / 32768));
+  auto sample = [in](int64_t i) {
+    if constexpr (std::endian::native == std::endian::little) {
+      int16_t v;
+      std::memcpy(&v, in + 2 * i, 2);
+      return v;
     }
+    return static_cast<int16_t>(Le16(in + 2 * i));
+  };
+  if (channels == 1) {
+    for (int64_t i = 0; i < frames; ++i) out[i] = static_cast<float>(sample(i)) * (1.0f / 32768);
   } else if (channels == 2) {
-    for (int64_t i = 0; i < frames; ++i) {
-      const int32_t sum = static_cast<int16_t>(Le16(in + 4 * i)) + static_cast<int16_t>(Le16(in + 4 * i + 2));
-      out[i] = static_cast<float>(sum * (0.5 / 32768));
+    int64_t i = 0;
+#if defined(__SSE2__)
+    if constexpr (std::endian::native == std::endian::little) {
+      // Four frames at a time: pmaddwd with ones adds each left/right pair into an int32.
+      const __m128i ones = _mm_set1_epi16(1);
+      const __m128 scale = _mm_set1_ps(0.5f / 32768);
+      for (; i + 4 <= frames; i += 4) {
+        const __m128i pairs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 4 * i));
+        _mm_storeu_ps(out + i, _mm_mul_ps(_mm_cvtepi32_ps(_mm_madd_epi16(pairs, ones)), scale));
+      }
+    }
+#endif
+    for (; i < frames; ++i) {
+      out[i] = static_cast<float>(sample(2 * i) + sample(2 * i + 1)) * (0.5f / 32768);
     }
   } else {
     const double c = static_cast<double>(channels);
     for (int64_t i = 0; i < frames; ++i) {
       int64_t sum = 0;
-      for (int64_t k = 0; k < channels; ++k) sum += static_cast<int16_t>(Le16(in + 2 * (i * channels + k)));
+      for (int64_t k = 0; k < channels; ++k) sum += sample(i * channels + k);
       out[i] = static_cast<float>(static_cast<double>(sum) * (1.0 / 32768) / c);
     }
   }
