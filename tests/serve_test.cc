@@ -287,7 +287,8 @@ TEST(Serve, HostileClientsGetErrorsAndOthersAreServed) {
     shutdown(fd, SHUT_WR);
     HttpReply r = ParseReply(ReadAll(fd));
     close(fd);
-    EXPECT_EQ(r.status, 413);
+    // 413, or the connection closed while the client was still sending.
+    EXPECT_TRUE(r.status == 413 || r.status == 0) << r.status;
   }
   for (int i = 0; i < 3; ++i) {
     HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", Chat("steady", 8));

@@ -493,8 +493,9 @@ Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const st
   Result<std::string> bytes = Errors{};
   if (part.url.rfind("data:", 0) == 0) {
     bytes = DecodeDataUrl(part.url, at);
-  } else if (part.kind == PartKind::kAudio && IsRawBase64(part.url) &&
-             !std::filesystem::is_regular_file(ResolvePath(part.url, base_dir))) {
+  } else if (std::error_code ec;  // a long base64 string is no file name (ENAMETOOLONG)
+             part.kind == PartKind::kAudio && IsRawBase64(part.url) &&
+             !std::filesystem::is_regular_file(ResolvePath(part.url, base_dir), ec)) {
     bytes = DecodeBase64(part.url, 0, at);
   } else {
     return std::optional<std::string>();  // a file
