@@ -5,6 +5,7 @@
 // and the errors a broken package gives before any token.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -150,6 +151,24 @@ double Frequency(const cpu::ModelConfig& c, int64_t j) {
   return inv;
 }
 
+// The kernels round activations to int8 per block of 32 before a 4-bit product, as llama.cpp
+// does for Q4_0 (d = max|x| / 127 in float, q = nearest-even(x / d)); the reference does the same
+// so that its tolerance can stay tight.
+Vec RoundToQ8Blocks(const Vec& x) {
+  Vec out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (size_t i = 0; i < 32; ++i) {
+      long q = std::clamp(std::lrint(static_cast<float>(x[b + i]) * inverse), -128L, 127L);
+      out[b + i] = static_cast<double>(q) * static_cast<double>(d);
+    }
+  }
+  return out;
+}
+
 struct Reference64 {
   const cpu::ModelConfig& c;
   const Params64& p;
@@ -159,6 +178,10 @@ struct Reference64 {
   // Logits at every position of the token sequence.
   std::vector<Vec> Run(const std::vector<int32_t>& tokens) const {
     cpu::Names n = cpu::NamesOf(c.family);
+    const bool q8 = p.Has(n.embed + ".q_weight");  // 4-bit weights: activations rounded to int8
+    auto Lin = [q8](const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
+      return MatVec(w, q8 ? RoundToQ8Blocks(x) : x, rows, cols);
+    };
     const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
     Vec emb = p.Matrix(n.embed, c.vocab_size, H);
     Vec head = c.tie_word_embeddings ? emb : p.Matrix(n.lm_head, c.vocab_size, H);
@@ -176,7 +199,7 @@ struct Reference64 {
       for (int64_t l = 0; l < c.num_layers; ++l) {
         std::string pre = n.Layer(l);
         Vec h = RmsNorm(x, p.Floats(pre + n.norm_attn + ".weight"), c.rms_norm_eps);
-        Vec qkv = MatVec(p.Matrix(pre + n.qkv, c.qkv_size(), H), h, c.qkv_size(), H);
+        Vec qkv = Lin(p.Matrix(pre + n.qkv, c.qkv_size(), H), h, c.qkv_size(), H);
         if (p.Has(pre + n.qkv + ".bias")) {
           Vec b = p.Floats(pre + n.qkv + ".bias");
           for (size_t i = 0; i < qkv.size(); ++i) qkv[i] += b[i];
@@ -218,13 +241,13 @@ struct Reference64 {
             for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[l][j][static_cast<size_t>(kvh * D + d)];
           }
         }
-        Vec o = MatVec(p.Matrix(pre + n.o, H, c.q_size()), attn, H, c.q_size());
+        Vec o = Lin(p.Matrix(pre + n.o, H, c.q_size()), attn, H, c.q_size());
         if (c.family == cpu::Family::kGemma2) o = RmsNorm(o, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
         for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
         Vec hn = c.family == cpu::Family::kGemma2
                      ? RmsNorm(x, p.Floats(pre + n.norm_pre_ff + ".weight"), c.rms_norm_eps)
                      : RmsNorm(x, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
-        Vec gu = MatVec(p.Matrix(pre + n.gate_up, 2 * I, H), hn, 2 * I, H);
+        Vec gu = Lin(p.Matrix(pre + n.gate_up, 2 * I, H), hn, 2 * I, H);
         Vec act(static_cast<size_t>(I));
         for (int64_t i = 0; i < I; ++i) {
           double g = gu[static_cast<size_t>(i)], u = gu[static_cast<size_t>(I + i)];
@@ -232,11 +255,11 @@ struct Reference64 {
                                : g / (1 + std::exp(-g));
           act[static_cast<size_t>(i)] = a * u;
         }
-        Vec m = MatVec(p.Matrix(pre + n.down, H, I), act, H, I);
+        Vec m = Lin(p.Matrix(pre + n.down, H, I), act, H, I);
         if (c.family == cpu::Family::kGemma2) m = RmsNorm(m, p.Floats(pre + n.norm_post_ff + ".weight"), c.rms_norm_eps);
         for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
       }
-      Vec logits = MatVec(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);
+      Vec logits = Lin(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);
       if (c.final_logit_softcap > 0) for (double& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
       out.push_back(std::move(logits));
     }

@@ -21,17 +21,19 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Events of one request, from the engine's thread to the HTTP thread answering it.
-struct Channel {
+// Events of one request, from the engine's thread to the HTTP thread answering it. The engine
+// may still send events after the client went away and the HTTP side let go of the channel
+// (a cancel takes effect between steps), so the sink holds its own reference.
+struct Channel : std::enable_shared_from_this<Channel> {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<StreamEvent> events;
 
   StreamSink Sink() {
-    return [this](const StreamEvent& e) {
-      std::lock_guard<std::mutex> lock(mu);
-      events.push_back(e);
-      cv.notify_all();
+    return [self = shared_from_this()](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(self->mu);
+      self->events.push_back(e);
+      self->cv.notify_all();
     };
   }
   // Waits up to `wait` for events and takes them.
