@@ -345,6 +345,13 @@ cpu::ModelConfig ConfigOf(const std::string& pkg) {
   return *c;
 }
 
+// Bound on the max logit error relative to the largest logit. Float weights: float32 rounding.
+// 4-bit weights: the kernels round activations to int8 per block of 32 (as llama.cpp does for
+// Q4_0); the reference rounds the same way, but an activation that differs by float rounding may
+// land on the other side of a rounding step, and a tiny random model amplifies that, so the bound
+// is looser (a wrong rope, norm or scale still gives errors of order 1).
+double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
+
 struct FamilyCase {
   std::string name, family, quant;
 };
@@ -359,6 +366,7 @@ TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
   cpu::ModelConfig c = ConfigOf(pkg);
   Driver d = Driver::Open(pkg);
   ASSERT_TRUE(d.params);
+  const double tolerance = LogitTolerance(GetParam().quant);
   std::vector<int32_t> tokens = Tokens(24, c.vocab_size);  // past Gemma 2's window of 16
   Params64 p64(*d.params);
   std::vector<Vec> want = Reference64{c, p64}.Run(tokens);
@@ -368,7 +376,7 @@ TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
     decoded.push_back(d.Step({tokens[t]}, true));
     ASSERT_EQ(decoded.back().size(), static_cast<size_t>(c.vocab_size));
     for (float v : decoded.back()) ASSERT_TRUE(std::isfinite(v));
-    EXPECT_LT(RelError(decoded.back(), want[t]), 2e-4) << "position " << t;
+    EXPECT_LT(RelError(decoded.back(), want[t]), tolerance) << "position " << t;
   }
   // Chunks of 5, 11 and 8 positions.
   d.NewCache(c.context_window_size, c.prefill_chunk_size, false);
@@ -378,10 +386,9 @@ TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
                                tokens.begin() + static_cast<std::ptrdiff_t>(at + len));
     std::vector<float> logits = d.Step(chunk, false);
     at += len;
-    EXPECT_LT(RelError(logits, want[at - 1]), 2e-4) << "chunk ending at " << at;
-    double diff = 0;
-    for (size_t i = 0; i < logits.size(); ++i) diff = std::max(diff, double(std::fabs(logits[i] - decoded[at - 1][i])));
-    EXPECT_LT(diff, 1e-3) << "chunked prefill vs decode at " << at;
+    EXPECT_LT(RelError(logits, want[at - 1]), tolerance) << "chunk ending at " << at;
+    Vec as_decoded(decoded[at - 1].begin(), decoded[at - 1].end());
+    EXPECT_LT(RelError(logits, as_decoded), std::max(tolerance, 1e-4)) << "chunked prefill vs decode at " << at;
   }
 }
 
@@ -410,7 +417,7 @@ TEST(CpuForward, SlidingWindowWithSinksKeepsTheWindowAndFreesPages) {
   d.NewCache(20, c.prefill_chunk_size, true);
   for (size_t t = 0; t < tokens.size(); ++t) {
     std::vector<float> got = d.Step({tokens[t]}, true);
-    EXPECT_LT(RelError(got, want[t]), 2e-4) << "position " << t;
+    EXPECT_LT(RelError(got, want[t]), LogitTolerance("q4f16_1")) << "position " << t;
   }
   auto kv = std::dynamic_pointer_cast<KvState>(d.kv);
   EXPECT_EQ(kv->TotalLength(), 70);
