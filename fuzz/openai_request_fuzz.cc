@@ -16,6 +16,7 @@ namespace {
 void Request(const mlc::Json& doc) {
   mlc::ChatCompletionLimits limits;
   limits.max_tokens = 64;
+  limits.default_max_tokens = 16;
   limits.max_messages = 8;
   mlc::SamplerConfig defaults;
   auto r = mlc::ParseChatCompletionRequest(doc, limits, defaults);
