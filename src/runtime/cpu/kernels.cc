@@ -92,16 +92,6 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
     });
     return;
   }
-  // Prefill: tokens go through in blocks of kTokenBlock, so that a block's int8 activations stay
-  // in the cache while every row of the weight passes over them (each output depends only on its
-  // own token, so the results are the same).
-  constexpr int64_t kTokenBlock = 16;
-  if (n > kTokenBlock) {
-    for (int64_t t = 0; t < n; t += kTokenBlock) {
-      Linear(w, x + t * w.in, std::min(kTokenBlock, n - t), y + t * w.out, bias);
-    }
-    return;
-  }
   thread_local Q8Buffer buffer;
   const int64_t blocks = w.in / 32;
   buffer.q.resize(static_cast<size_t>(n * blocks * 32));
