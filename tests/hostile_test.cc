@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/sanitizer.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -30,17 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;
 
 struct Outcome {
   int exit_code = -1;

@@ -21,22 +21,13 @@
 
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/reference_model.h"
+#include "support/sanitizer.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+using test::kSanitized;
 
 // A server process on a free loopback port, stopped with SIGTERM.
 class ServerProcess {
