@@ -87,6 +87,19 @@ class [[nodiscard]] Status {
   Errors errors_;
 };
 
+// The errors of a failed Result (moved out) or Status, to return them to the caller.
+template <class T>
+Errors&& TakeErrors(Result<T>& r) { return r.take_errors(); }
+inline const Errors& TakeErrors(const Status& s) { return s.errors(); }
+
+// Evaluates expr (a Result or a Status) once; when it failed, returns its errors from the
+// enclosing function (which returns a Status or a Result).
+#define MLC_RETURN_IF_ERROR(expr)                                       \
+  do {                                                                  \
+    auto&& mlc_checked_ = (expr);                                       \
+    if (!mlc_checked_) return ::mlc::TakeErrors(mlc_checked_);          \
+  } while (false)
+
 // At most this many errors are kept for one document: past it, one last entry counts the rest
 // ("and N more errors"), so a hostile document cannot grow an error list without bound.
 inline constexpr size_t kMaxErrors = 100;

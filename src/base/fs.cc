@@ -186,7 +186,7 @@ Result<OpenedFile> OpenForRead(const std::string& path, const std::string& insid
 
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes, const std::string& inside) {
   auto file = OpenForRead(path, inside);
-  if (!file) return file.take_errors();
+  MLC_RETURN_IF_ERROR(file);
   if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
   std::string out;
   out.reserve(static_cast<size_t>(file->size));
@@ -226,7 +226,7 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes,
                                 const std::string& inside) {
   auto file = OpenForRead(path, inside);
-  if (!file) return file.take_errors();
+  MLC_RETURN_IF_ERROR(file);
   if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
   FileBytes out;
   out.capacity_ = std::max<size_t>(static_cast<size_t>(file->size), 1);

@@ -64,7 +64,7 @@ int Keep(H* h, mlc::Result<T> parsed, const std::string& document, W write) {
 template <class Parse>
 auto ParseText(const char* json, size_t length, Parse parse) -> decltype(parse(mlc::Json())) {
   auto doc = mlc::ParseJson(std::string_view(json, length));
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   return parse(*doc);
 }
 

@@ -105,7 +105,7 @@ class TableLibrary : public mlc::ModelLibrary {
                                             std::span<const mlc::Value> args) const {
     std::vector<mlc_value> in(args.size());
     for (size_t i = 0; i < args.size(); ++i) {
-      if (mlc::Status st = ToC(args[i], &in[i]); !st) return st.errors();
+      MLC_RETURN_IF_ERROR(ToC(args[i], &in[i]));
     }
     std::array<mlc_value, kMaxResults> out{};
     size_t n = 0;
@@ -173,7 +173,7 @@ class TableLibrary : public mlc::ModelLibrary {
         return mlc::Value{mlc::ShapeTuple{std::vector<int64_t>(v.shape, v.shape + v.ndim)}};
       case MLC_VALUE_TENSOR: {
         auto nd = FromManaged(v.managed, where);
-        if (!nd) return nd.take_errors();
+        MLC_RETURN_IF_ERROR(nd);
         return mlc::Value{std::move(*nd)};
       }
       case MLC_VALUE_OBJECT:
@@ -206,7 +206,7 @@ class TableLibrary : public mlc::ModelLibrary {
 // The table's metadata_json: {"model_type", "kv_state_kind"?, "params", "artifact"?}.
 mlc::Result<mlc::LibraryMetadata> ParseMetadata(const char* text) {
   auto doc = mlc::ParseJson(text ? std::string_view(text) : std::string_view("null"));
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   const mlc::Json& m = *doc;
   if (!m.is_object()) return mlc::Invalid("", "expected the library's _metadata object");
   mlc::LibraryMetadata meta;
@@ -220,7 +220,7 @@ mlc::Result<mlc::LibraryMetadata> ParseMetadata(const char* text) {
   }
   if (!m.contains("params")) return mlc::Invalid("/params", "expected the parameter list");
   auto params = mlc::ParseParamSpecs(m["params"], "/params");
-  if (!params) return params.take_errors();
+  MLC_RETURN_IF_ERROR(params);
   meta.params = std::move(*params);
   if (m.contains("artifact")) meta.artifact = m["artifact"];
   return meta;

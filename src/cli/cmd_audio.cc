@@ -53,9 +53,9 @@ Result<OutputKind> OutputKindOf(const std::string& path) {
 
 Result<AudioDecode> ProcessorFromModel(const AudioArgs& a) {
   auto pkg = ReadModelPackage(JoinPath(a.model, kManifestFileName));
-  if (!pkg) return pkg.take_errors();
+  MLC_RETURN_IF_ERROR(pkg);
   auto found = FindMediaInput(*pkg, a.task, a.input_name, /*want_audio=*/true);
-  if (!found) return found.take_errors();
+  MLC_RETURN_IF_ERROR(found);
   return std::get<AudioDecode>(found->input->processor);
 }
 

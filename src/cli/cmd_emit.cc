@@ -20,7 +20,7 @@ struct EmitArgs {
 Result<Tasks> LoadTasks(const EmitArgs& a) {
   if (!a.preset.empty()) return PresetTasks(a.preset);
   Result<Json> doc = ReadJsonFile(a.tasks_file);
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   // A tasks object, or a package whose tasks to reuse.
   if (DetectDocument(*doc) == DocumentKind::kModelPackage && doc->contains("tasks")) {
     return ParseTasks((*doc)["tasks"], "/tasks");
@@ -32,11 +32,11 @@ Result<Tasks> LoadTasks(const EmitArgs& a) {
 Result<std::vector<ParamSpec>> LoadParams(const EmitArgs& a) {
   if (!a.params_file.empty()) {
     Result<Json> doc = ReadJsonFile(a.params_file, JsonLimits{256ull << 20, 64});
-    if (!doc) return doc.take_errors();
+    MLC_RETURN_IF_ERROR(doc);
     return ParamSpecsOfDocument(*doc);
   }
   Result<TensorCache> cache = ReadTensorCache(a.dir);
-  if (!cache) return cache.take_errors();
+  MLC_RETURN_IF_ERROR(cache);
   return ParamSpecsOf(*cache);
 }
 
@@ -93,7 +93,7 @@ int EmitProgram(const EmitArgs& a) {
   Result<std::map<std::string, Program>> programs = [&]() -> Result<std::map<std::string, Program>> {
     if (!a.preset.empty()) return PresetPrograms(a.preset, target);
     Result<Json> doc = ReadJsonFile(a.programs_file);
-    if (!doc) return doc.take_errors();
+    MLC_RETURN_IF_ERROR(doc);
     return ParsePrograms(*doc);
   }();
   if (!programs) return ReportFailure(programs.errors(), a.json);

@@ -13,7 +13,7 @@ Result<std::string> TasksId(const Json& doc) {
   bool is_package = DetectDocument(doc) == DocumentKind::kModelPackage;
   const Json& tasks_json = is_package && doc.contains("tasks") ? doc["tasks"] : doc;
   Result<Tasks> tasks = ParseTasks(tasks_json, is_package ? "/tasks" : "");
-  if (!tasks) return tasks.take_errors();
+  MLC_RETURN_IF_ERROR(tasks);
   return ComputeInterfaceId(*tasks);
 }
 

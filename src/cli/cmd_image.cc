@@ -46,7 +46,7 @@ struct Target {
 Result<std::optional<PixelDtype>> DtypeFromProgram(const std::string& path, const Task& task,
                                                    const TaskInput& input) {
   auto program = ReadCompiledProgram(path);
-  if (!program) return program.take_errors();
+  MLC_RETURN_IF_ERROR(program);
   auto it = program->programs.find(task.executor);
   if (it == program->programs.end()) {
     return Invalid(path, "no program \"" + task.executor + "\" (the task's executor)");
@@ -65,14 +65,14 @@ Result<std::optional<PixelDtype>> DtypeFromProgram(const std::string& path, cons
 
 Result<Target> TargetFromModel(const ImageArgs& a) {
   auto pkg = ReadModelPackage(JoinPath(a.model, kManifestFileName));
-  if (!pkg) return pkg.take_errors();
+  MLC_RETURN_IF_ERROR(pkg);
   auto found = FindMediaInput(*pkg, a.task, a.input_name, /*want_audio=*/false);
-  if (!found) return found.take_errors();
+  MLC_RETURN_IF_ERROR(found);
   const TaskInput* input = found->input;
   Target target{std::get<ImageDecode>(input->processor), std::nullopt, "model"};
   if (!a.program.empty()) {
     auto dtype = DtypeFromProgram(a.program, *found->task, *input);
-    if (!dtype) return dtype.take_errors();
+    MLC_RETURN_IF_ERROR(dtype);
     target.dtype = *dtype;
   }
   return target;

@@ -39,12 +39,12 @@ Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& s
   OrderedJson out = {{"media", MediaKindName(piece.kind)}, {"input", piece.input},
                      {"part", seg.media.path}};
   auto inline_bytes = InlineMedia(seg.media, base_dir);
-  if (!inline_bytes) return inline_bytes.take_errors();
+  MLC_RETURN_IF_ERROR(inline_bytes);
   if (*inline_bytes) {
     out["inline_bytes"] = (*inline_bytes)->size();
   } else {
     auto file = MediaFile(seg.media, base_dir);
-    if (!file) return file.take_errors();
+    MLC_RETURN_IF_ERROR(file);
     out["file"] = *file;
   }
   out["prefix_token_ids"] = piece.prompt.prefix_token_ids;

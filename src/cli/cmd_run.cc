@@ -76,7 +76,7 @@ class ChatTurns {
 
   Result<RequestTurn> Next(const std::string& file, const std::string& last_reply) {
     auto messages = ReadMessagesFile(file);
-    if (!messages) return messages.take_errors();
+    MLC_RETURN_IF_ERROR(messages);
     Result<ChatPrompt> prompt = Errors{};
     if (history_.empty()) {
       prompt = BuildChatPrompt(tmpl_, *messages);
@@ -88,7 +88,7 @@ class ChatTurns {
       prompt = BuildFollowUpPrompt(tmpl_, history_, last_reply, all);
       history_ = std::move(all);
     }
-    if (!prompt) return prompt.take_errors();
+    MLC_RETURN_IF_ERROR(prompt);
     std::string base_dir = std::filesystem::path(file).parent_path().string();
     return PromptTurn(*prompt, tmpl_, tokenizer_, base_dir);
   }

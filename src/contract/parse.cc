@@ -359,13 +359,13 @@ Result<CompiledProgram> ParseCompiledProgram(const Json& whole) {
 
 Result<ModelPackage> ReadModelPackage(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   return ParseModelPackage(*doc);
 }
 
 Result<CompiledProgram> ReadCompiledProgram(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path);
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   return ParseCompiledProgram(*doc);
 }
 

@@ -55,7 +55,7 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   std::vector<Value> args = {options.max_batch_size, positions, model.limits.prefill_chunk_size,
                              options.page_size, int64_t{0}};
   auto out = (*model.bound.create_kv_cache)(args);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const std::string& fn = model.bound.contract.create_kv_cache_function;
   ObjectRef kv;
   if (const ObjectRef* o = out->empty() ? nullptr : std::get_if<ObjectRef>(&out->front())) kv = *o;
@@ -74,7 +74,7 @@ Result<NDArray> BatchModel::Embed(std::span<const int32_t> ids) {
   NDArray input = Int32Tensor(ids, {static_cast<int64_t>(ids.size())});
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*model_.embed)(args);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   int64_t n = static_cast<int64_t>(ids.size());
   if (!e || !e->defined() || e->ndim() != 2 || e->shape()[0] != n ||
@@ -93,7 +93,7 @@ Result<NDArray> BatchModel::RunAdapter(const MediaPiece& media, const NDArray& i
   if (!fn) return Invalid(media.input, "no adapter function is bound for " + AdapterName(media));
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*fn)(args);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   bool ok = e && e->defined() && e->ndim() == 2 && SameDtype(e->dtype(), DlFloat32()) &&
             (!hidden_size_ || e->shape()[1] == *hidden_size_) &&
@@ -116,7 +116,7 @@ Result<PreparedPrompt> BatchModel::Prepare(const TurnInput& input, int64_t kv_le
       return Invalid(p.path, "a package without a manifest takes text only");
     }
   }
-  if (Status s = CheckContext(limits_, kv_length, pieces); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));
   PreparedPrompt prompt;
   prompt.outputs.resize(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -127,15 +127,15 @@ Result<PreparedPrompt> BatchModel::Prepare(const TurnInput& input, int64_t kv_le
                    std::string("no ") + MediaKindName(m->kind) + " data for " + AdapterName(*m)};
     }
     auto rows = RunAdapter(*m, input.media[i]);
-    if (!rows) return rows.take_errors();
+    MLC_RETURN_IF_ERROR(rows);
     prompt.outputs[i] = *rows;
     if (m->kind == MediaKind::kAudio) {
       m->rows = rows->shape()[0];
-      if (Status s = CheckContext(limits_, kv_length, pieces); !s) return s.errors();
+      MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));
     }
   }
   auto plan = PlanPrefill(limits_, kv_length, pieces);
-  if (!plan) return plan.take_errors();
+  MLC_RETURN_IF_ERROR(plan);
   prompt.plan = std::move(*plan);
   return prompt;
 }
@@ -156,12 +156,12 @@ Result<std::vector<std::vector<float>>> BatchModel::Call(const PackedFunction& f
                                                          std::vector<Value> args,
                                                          std::span<const int64_t> seq_ids,
                                                          std::span<const int64_t> lengths) {
-  if (Status s = kv_->BeginForward(seq_ids, lengths); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(kv_->BeginForward(seq_ids, lengths));
   ForwardScope scope{kv_};
   args.push_back(kv_ref_);
   args.push_back(ObjectRef(params_));
   auto out = fn(args);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const NDArray* logits = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   int64_t n = static_cast<int64_t>(seq_ids.size());
   if (!logits || !logits->defined() || logits->ndim() < 1 ||
@@ -222,7 +222,7 @@ Result<std::vector<std::vector<float>>> BatchModel::Decode(std::span<const int64
                 seq_ids, ones);
   }
   auto e = Embed(tokens);
-  if (!e) return e.take_errors();
+  MLC_RETURN_IF_ERROR(e);
   NDArray rows = e->Reshape({1, n, e->shape()[1]});
   if (n == 1) return Call(*model_.decode, model_.contract.decode_function, {rows}, seq_ids, ones);
   return Call(*model_.prefill, model_.contract.prefill_function, {rows}, seq_ids, ones);

@@ -50,14 +50,14 @@ Result<std::unique_ptr<Engine>> Engine::Start(const LoadedModel& model, const To
                                               const EngineOptions& options) {
   if (options.max_queue < 1) return Error{ErrorCode::kUsage, "max_queue", "expected >= 1"};
   auto batch = BatchModel::Create(model, options.batch);
-  if (!batch) return batch.take_errors();
+  MLC_RETURN_IF_ERROR(batch);
   return std::unique_ptr<Engine>(new Engine(std::move(*batch), tokenizer, options));
 }
 
 Engine::~Engine() { Shutdown(false); }
 
 Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
-  if (Status s = CheckSamplerConfig(request.sampler); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckSamplerConfig(request.sampler));
   if (request.max_tokens < 0) return Invalid("max_tokens", "expected >= 0");
   if (!request.stop_strings.empty() && !tokenizer_) {
     return Error{ErrorCode::kUsage, "stop", "stop strings need the package's tokenizer"};

@@ -463,13 +463,13 @@ int UsableShrink(const std::string& format, int shrink) {
 Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format,
                                const ImageOptions& options, int shrink, ImageInfo* info) {
   auto opened = OpenImage(bytes, format, shrink);
-  if (!opened) return opened.take_errors();
+  MLC_RETURN_IF_ERROR(opened);
   auto step = HandleAlpha(std::move(*opened), options);
-  if (!step) return step.take_errors();
+  MLC_RETURN_IF_ERROR(step);
   step = ApplyIcc(std::move(*step), &info->icc_applied);
-  if (!step) return step.take_errors();
+  MLC_RETURN_IF_ERROR(step);
   step = ToEightBit(std::move(*step));
-  if (!step) return step.take_errors();
+  MLC_RETURN_IF_ERROR(step);
   return ToKnownColour(std::move(*step));
 }
 
@@ -496,12 +496,12 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
   decoded.info = header;
   decoded.info.shrink = shrink;
   auto converted = OpenConverted(bytes, format, options, shrink, &decoded.info);
-  if (!converted) return converted.take_errors();
+  MLC_RETURN_IF_ERROR(converted);
   VipsImage* final_image = converted->get();
   const int64_t w = vips_image_get_width(final_image);
   const int64_t h = vips_image_get_height(final_image);
   const int bands = vips_image_get_bands(final_image);
-  if (Status s = CheckDecodedSize(w, h, options); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckDecodedSize(w, h, options));
   size_t size = 0;
   vips_error_clear();
   void* data = vips_image_write_to_memory(final_image, &size);
@@ -509,7 +509,7 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
     return Invalid("pixels", "cannot decode the " + format + " pixels: " + TakeVipsError());
   }
   std::unique_ptr<void, decltype(&g_free)> hold(data, g_free);
-  if (Status s = CheckNoPixelError(format); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckNoPixelError(format));
   if (size != static_cast<size_t>(w) * h * bands) {
     return Invalid("pixels", "decoder returned an unexpected amount of data");
   }
@@ -536,14 +536,14 @@ Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view byte
   prepared.info.shrink = shrink;
   prepared.plan = plan;
   auto converted = OpenConverted(bytes, header.format, options, shrink, &prepared.info);
-  if (!converted) return converted.take_errors();
+  MLC_RETURN_IF_ERROR(converted);
   VipsImage* image = converted->get();
   if (vips_image_get_bands(image) != 3 || vips_image_get_format(image) != VIPS_FORMAT_UCHAR) {
     return std::optional<PreparedImage>();  // grey or CMYK: the whole-image path expands it
   }
   const int64_t w = vips_image_get_width(image);
   const int64_t h = vips_image_get_height(image);
-  if (Status s = CheckDecodedSize(w, h, options); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckDecodedSize(w, h, options));
   // The plan is in full-resolution pixels; the decoded image may be smaller (shrink-on-load),
   // so the resize maps the plan's scaled size onto the decoded pixels' extent.
   ResizePlan decoded_plan = plan;
@@ -554,7 +554,7 @@ Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view byte
   if (vips_sink_disc(image, PushSection, &resizer) != 0) {
     return Invalid("pixels", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
   }
-  if (Status s = CheckNoPixelError(header.format); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckNoPixelError(header.format));
   prepared.rgb = resizer.Finish();
   return std::optional<PreparedImage>(std::move(prepared));
 }
@@ -567,19 +567,19 @@ Result<ImageInfo> ModuleProbe(std::string_view bytes, const ImageOptions& option
                                             std::to_string(options.max_file_bytes)};
   }
   auto format = DetectFormat(bytes);
-  if (!format) return format.take_errors();
+  MLC_RETURN_IF_ERROR(format);
   auto opened = OpenImage(bytes, *format, 1);
-  if (!opened) return opened.take_errors();
+  MLC_RETURN_IF_ERROR(opened);
   ImageInfo info = InfoOf(opened->get(), *format);
   Status limits = CheckLimits(info, options);
-  if (!limits) return limits.errors();
+  MLC_RETURN_IF_ERROR(limits);
   return info;
 }
 
 Result<DecodedImage> ModuleDecode(std::string_view bytes, const ImageOptions& options,
                                  int shrink) {
   auto info = ModuleProbe(bytes, options);
-  if (!info) return info.take_errors();
+  MLC_RETURN_IF_ERROR(info);
   return DecodePixels(bytes, info->format, *info, options, UsableShrink(info->format, shrink));
 }
 

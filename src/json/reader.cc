@@ -147,7 +147,7 @@ Result<Json> ParseJson(std::string_view text, const JsonLimits& limits) {
 Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits,
                           const std::string& inside) {
   Result<std::string> text = ReadFile(path, limits.max_bytes, inside);
-  if (!text) return text.take_errors();
+  MLC_RETURN_IF_ERROR(text);
   return ParseJson(*text, limits);
 }
 

@@ -109,13 +109,13 @@ Error NotAudio(const std::string& where, SNDFILE* failed) {
 Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDecode& processor,
                                 const AudioOptions& options) {
   Status shape = audio_internal::CheckSourceShape(info.samplerate, info.channels, options);
-  if (!shape) return shape.errors();
+  MLC_RETURN_IF_ERROR(shape);
   if (info.frames != SF_COUNT_MAX) {
     Status declared = audio_internal::CheckDeclaredFrames(info.frames, info.samplerate, processor);
-    if (!declared) return declared.errors();
+    MLC_RETURN_IF_ERROR(declared);
   }
   auto pipeline = MonoPipeline::Create(info.samplerate, processor, options);
-  if (!pipeline) return pipeline.errors();
+  MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
   if (info.frames != SF_COUNT_MAX) pipe.ReserveFor(info.frames);
 
@@ -131,16 +131,16 @@ Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDec
     if (got <= 0) break;
     Status mixed = audio_internal::DownmixDouble(block.data(), got, channels, pipe.frames(),
                                                  mono.data());
-    if (!mixed) return mixed.errors();
+    MLC_RETURN_IF_ERROR(mixed);
     Status pushed = pipe.Push(mono.data(), got);
-    if (!pushed) return pushed.errors();
+    MLC_RETURN_IF_ERROR(pushed);
   }
   if (sf_error(sf) != SF_ERR_NO_ERROR) {
     return Invalid("frame " + std::to_string(pipe.frames()),
                    std::string("decoding failed: ") + sf_strerror(sf));
   }
   auto samples = pipe.Finish();
-  if (!samples) return samples.errors();
+  MLC_RETURN_IF_ERROR(samples);
   DecodedAudio out;
   out.samples = std::move(*samples);
   out.sample_rate_hz = processor.sample_rate_hz;
@@ -279,11 +279,11 @@ template <class ReadAt>
 Result<DecodedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav,
                                     const AudioDecode& processor, const AudioOptions& options) {
   Status shape = audio_internal::CheckSourceShape(wav.rate, wav.channels, options);
-  if (!shape) return shape.errors();
+  MLC_RETURN_IF_ERROR(shape);
   Status declared = audio_internal::CheckDeclaredFrames(wav.frames, wav.rate, processor);
-  if (!declared) return declared.errors();
+  MLC_RETURN_IF_ERROR(declared);
   auto pipeline = MonoPipeline::Create(wav.rate, processor, options);
-  if (!pipeline) return pipeline.errors();
+  MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
   pipe.ReserveFor(wav.frames);
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples * 4 / wav.channels);
@@ -297,11 +297,11 @@ Result<DecodedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav,
     }
     DownmixPcm16(block.data(), n, wav.channels, mono.data());
     Status pushed = pipe.Push(mono.data(), n);
-    if (!pushed) return pushed.errors();
+    MLC_RETURN_IF_ERROR(pushed);
     done += n;
   }
   auto samples = pipe.Finish();
-  if (!samples) return samples.errors();
+  MLC_RETURN_IF_ERROR(samples);
   DecodedAudio out;
   out.samples = std::move(*samples);
   out.sample_rate_hz = processor.sample_rate_hz;
@@ -358,9 +358,9 @@ Result<DecodedAudio> InFile(const std::string& path, Result<DecodedAudio> decode
 Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
                                      const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
-  if (!ok) return ok.errors();
+  MLC_RETURN_IF_ERROR(ok);
   auto file = OpenForRead(path);
-  if (!file) return file.take_errors();
+  MLC_RETURN_IF_ERROR(file);
   const uint64_t size = file->size;
   int fd = file->fd.release();
   auto read_fd = [fd](uint64_t at, unsigned char* buf, size_t n) {
@@ -393,7 +393,7 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
 Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
                                        const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
-  if (!ok) return ok.errors();
+  MLC_RETURN_IF_ERROR(ok);
   auto read_mem = [bytes](uint64_t at, unsigned char* buf, size_t n) {
     if (at >= bytes.size()) return size_t{0};
     size_t k = std::min<size_t>(n, bytes.size() - at);
@@ -401,7 +401,7 @@ Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode
     return k;
   };
   Status chunks = CheckRiffChunks(read_mem, bytes.size(), "");
-  if (!chunks) return chunks.errors();
+  MLC_RETURN_IF_ERROR(chunks);
   if (auto wav = FindPcm16Wav(read_mem, bytes.size())) return DecodePcm16Wav(read_mem, *wav, processor, options);
   MemoryStream stream{bytes.data(), static_cast<sf_count_t>(bytes.size()), 0};
   SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
@@ -415,18 +415,18 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
                                         int64_t sample_rate_hz, const AudioDecode& processor,
                                         const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
-  if (!ok) return ok.errors();
+  MLC_RETURN_IF_ERROR(ok);
   Status shape = audio_internal::CheckSourceShape(sample_rate_hz, channels, options);
-  if (!shape) return shape.errors();
+  MLC_RETURN_IF_ERROR(shape);
   if (interleaved.size() % static_cast<size_t>(channels) != 0) {
     return Invalid("", std::to_string(interleaved.size()) + " samples do not make whole frames of " +
                            std::to_string(channels) + " channels");
   }
   const int64_t frames = static_cast<int64_t>(interleaved.size()) / channels;
   Status declared = audio_internal::CheckDeclaredFrames(frames, sample_rate_hz, processor);
-  if (!declared) return declared.errors();
+  MLC_RETURN_IF_ERROR(declared);
   auto pipeline = MonoPipeline::Create(sample_rate_hz, processor, options);
-  if (!pipeline) return pipeline.errors();
+  MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
   std::vector<float> mono(static_cast<size_t>(block_frames));
@@ -434,12 +434,12 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
     int64_t count = std::min(block_frames, frames - start);
     Status mixed = audio_internal::DownmixFloat(interleaved.data() + start * channels, count,
                                                 channels, start, mono.data());
-    if (!mixed) return mixed.errors();
+    MLC_RETURN_IF_ERROR(mixed);
     Status pushed = pipe.Push(mono.data(), count);
-    if (!pushed) return pushed.errors();
+    MLC_RETURN_IF_ERROR(pushed);
   }
   auto samples = pipe.Finish();
-  if (!samples) return samples.errors();
+  MLC_RETURN_IF_ERROR(samples);
   DecodedAudio out;
   out.samples = std::move(*samples);
   out.sample_rate_hz = processor.sample_rate_hz;

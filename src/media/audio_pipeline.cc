@@ -164,7 +164,7 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
                                                            const AudioDecode& processor,
                                                            const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
-  if (!ok) return ok.errors();
+  MLC_RETURN_IF_ERROR(ok);
   int64_t hi = std::max(source_rate_hz, processor.sample_rate_hz);
   int64_t lo = std::min(source_rate_hz, processor.sample_rate_hz);
   if (lo < 1 || hi / lo >= options.max_rate_ratio) {
@@ -252,7 +252,7 @@ Result<std::vector<float>> MonoPipeline::Finish() {
   if (n > processor_.max_samples) return TooLong(frames_, source_rate_hz_, processor_, false);
   if (soxr_) {
     Status flushed = Resample(nullptr, 0);
-    if (!flushed) return flushed.errors();
+    MLC_RETURN_IF_ERROR(flushed);
   }
   out_.resize(static_cast<size_t>(n), 0.0f);  // pad (zeros after the end) or trim
   for (size_t i = 0; i < out_.size(); ++i) {

@@ -61,13 +61,13 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
     return Error{ErrorCode::kUsage, "", "target size must be at least 1x1"};
   }
   // A size from a manifest is checked before any buffer is sized from it.
-  if (Status s = CheckTargetSize(height, width, options); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckTargetSize(height, width, options));
   // The common photo (a plain upright YCbCr JPEG) needs neither libvips nor its start-up.
   if (auto direct = jpeg_direct::Prepare(bytes, mode, height, width, options)) {
     return std::move(*direct);
   }
   auto info = ProbeImage(bytes, options);
-  if (!info) return info.take_errors();
+  MLC_RETURN_IF_ERROR(info);
   PreparedImage prepared;
   prepared.plan = PlanResize(info->upright_width, info->upright_height, mode, height, width);
   if (Status s = CheckTargetSize(prepared.plan.scaled_height, prepared.plan.scaled_width, options); !s) {
@@ -75,10 +75,10 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
   }
   const int shrink = ChooseShrink(*info, prepared.plan, options);
   auto streamed = DecodeAndResize(bytes, *info, prepared.plan, options, shrink);
-  if (!streamed) return streamed.take_errors();
+  MLC_RETURN_IF_ERROR(streamed);
   if (*streamed) return std::move(**streamed);
   auto decoded = DecodeImage(bytes, options, shrink);
-  if (!decoded) return decoded.take_errors();
+  MLC_RETURN_IF_ERROR(decoded);
   prepared.info = decoded->info;
   // The plan is in full-resolution pixels; the decoded image may be smaller (shrink-on-load),
   // so the resize maps the plan's scaled size onto the decoded pixels' extent.
@@ -97,7 +97,7 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, const ImageDecode& pr
 Result<PreparedImage> PrepareImageFile(const std::string& path, const ImageDecode& processor,
                                        const ImageOptions& options) {
   auto bytes = ReadFileBytes(path, options.max_file_bytes);
-  if (!bytes) return bytes.take_errors();
+  MLC_RETURN_IF_ERROR(bytes);
   return PrepareImage(bytes->view(), processor, options);
 }
 

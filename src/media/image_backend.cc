@@ -64,20 +64,20 @@ Result<const ImageBackend*> LoadImageBackend() {
 
 Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
   auto backend = LoadImageBackend();
-  if (!backend) return backend.errors();
+  MLC_RETURN_IF_ERROR(backend);
   return (*backend)->probe(bytes, options);
 }
 
 Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options, int shrink) {
   auto backend = LoadImageBackend();
-  if (!backend) return backend.errors();
+  MLC_RETURN_IF_ERROR(backend);
   return (*backend)->decode(bytes, options, shrink);
 }
 
 Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions& options,
                                      int shrink) {
   auto bytes = ReadFileBytes(path, options.max_file_bytes);
-  if (!bytes) return bytes.take_errors();
+  MLC_RETURN_IF_ERROR(bytes);
   return DecodeImage(bytes->view(), options, shrink);
 }
 
@@ -85,13 +85,13 @@ Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, con
                                                      const ResizePlan& plan,
                                                      const ImageOptions& options, int shrink) {
   auto backend = LoadImageBackend();
-  if (!backend) return backend.errors();
+  MLC_RETURN_IF_ERROR(backend);
   return (*backend)->decode_and_resize(bytes, header, plan, options, shrink);
 }
 
 Result<std::string> EncodePng(const RgbImage& rgb) {
   auto backend = LoadImageBackend();
-  if (!backend) return backend.errors();
+  MLC_RETURN_IF_ERROR(backend);
   return (*backend)->encode_png(rgb);
 }
 

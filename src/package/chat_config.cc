@@ -47,7 +47,7 @@ Result<ChatConfig> ParseChatConfig(const Json& doc) {
 
 Result<ChatConfig> ReadChatConfig(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   return ParseChatConfig(*doc);
 }
 

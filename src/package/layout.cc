@@ -41,7 +41,7 @@ Result<TensorCache> LayoutTensorCache(const std::vector<ParamSpec>& params, uint
   }
   flush();
   Result<ResourceEstimate> est = EstimateResources(params, nullptr);
-  if (!est) return est.take_errors();
+  MLC_RETURN_IF_ERROR(est);
   cache.param_size = est->parameter_count;
   cache.param_bytes = est->total_bytes;
   return cache;

@@ -48,7 +48,7 @@ const char* ShardStatusName(ShardStatus s) {
 Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes,
                             const std::string& inside) {
   auto file = OpenForRead(path, inside);
-  if (!file) return file.take_errors();
+  MLC_RETURN_IF_ERROR(file);
   int fd = file->fd.release();
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);

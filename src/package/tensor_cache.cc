@@ -228,7 +228,7 @@ Result<TensorCache> ReadTensorCache(const std::string& dir) {
     legacy = true;
   }
   Result<Json> doc = ReadJsonFile(path, {}, dir);
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   Result<TensorCache> cache = ParseTensorCache(*doc);
   if (!cache) {
     Errors errs = cache.take_errors();
@@ -268,7 +268,7 @@ Result<std::vector<ParamSpec>> ParamSpecsOfDocument(const Json& doc) {
   if (doc.is_array()) return ParseParamSpecs(doc);
   if (doc.is_object() && doc.contains("records")) {
     Result<TensorCache> cache = ParseTensorCache(doc);
-    if (!cache) return cache.take_errors();
+    MLC_RETURN_IF_ERROR(cache);
     return ParamSpecsOf(*cache);
   }
   return Invalid("", "expected a JSON array of {name, shape, dtype} or a tensor-cache.json "

@@ -172,7 +172,7 @@ Result<PrefillPlan> PlanPrefill(const PlanLimits& limits, int64_t kv_length,
                        " is known only once its adapter has run"};
     }
   }
-  if (Status s = CheckContext(limits, kv_length, pieces); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckContext(limits, kv_length, pieces));
   ChunkBuilder builder(limits.prefill_chunk_size);
   PrefillPlan plan;
   plan.kv_length = kv_length;

@@ -141,7 +141,7 @@ Result<Request> ParseRequest(const Json& doc, const std::string& base_dir,
 
 Result<Request> ReadRequestFile(const std::string& path, const RequestLimits& limits) {
   auto doc = ReadJsonFile(path);
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   std::string dir = std::filesystem::path(path).parent_path().string();
   return ParseRequest(*doc, dir.empty() ? "." : dir, limits);
 }

@@ -90,9 +90,9 @@ Result<BoundContract> BindPackageFolder(const std::string& dir, const std::strin
                  "the package has a manifest; give the compiled-program document with --program"};
   }
   auto package = ReadModelPackage(manifest);
-  if (!package) return package.take_errors();
+  MLC_RETURN_IF_ERROR(package);
   auto program = ReadCompiledProgram(program_path);
-  if (!program) return program.take_errors();
+  MLC_RETURN_IF_ERROR(program);
   BindOptions options;
   options.task = task;
   return Bind(*package, *program, options);
@@ -161,7 +161,7 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
     if (id) options.weights_parameter_schema_id = *id;
   }
   auto bound = Bind(*package, *compiled, options);
-  if (!bound) return bound.take_errors();
+  MLC_RETURN_IF_ERROR(bound);
   if (compiled->kv_state_kind && library.Metadata().kv_state_kind != *compiled->kv_state_kind) {
     return Invalid("/kv_state_kind", "the program says kv_state_kind \"" +
                                          *compiled->kv_state_kind + "\" but the library has \"" +
@@ -170,7 +170,7 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
   BoundModel out;
   out.contract = std::move(*bound);
   program_path = PointerAppend("/programs", out.contract.executor);
-  if (Status s = ResolveFunctions(library, program_path, out); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(ResolveFunctions(library, program_path, out));
   out.note = std::string(kManifestFileName) + ": task \"" + out.contract.task_name +
              "\" bound to program \"" + out.contract.executor + "\" with the " +
              GenerationPairName(out.contract.pair) + " pair";
@@ -182,17 +182,17 @@ Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary
   auto start = std::chrono::steady_clock::now();
   LoadedModel model;
   auto config = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
-  if (!config) return config.take_errors();
+  MLC_RETURN_IF_ERROR(config);
   model.config = std::move(*config);
   auto limits = PlanLimitsFromChatConfig(model.config);
-  if (!limits) return limits.take_errors();
+  MLC_RETURN_IF_ERROR(limits);
   model.limits = *limits;
   model.hidden_size = model.config.Dimension("hidden_size");
   auto bound = BindModel(package_dir, library, program);
-  if (!bound) return bound.take_errors();
+  MLC_RETURN_IF_ERROR(bound);
   model.bound = std::move(*bound);
   auto params = LoadParameters(package_dir, library.Metadata().params);
-  if (!params) return params.take_errors();
+  MLC_RETURN_IF_ERROR(params);
   model.params = *params;
   model.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
                                                             start).count();

@@ -34,7 +34,7 @@ class MappedFile {
 // A shard, opened by OpenForRead's rule: a regular file inside the package folder.
 Result<std::shared_ptr<MappedFile>> MapFile(const std::string& path, const std::string& package_dir) {
   auto file = OpenForRead(path, package_dir);
-  if (!file) return file.take_errors();
+  MLC_RETURN_IF_ERROR(file);
   int fd = file->fd.release();
   size_t size = static_cast<size_t>(file->size);
   void* data = nullptr;
@@ -106,7 +106,7 @@ Result<NDArray> Materialize(const Located& at, const std::shared_ptr<MappedFile>
 Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_dir,
                                                      const std::vector<ParamSpec>& order) {
   auto cache = ReadTensorCache(package_dir);
-  if (!cache) return cache.take_errors();
+  MLC_RETURN_IF_ERROR(cache);
   std::map<std::string, Located> by_name;
   for (const TensorShard& s : cache->shards) {
     for (const TensorRecord& r : s.records) by_name[r.name] = Located{&s, &r};

@@ -51,7 +51,7 @@ Result<NDArray> ImagePixels(const BoundImage& image, const RequestSegment& seg) 
 
 Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn) {
   auto pieces = PiecesForTurn(bound, turn);
-  if (!pieces) return pieces.take_errors();
+  MLC_RETURN_IF_ERROR(pieces);
   TurnInput input;
   input.pieces = std::move(*pieces);
   input.media.resize(turn.size());

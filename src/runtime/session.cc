@@ -46,7 +46,7 @@ Status Session::EnsureKvCache() {
   auto out = (*model_.create_kv_cache)(args);
   timings_.create_kv_ms += MsSince(start);
   const std::string& fn = model_.contract.create_kv_cache_function;
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   if (out->empty() || !std::holds_alternative<ObjectRef>(out->front()) ||
       !std::get<ObjectRef>(out->front())) {
     return Invalid(fn, "create_kv_cache returned " +
@@ -63,7 +63,7 @@ Result<NDArray> Session::Embed(std::span<const int32_t> ids) {
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*model_.embed)(args);
   timings_.embed_ms += MsSince(start);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const std::string& fn = model_.contract.embed_function;
   const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   int64_t n = static_cast<int64_t>(ids.size());
@@ -86,7 +86,7 @@ Result<NDArray> Session::RunAdapter(const MediaPiece& media, const NDArray& inpu
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*fn)(args);
   timings_.adapter_ms += MsSince(start);
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   bool ok = e && e->defined() && e->ndim() == 2 && SameDtype(e->dtype(), DlFloat32()) &&
             (!hidden_size_ || e->shape()[1] == *hidden_size_) &&
@@ -108,7 +108,7 @@ Result<NDArray> Session::ChunkEmbeddings(const PrefillChunk& chunk,
                                          const std::vector<NDArray>& outputs) {
   if (!chunk.rows) {
     auto e = Embed(chunk.token_ids);
-    if (!e) return e.take_errors();
+    MLC_RETURN_IF_ERROR(e);
     return e->Reshape({1, chunk.size(), e->shape()[1]});
   }
   const NDArray& rows = outputs[chunk.rows->piece];
@@ -149,7 +149,7 @@ Result<std::vector<float>> Session::RunPrefillChunk(const PrefillChunk& chunk,
   timings_.prefill_ms += MsSince(start);
   ++timings_.prefill_calls;
   timings_.prefill_positions += chunk.size();
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   return TakeLogits(std::move(*out), model_.contract.prefill_function);
 }
 
@@ -159,7 +159,7 @@ Result<std::vector<float>> Session::DecodeStep(int32_t token) {
     args.push_back(Int32Tensor(std::span<const int32_t>(&token, 1), {1, 1}));
   } else {
     auto e = Embed(std::span<const int32_t>(&token, 1));
-    if (!e) return e.take_errors();
+    MLC_RETURN_IF_ERROR(e);
     args.push_back(e->Reshape({1, 1, e->shape()[1]}));
   }
   args.push_back(kv_);
@@ -168,7 +168,7 @@ Result<std::vector<float>> Session::DecodeStep(int32_t token) {
   auto out = (*model_.decode)(args);
   timings_.decode_ms += MsSince(start);
   ++timings_.decode_steps;
-  if (!out) return out.take_errors();
+  MLC_RETURN_IF_ERROR(out);
   return TakeLogits(std::move(*out), model_.contract.decode_function);
 }
 
@@ -191,10 +191,10 @@ Result<PrefillResult> Session::Prefill(const TurnInput& input) {
       }
     }
   }
-  if (Status s = EnsureKvCache(); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(EnsureKvCache());
   int64_t kv_length = KvLength();
   // Fixed-size media (images) and text are checked before any adapter runs.
-  if (Status s = CheckContext(limits_, kv_length, pieces); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));
   std::vector<NDArray> outputs(pieces.size());
   for (size_t i = 0; i < pieces.size(); ++i) {
     auto* m = std::get_if<MediaPiece>(&pieces[i].value);
@@ -205,21 +205,21 @@ Result<PrefillResult> Session::Prefill(const TurnInput& input) {
                        " (a row count alone is for planning only)"};
     }
     auto rows = RunAdapter(*m, media[i]);
-    if (!rows) return rows.take_errors();
+    MLC_RETURN_IF_ERROR(rows);
     outputs[i] = *rows;
     if (m->kind == MediaKind::kAudio) {
       m->rows = rows->shape()[0];
-      if (Status s = CheckContext(limits_, kv_length, pieces); !s) return s.errors();
+      MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));
     }
   }
   auto plan = PlanPrefill(limits_, kv_length, pieces);
-  if (!plan) return plan.take_errors();
+  MLC_RETURN_IF_ERROR(plan);
   PrefillResult result;
   for (const PrefillChunk& chunk : plan->chunks) {
     auto embeds = ChunkEmbeddings(chunk, outputs);
-    if (!embeds) return embeds.take_errors();
+    MLC_RETURN_IF_ERROR(embeds);
     auto logits = RunPrefillChunk(chunk, *embeds);
-    if (!logits) return logits.take_errors();
+    MLC_RETURN_IF_ERROR(logits);
     result.logits = std::move(*logits);
   }
   pending_token_.reset();
@@ -228,10 +228,10 @@ Result<PrefillResult> Session::Prefill(const TurnInput& input) {
 }
 
 Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOptions& options) {
-  if (Status s = CheckSamplerConfig(options.sampler); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckSamplerConfig(options.sampler));
   PhaseTimings before = timings_;
   auto prefill = Prefill(input);
-  if (!prefill) return prefill.take_errors();
+  MLC_RETURN_IF_ERROR(prefill);
   TurnResult result;
   result.plan = std::move(prefill->plan);
   std::vector<float> logits = std::move(prefill->logits);
@@ -252,7 +252,7 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
       break;
     }
     auto next = DecodeStep(token);
-    if (!next) return next.take_errors();
+    MLC_RETURN_IF_ERROR(next);
     logits = std::move(*next);
   }
   result.last_logits = std::move(logits);

@@ -133,16 +133,16 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
   impl->options = options;
   impl->dir = package_dir;
   auto library = OpenReferenceLibrary(package_dir);
-  if (!library) return library.take_errors();
+  MLC_RETURN_IF_ERROR(library);
   impl->library = std::move(*library);
   auto model = LoadModel(package_dir, *impl->library);
-  if (!model) return model.take_errors();
+  MLC_RETURN_IF_ERROR(model);
   impl->model = std::move(*model);
   auto tokenizer = Tokenizer::FromDirectory(package_dir);
-  if (!tokenizer) return tokenizer.take_errors();
+  MLC_RETURN_IF_ERROR(tokenizer);
   impl->tokenizer = std::move(*tokenizer);
   auto tmpl = ConvTemplateFromChatConfig(impl->model.config.raw);
-  if (!tmpl) return tmpl.take_errors();
+  MLC_RETURN_IF_ERROR(tmpl);
   impl->tmpl = std::move(*tmpl);
   impl->stop_ids = StopTokenIds(impl->model.config);
   const Json& raw = impl->model.config.raw;
@@ -157,7 +157,7 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
   impl->model_id = std::filesystem::path(package_dir).lexically_normal().filename().string();
   if (impl->model_id.empty()) impl->model_id = std::filesystem::path(package_dir).parent_path().filename().string();
   auto engine = Engine::Start(impl->model, impl->tokenizer.get(), options.engine);
-  if (!engine) return engine.take_errors();
+  MLC_RETURN_IF_ERROR(engine);
   impl->engine = std::move(*engine);
   impl->Routes();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
@@ -208,7 +208,7 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
     for (const ContentPart& p : m.parts) {
       if (p.kind == PartKind::kText) continue;
       auto inline_bytes = InlineMedia(p, "");
-      if (!inline_bytes) return inline_bytes.take_errors();
+      MLC_RETURN_IF_ERROR(inline_bytes);
       if (!*inline_bytes && !options.allow_local_files) {
         return Invalid(p.path, "expected a data: URL (base64) or base64 audio; this server does "
                                "not read local files");
@@ -216,11 +216,11 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
     }
   }
   auto prompt = BuildChatPrompt(tmpl, r.messages);
-  if (!prompt) return prompt.take_errors();
+  MLC_RETURN_IF_ERROR(prompt);
   auto turn = PromptTurn(*prompt, tmpl, *tokenizer, "");
-  if (!turn) return turn.take_errors();
+  MLC_RETURN_IF_ERROR(turn);
   auto input = PrepareTurn(model.bound.contract, *turn);
-  if (!input) return input.take_errors();
+  MLC_RETURN_IF_ERROR(input);
   GenerationRequest g;
   g.input = std::move(*input);
   g.max_tokens = r.max_tokens;

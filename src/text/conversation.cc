@@ -125,22 +125,22 @@ Result<ContentPart> ParsePart(const Json& part, const std::string& path) {
   };
   if (t == "text") {
     out.kind = PartKind::kText;
-    if (Status s = string_at(part, "text", path, &out.text); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(string_at(part, "text", path, &out.text));
   } else if (t == "image_url") {
     out.kind = PartKind::kImage;
     auto obj = object_at("image_url");
-    if (!obj) return obj.take_errors();
+    MLC_RETURN_IF_ERROR(obj);
     if (Status s = string_at(**obj, "url", PointerAppend(path, "image_url"), &out.url); !s) {
       return s.errors();
     }
   } else if (t == "input_audio") {
     out.kind = PartKind::kAudio;
     auto obj = object_at("input_audio");
-    if (!obj) return obj.take_errors();
+    MLC_RETURN_IF_ERROR(obj);
     std::string at = PointerAppend(path, "input_audio");
-    if (Status s = string_at(**obj, "data", at, &out.url); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(string_at(**obj, "data", at, &out.url));
     if ((*obj)->contains("format")) {
-      if (Status s = string_at(**obj, "format", at, &out.format); !s) return s.errors();
+      MLC_RETURN_IF_ERROR(string_at(**obj, "format", at, &out.format));
     }
   } else {
     return Invalid(PointerAppend(path, "type"),
@@ -176,7 +176,7 @@ Result<ChatMessage> ParseMessage(const Json& msg, const std::string& path) {
   bool seen_text = false;
   for (size_t i = 0; i < content->size(); ++i) {
     auto part = ParsePart((*content)[i], PointerAppend(content_path, i));
-    if (!part) return part.take_errors();
+    MLC_RETURN_IF_ERROR(part);
     if (part->kind == PartKind::kText) {
       if (seen_text) return Invalid(part->path, "more than one text part in a message");
       seen_text = true;
@@ -259,7 +259,7 @@ Result<std::string> RoleString(const ConvTemplate& t, const ChatMessage& m) {
 Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool omit_role,
                   std::vector<PromptSegment>* segs) {
   auto role = RoleString(t, m);
-  if (!role) return role.take_errors();
+  MLC_RETURN_IF_ERROR(role);
   RoleTemplate tpl = SplitRoleTemplate(t, m.role);
   std::vector<PromptSegment> message;
   AddText(&message, (omit_role ? "" : *role + t.role_content_sep) + tpl.before);
@@ -357,7 +357,7 @@ Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::strin
   std::vector<ChatMessage> out;
   for (size_t i = 0; i < doc.size(); ++i) {
     auto m = ParseMessage(doc[i], PointerAppend(base, i));
-    if (!m) return m.take_errors();
+    MLC_RETURN_IF_ERROR(m);
     if (m->role == "system" && i != 0) {
       return Invalid(PointerAppend(m->path, "role"), "a system message may only come first");
     }
@@ -372,21 +372,21 @@ Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::strin
 
 Result<std::vector<ChatMessage>> ReadMessagesFile(const std::string& path) {
   auto doc = ReadJsonFile(path);
-  if (!doc) return doc.take_errors();
+  MLC_RETURN_IF_ERROR(doc);
   if (doc->is_object() && doc->contains("messages")) return ParseMessages((*doc)["messages"], "/messages");
   return ParseMessages(*doc);
 }
 
 Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
                                    const std::vector<ChatMessage>& messages) {
-  if (Status s = CheckTemplate(tmpl); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckTemplate(tmpl));
   ChatPrompt prompt;
   std::string system = SystemPrompt(tmpl, messages);
   AddSeparate(&prompt.segments, system);
   if (Status s = AddMessages(tmpl, messages, 0, !system.empty(), &prompt.segments); !s) {
     return s.errors();
   }
-  if (Status s = AddReplyHeader(tmpl, &prompt.segments); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
   return prompt;
 }
 
@@ -394,7 +394,7 @@ Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
                                        const std::vector<ChatMessage>& previous,
                                        std::string_view reply,
                                        const std::vector<ChatMessage>& messages) {
-  if (Status s = CheckTemplate(tmpl); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckTemplate(tmpl));
   size_t n = previous.size();
   if (n == 0) return Invalid("", "a follow-up needs the previous messages");
   if (messages.size() < n + 2) {
@@ -423,7 +423,7 @@ Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
   if (Status s = AddMessages(tmpl, messages, n + 1, false, &prompt.segments); !s) {
     return s.errors();
   }
-  if (Status s = AddReplyHeader(tmpl, &prompt.segments); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
   return prompt;
 }
 
@@ -510,13 +510,13 @@ Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const st
   } else {
     return std::optional<std::string>();  // a file
   }
-  if (!bytes) return bytes.take_errors();
+  MLC_RETURN_IF_ERROR(bytes);
   return std::optional<std::string>(std::move(*bytes));
 }
 
 Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir) {
   auto inline_bytes = InlineMedia(part, base_dir);
-  if (!inline_bytes) return inline_bytes.take_errors();
+  MLC_RETURN_IF_ERROR(inline_bytes);
   if (*inline_bytes) return std::string();
   if (HasControlChar(part.url)) {
     return Invalid(ReferencePointer(part), "a file name may not hold control characters");

@@ -422,7 +422,7 @@ const std::vector<std::string>& CpuQuantizations() {
 
 Result<std::vector<ParamSpec>> CpuParamSpecs(const ChatConfig& config) {
   auto c = cpu::ParseModelConfig(config);
-  if (!c) return c.take_errors();
+  MLC_RETURN_IF_ERROR(c);
   return cpu::ParamSpecs(*c);
 }
 

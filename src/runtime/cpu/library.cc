@@ -79,39 +79,39 @@ class Library : public ModelLibrary {
   // The bound weights of a parameter set, kept while the set is the last one seen.
   Result<std::shared_ptr<const ModelWeights>> Weights(const std::string& fn, Args args, size_t i) {
     auto params = ObjectArg<ParameterSet>(fn, args, i, "a parameter set");
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     std::lock_guard<std::mutex> lock(mu_);
     if (bound_ && bound_for_.lock() == *params) return bound_;
     auto w = BindWeights(c_, metadata_.params, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     bound_ = std::make_shared<const ModelWeights>(std::move(*w));
     bound_for_ = *params;
     return bound_;
   }
 
   Result<std::vector<Value>> Embed(Args args) {
-    if (Status s = Count("embed", args, 2); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(Count("embed", args, 2));
     auto ids = TensorArg("embed", args, 0, DlInt32(), {-1});
-    if (!ids) return ids.take_errors();
+    MLC_RETURN_IF_ERROR(ids);
     auto w = Weights("embed", args, 1);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     NDArray out = NDArray::Empty({ids->Elements(), c_.hidden_size}, DlFloat32());
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
-    if (Status s = EmbedTokens(c_, **w, span, out.data<float>()); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(EmbedTokens(c_, **w, span, out.data<float>()));
     return std::vector<Value>{out};
   }
 
   // prefill (embeddings [1, n, hidden]) and decode ([1, 1, hidden]) -> (logits [1, 1, vocab], kv)
   Result<std::vector<Value>> Step(Args args, const std::string& fn) {
-    if (Status s = Count(fn, args, 3); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(Count(fn, args, 3));
     auto e = TensorArg(fn, args, 0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
-    if (!e) return e.take_errors();
+    MLC_RETURN_IF_ERROR(e);
     auto kv = ObjectArg<PagedKvCache>(fn, args, 1, "a cpu.PagedKvCache");
-    if (!kv) return kv.take_errors();
+    MLC_RETURN_IF_ERROR(kv);
     auto w = Weights(fn, args, 2);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     auto logits = Forward(c_, **w, **kv, 0, e->data<float>(), e->shape()[1]);
-    if (!logits) return logits.take_errors();
+    MLC_RETURN_IF_ERROR(logits);
     NDArray out = NDArray::Empty({1, 1, c_.vocab_size}, DlFloat32());
     std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
     return std::vector<Value>{out, args[1]};
@@ -120,7 +120,7 @@ class Library : public ModelLibrary {
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
   Result<std::vector<Value>> CreateKv(Args args) {
     const char* fn = "create_tir_paged_kv_cache";
-    if (Status s = Count(fn, args, 5); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(Count(fn, args, 5));
     int64_t v[5];
     for (size_t i = 0; i < 5; ++i) {
       const int64_t* x = std::get_if<int64_t>(&args[i]);
@@ -160,11 +160,11 @@ class Library : public ModelLibrary {
 
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
   auto params = CpuParamSpecs(config);
-  if (!params) return params.take_errors();
+  MLC_RETURN_IF_ERROR(params);
   auto estimate = EstimateResources(*params, &config);
-  if (!estimate) return estimate.take_errors();
+  MLC_RETURN_IF_ERROR(estimate);
   auto schema_id = ComputeParameterSchemaId(*params);
-  if (!schema_id) return schema_id.take_errors();
+  MLC_RETURN_IF_ERROR(schema_id);
   CompiledProgram program;
   program.interface_id = ComputeInterfaceId(cpu::TextTasks());
   program.parameter_schema_id = *schema_id;
@@ -181,11 +181,11 @@ Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
 
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
   auto chat = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
-  if (!chat) return chat.take_errors();
+  MLC_RETURN_IF_ERROR(chat);
   auto config = cpu::ParseModelConfig(*chat);
-  if (!config) return config.take_errors();
+  MLC_RETURN_IF_ERROR(config);
   auto program = CpuCompiledProgram(*chat);
-  if (!program) return program.take_errors();
+  MLC_RETURN_IF_ERROR(program);
   LibraryMetadata metadata;
   metadata.model_type = config->model_type;
   metadata.params = cpu::ParamSpecs(*config);

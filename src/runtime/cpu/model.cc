@@ -164,7 +164,7 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
 Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSpec>& order,
                                  const ParameterSet& params) {
   auto index = ParamIndex::Make(order, params);
-  if (!index) return index.take_errors();
+  MLC_RETURN_IF_ERROR(index);
   const ParamIndex& p = *index;
   Names n = NamesOf(c.family);
   ModelWeights w;
@@ -216,7 +216,7 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   if (ks.num_layers != c.num_layers || ks.num_kv_heads != c.num_kv_heads || ks.head_dim != c.head_dim) {
     return Invalid("kv_cache", "the KV cache was made for another model");
   }
-  if (Status s = kv.Reserve(seq_id, n); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(kv.Reserve(seq_id, n));
   const int64_t hs = c.hidden_size, pos0 = kv.Length(seq_id);
   std::vector<float> x(embeds, embeds + n * hs);
   if (c.gemma()) {

@@ -279,23 +279,23 @@ const std::vector<std::string>& FamilyShapes() {
 }
 
 Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyModelOptions& o) {
-  if (Status s = CheckOptions(o); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckOptions(o));
   Shape shape = ShapeOf(o);
   Json chat_json = ChatConfigJson(o, shape);
   auto chat = ParseChatConfig(chat_json);
-  if (!chat) return chat.take_errors();
+  MLC_RETURN_IF_ERROR(chat);
   auto config = cpu::ParseModelConfig(*chat);
-  if (!config) return config.take_errors();
+  MLC_RETURN_IF_ERROR(config);
   std::vector<ParamSpec> specs = cpu::ParamSpecs(*config);
   auto estimate = EstimateResources(specs, &*chat);
-  if (!estimate) return estimate.take_errors();
+  MLC_RETURN_IF_ERROR(estimate);
   auto schema_id = ComputeParameterSchemaId(specs);
-  if (!schema_id) return schema_id.take_errors();
+  MLC_RETURN_IF_ERROR(schema_id);
   std::vector<ParamSpec> sorted = specs;
   std::sort(sorted.begin(), sorted.end(),
             [](const ParamSpec& a, const ParamSpec& b) { return a.name < b.name; });
   auto cache = LayoutTensorCache(sorted);
-  if (!cache) return cache.take_errors();
+  MLC_RETURN_IF_ERROR(cache);
   cache->param_size = static_cast<int64_t>(specs.size());
   cache->param_bytes = estimate->total_bytes;
 
@@ -331,7 +331,7 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
     std::string bytes = ShardBytes(s, *config, o.seed);
     s.md5sum = Md5Hex(bytes);
     report.shard_bytes += static_cast<int64_t>(bytes.size());
-    if (Status st = WriteFileAtomic(JoinPath(dir, s.data_path), bytes, o.force); !st) return st.errors();
+    MLC_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, s.data_path), bytes, o.force));
     report.files.push_back(s.data_path);
   }
   std::vector<std::pair<std::string, std::string>> files;
@@ -342,7 +342,7 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   }
   if (o.manifest) files.emplace_back(kManifestFileName, WriteModelPackage(package));
   for (const auto& [name, bytes] : files) {
-    if (Status s = WriteFileAtomic(JoinPath(dir, name), bytes, o.force); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, name), bytes, o.force));
     report.files.push_back(name);
   }
   return report;

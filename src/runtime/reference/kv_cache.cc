@@ -116,7 +116,7 @@ Result<std::vector<KvCache::Segment>> KvCache::Prepare(const std::string& functi
   std::vector<std::pair<int64_t, int64_t>> plan = forward_;
   if (plan.empty()) {  // one-sequence use: the only sequence, added on first use
     if (seqs_.empty()) {
-      if (Status s = AddSequence(0); !s) return s.errors();
+      MLC_RETURN_IF_ERROR(AddSequence(0));
     }
     if (seqs_.size() != 1) {
       return Invalid(function, "the KV cache holds " + std::to_string(seqs_.size()) +

@@ -126,15 +126,15 @@ class Library : public ModelLibrary {
 
   static Result<std::vector<Value>> Embed(const Config& c, Args args) {
     ArgReader r("embed", args);
-    if (Status s = r.Count(2); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(2));
     auto ids = r.Tensor(0, DlInt32(), {-1});
-    if (!ids) return ids.take_errors();
+    MLC_RETURN_IF_ERROR(ids);
     auto params = r.Object<ParameterSet>(1);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
-    if (Status s = CheckIds("embed", c, span); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(CheckIds("embed", c, span));
     NDArray out = NDArray::Empty({ids->Elements(), c.hidden_size}, DlFloat32());
     EmbedTokens(c, *w, span, out.data<float>());
     if (c.modality_in_inputs()) {
@@ -147,22 +147,22 @@ class Library : public ModelLibrary {
 
   static Result<std::vector<Value>> PrefillTokens(const Config& c, Args args) {
     ArgReader r("prefill_tokens", args);
-    if (Status s = r.Count(5); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(5));
     auto e = r.Tensor(0, DlFloat32(), {1, -1, c.hidden_size});
-    if (!e) return e.take_errors();
+    MLC_RETURN_IF_ERROR(e);
     int64_t n = e->shape()[1];
     auto ids = r.Tensor(1, DlInt32(), {1, n});
-    if (!ids) return ids.take_errors();
+    MLC_RETURN_IF_ERROR(ids);
     auto mods = r.Tensor(2, DlInt32(), {1, n});
-    if (!mods) return mods.take_errors();
+    MLC_RETURN_IF_ERROR(mods);
     auto kv = r.Object<KvCache>(3);
-    if (!kv) return kv.take_errors();
+    MLC_RETURN_IF_ERROR(kv);
     auto params = r.Object<ParameterSet>(4);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(n));
-    if (Status s = CheckIds("prefill_tokens", c, id_span); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(CheckIds("prefill_tokens", c, id_span));
     const int32_t* m = mods->data<int32_t>();
     std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
     for (int64_t i = 0; i < n; ++i) {
@@ -179,30 +179,30 @@ class Library : public ModelLibrary {
       }
     }
     auto logits = Forward(c, *w, **kv, std::move(x), n, "prefill_tokens");
-    if (!logits) return logits.take_errors();
+    MLC_RETURN_IF_ERROR(logits);
     return LogitsAndKv(c, *logits, r.Ref(3));
   }
 
   static Result<std::vector<Value>> DecodeTokens(const Config& c, Args args) {
     ArgReader r("decode_tokens", args);
-    if (Status s = r.Count(3); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(3));
     auto ids = r.Tensor(0, DlInt32(), {-1, 1});  // [batch_size, 1]
-    if (!ids) return ids.take_errors();
+    MLC_RETURN_IF_ERROR(ids);
     auto kv = r.Object<KvCache>(1);
-    if (!kv) return kv.take_errors();
+    MLC_RETURN_IF_ERROR(kv);
     auto params = r.Object<ParameterSet>(2);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     int64_t batch = ids->shape()[0];
     std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(batch));
-    if (Status s = CheckIds("decode_tokens", c, id_span); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(CheckIds("decode_tokens", c, id_span));
     std::vector<float> x(static_cast<size_t>(batch * c.hidden_size));
     EmbedTokens(c, *w, id_span, x.data());
     for (int64_t b = 0; b < batch; ++b) AddModality(c, *w, kModalityText, x.data() + b * c.hidden_size);
     // Each batch entry is one position of its own sequence (as begin_forward named them).
     auto logits = Forward(c, *w, **kv, std::move(x), batch, "decode_tokens");
-    if (!logits) return logits.take_errors();
+    MLC_RETURN_IF_ERROR(logits);
     if (static_cast<int64_t>(logits->size()) != batch * c.vocab_size) {
       return Invalid("decode_tokens", "each batch entry must be a sequence of its own, appending one position");
     }
@@ -212,31 +212,31 @@ class Library : public ModelLibrary {
   // prefill (embeddings [1, n, hidden]) and decode (embeddings [1, 1, hidden]).
   static Result<std::vector<Value>> PrefillEmbeds(const Config& c, Args args, const char* fn) {
     ArgReader r(fn, args);
-    if (Status s = r.Count(3); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(3));
     bool decode = std::string(fn) == "decode";
     auto e = r.Tensor(0, DlFloat32(), {1, decode ? 1 : -1, c.hidden_size});
-    if (!e) return e.take_errors();
+    MLC_RETURN_IF_ERROR(e);
     auto kv = r.Object<KvCache>(1);
-    if (!kv) return kv.take_errors();
+    MLC_RETURN_IF_ERROR(kv);
     auto params = r.Object<ParameterSet>(2);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     int64_t n = e->shape()[1];
     std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
     auto logits = Forward(c, *w, **kv, std::move(x), n, fn);
-    if (!logits) return logits.take_errors();
+    MLC_RETURN_IF_ERROR(logits);
     return LogitsAndKv(c, *logits, r.Ref(1));
   }
 
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
   static Result<std::vector<Value>> CreateKv(const Config& c, Args args) {
     ArgReader r("create_tir_paged_kv_cache", args);
-    if (Status s = r.Count(5); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(5));
     std::vector<int64_t> v;
     for (size_t i = 0; i < 5; ++i) {
       auto x = r.Integer(i);
-      if (!x) return x.take_errors();
+      MLC_RETURN_IF_ERROR(x);
       v.push_back(*x);
     }
     if (v[0] < 1 || v[0] > 1024 || v[1] < 1 || v[1] > (int64_t{1} << 20) || v[2] < 1 ||
@@ -254,13 +254,13 @@ class Library : public ModelLibrary {
 
   static Result<std::vector<Value>> Audio(const Config& c, Args args) {
     ArgReader r("audio_embed", args);
-    if (Status s = r.Count(2); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(2));
     auto pcm = r.Tensor(0, DlFloat32(), {-1});
-    if (!pcm) return pcm.take_errors();
+    MLC_RETURN_IF_ERROR(pcm);
     auto params = r.Object<ParameterSet>(1);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     if (pcm->Elements() < 1) return Invalid("audio_embed", "expected at least one sample");
     int64_t rows = 0;
     auto out = AudioAdapter(c, *w, std::span<const float>(pcm->data<float>(), static_cast<size_t>(pcm->Elements())), &rows);
@@ -269,15 +269,15 @@ class Library : public ModelLibrary {
 
   static Result<std::vector<Value>> Image(const Config& c, Args args) {
     ArgReader r("image_embed", args);
-    if (Status s = r.Count(2); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(r.Count(2));
     const NDArray* px = std::get_if<NDArray>(&args[0]);
     bool wide = px && px->defined() && SameDtype(px->dtype(), DlUInt32());
     auto pixels = r.Tensor(0, wide ? DlUInt32() : DlUInt8(), {1, c.image_size, c.image_size, 3});
-    if (!pixels) return pixels.take_errors();
+    MLC_RETURN_IF_ERROR(pixels);
     auto params = r.Object<ParameterSet>(1);
-    if (!params) return params.take_errors();
+    MLC_RETURN_IF_ERROR(params);
     auto w = Weights::From(c, **params);
-    if (!w) return w.take_errors();
+    MLC_RETURN_IF_ERROR(w);
     std::vector<uint32_t> values(static_cast<size_t>(pixels->Elements()));
     for (size_t i = 0; i < values.size(); ++i) {
       values[i] = wide ? pixels->data<uint32_t>()[i] : pixels->data<uint8_t>()[i];
@@ -297,12 +297,12 @@ class Library : public ModelLibrary {
 
 Result<std::unique_ptr<ModelLibrary>> OpenReferenceLibrary(const std::string& dir) {
   auto chat = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
-  if (!chat) return chat.take_errors();
+  MLC_RETURN_IF_ERROR(chat);
   auto config = reference::ParseConfig(chat->model_config);
-  if (!config) return config.take_errors();
+  MLC_RETURN_IF_ERROR(config);
   std::string meta_path = JoinPath(dir, kReferenceLibraryFile);
   auto meta = ReadJsonFile(meta_path, {}, dir);
-  if (!meta) return meta.take_errors();
+  MLC_RETURN_IF_ERROR(meta);
   Errors errors;
   FieldChecker check(&errors);
   LibraryMetadata metadata;

@@ -228,7 +228,7 @@ Result<std::vector<float>> Forward(const Config& c, const Weights& w, KvCache& k
                                    std::vector<float> x, int64_t n, const std::string& function) {
   if (n < 1) return Invalid(function, "a forward pass needs at least one position");
   auto segments = kv.Prepare(function, n);
-  if (!segments) return segments.take_errors();
+  MLC_RETURN_IF_ERROR(segments);
   int64_t hs = c.hidden_size, row = 0;
   std::vector<float> h(hs), logits(static_cast<size_t>(segments->size() * c.vocab_size));
   for (size_t s = 0; s < segments->size(); ++s) {  // each sequence on its own rows

@@ -236,16 +236,16 @@ const char* ReferencePairsName(ReferencePairs pairs) {
 
 Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
                                                  const ReferenceModelOptions& o) {
-  if (Status s = CheckOptions(o); !s) return s.errors();
+  MLC_RETURN_IF_ERROR(CheckOptions(o));
   reference::Config c = ConfigOf(o);
   std::vector<ParamSpec> specs = reference::ParamSpecs(c);
   Json chat_json = ChatConfigJson(o, c);
   auto chat = ParseChatConfig(chat_json);
-  if (!chat) return chat.take_errors();
+  MLC_RETURN_IF_ERROR(chat);
   auto estimate = EstimateResources(specs, &*chat);
-  if (!estimate) return estimate.take_errors();
+  MLC_RETURN_IF_ERROR(estimate);
   auto schema_id = ComputeParameterSchemaId(specs);
-  if (!schema_id) return schema_id.take_errors();
+  MLC_RETURN_IF_ERROR(schema_id);
 
   ReferenceModelReport report;
   report.parameter_count = estimate->parameter_count;
@@ -309,7 +309,7 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
   }
   if (o.force && !o.manifest) std::filesystem::remove(JoinPath(dir, kManifestFileName), ec);
   for (const auto& [name, bytes] : files) {
-    if (Status s = WriteFileAtomic(JoinPath(dir, name), bytes, o.force); !s) return s.errors();
+    MLC_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, name), bytes, o.force));
     report.files.push_back(name);
   }
   return report;
