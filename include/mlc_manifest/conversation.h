@@ -120,6 +120,17 @@ Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path)
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
                                const Tokenizer& tokenizer, const std::string& base_dir);
 
+// The report of a prompt: {"template", "prompt" (PromptText), "segments", "stop_token_ids",
+// "stop_str"}. Segments: {"system_prefix_token_ids"} first on a first round when the template has
+// them, {"text", "token_ids"} per text segment, {"media", "part", ...} per media segment. With a
+// bound contract a media segment also names its "input", where its bytes are ("inline_bytes" or
+// "file", relative to base_dir) and the ids it takes ("prefix_token_ids",
+// "placeholder_token_id", "image_rows" / "audio_rows" (null: the adapter decides),
+// "suffix_token_ids"); a media part the contract has no input for is an error at the part.
+Result<OrderedJson> PromptReportJson(const ChatPrompt& prompt, const ConvTemplate& tmpl,
+                                     const Tokenizer& tokenizer, const BoundContract* bound,
+                                     const std::string& base_dir);
+
 // ---- Stopping ----
 
 // Finds stop strings in streamed text: Push returns the text that is safe to emit (a tail that

@@ -32,11 +32,15 @@ inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
 // message gives the byte offset and what was expected.
 Result<Json> ParseJson(std::string_view text, const JsonLimits& limits = {});
 
-// ReadFile + ParseJson. I/O failures have code kIo and the file name as the path.
+// ReadFile + ParseJson ("-": standard input). Every error names the file as its document.
 Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits = {},
                           const std::string& inside = "");
 
 // RFC 6901: base + "/" + token with "~" -> "~0" and "/" -> "~1".
+// [{"code", "document", "path", "message"}, ...] for errors cut to kMaxErrors (code: its
+// ErrorCodeName): the one shape errors take in every JSON report.
+OrderedJson ErrorsJson(const Errors& errors);
+
 std::string PointerAppend(const std::string& base, std::string_view token);
 std::string PointerAppend(const std::string& base, size_t index);
 

@@ -325,7 +325,10 @@ struct LoadedModel {
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program = std::nullopt);
 
-// {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}
+// {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}: milliseconds
+// rounded to the microsecond (RoundToMicroseconds), rates to 0.01 per second.
 OrderedJson PhaseTimingsJson(const PhaseTimings& t);
+// ms rounded to three decimals: timings are reported to the microsecond.
+double RoundToMicroseconds(double ms);
 
 }  // namespace mlc

@@ -51,9 +51,9 @@ ssize_t ReadSome(int fd, char* dst, size_t n) {
 
 // The error of both readers for a file over max_bytes.
 Error OverLimit(const std::string& path, int64_t size, uint64_t max_bytes) {
-  return Error{ErrorCode::kLimit, path,
+  return FileError(ErrorCode::kLimit, path,
                "file is " + std::to_string(size) + " bytes, over the limit of " +
-                   std::to_string(max_bytes)};
+                   std::to_string(max_bytes));
 }
 
 // An anonymous buffer of n bytes (n >= 1) whose pages are mapped up front; nullptr when memory
@@ -89,6 +89,12 @@ bool IsInside(const std::string& real, const std::string& root) {
 }
 
 constexpr const char* kTmpInfix = ".tmp-";
+
+// The document name of "-" read as an input.
+constexpr const char* kStdinName = "<stdin>";
+
+// A write refused because the target exists and replacing it was not asked for.
+constexpr const char* kExistsText = "already exists; not replaced (overwrite not requested)";
 
 // The process id of a temporary name "<target>.tmp-PID-RAND" of target, or 0 if name is not one.
 pid_t TemporaryOwner(std::string_view name, std::string_view target) {
@@ -128,9 +134,25 @@ void RemoveStaleTemporaries(const std::string& target) {
 Status WriteToStdout(std::initializer_list<std::string_view> parts) {
   std::fflush(stdout);
   for (std::string_view part : parts) {
-    if (!WriteAll(STDOUT_FILENO, part)) return IoError("-", "cannot write to standard output: " + ErrnoText());
+    if (!WriteAll(STDOUT_FILENO, part)) return IoError("<stdout>", "cannot write to standard output: " + ErrnoText());
   }
   return Status::Ok();
+}
+
+// "-" as an input: standard input read to its end, refused past max_bytes.
+Result<std::string> ReadStdin(uint64_t max_bytes) {
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ReadSome(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) return IoError(kStdinName, "read failed: " + ErrnoText());
+    if (n == 0) return out;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      return FileError(ErrorCode::kLimit, kStdinName,
+                       "input is over the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
 }
 
 }  // namespace
@@ -158,7 +180,8 @@ bool HasControlChar(std::string_view s) {
 
 Result<OpenedFile> OpenForRead(const std::string& path, const std::string& inside) {
   if (HasControlChar(path)) {
-    return Invalid(EscapeControl(path), "a file name may not hold control characters");
+    return FileError(ErrorCode::kInvalid, EscapeControl(path),
+                     "a file name may not hold control characters");
   }
   // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
   OpenedFile out{Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)), 0};
@@ -176,15 +199,19 @@ Result<OpenedFile> OpenForRead(const std::string& path, const std::string& insid
     std::string real = OpenedPath(out.fd.get(), path);
     if (root.empty() || real.empty()) return IoError(path, "cannot resolve its real path");
     if (!IsInside(real, root)) {
-      return Invalid(path, "resolves outside the package folder " + inside +
-                               " (through a symlink); refusing to read it");
+      return FileError(ErrorCode::kInvalid, path,
+                       "resolves outside the package folder " + inside +
+                           " (through a symlink); refusing to read it");
     }
   }
   out.size = static_cast<uint64_t>(st.st_size);
   return out;
 }
 
+std::string DocumentName(const std::string& path) { return path == "-" ? kStdinName : path; }
+
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes, const std::string& inside) {
+  if (path == "-" && inside.empty()) return ReadStdin(max_bytes);
   auto file = OpenForRead(path, inside);
   MLC_RETURN_IF_ERROR(file);
   if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
@@ -196,8 +223,8 @@ Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes, const 
     if (n < 0) return ReadError(path);
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return Error{ErrorCode::kLimit, path,
-                   "file is over the limit of " + std::to_string(max_bytes) + " bytes"};
+      return FileError(ErrorCode::kLimit, path,
+                       "file is over the limit of " + std::to_string(max_bytes) + " bytes");
     }
     out.append(buf, static_cast<size_t>(n));
   }
@@ -225,10 +252,20 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 
 Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes,
                                 const std::string& inside) {
+  FileBytes out;
+  if (path == "-" && inside.empty()) {
+    auto text = ReadStdin(max_bytes);
+    MLC_RETURN_IF_ERROR(text);
+    out.capacity_ = std::max<size_t>(text->size(), 1);
+    out.data_ = MapBuffer(out.capacity_);
+    if (!out.data_) return IoError(kStdinName, "out of memory for " + std::to_string(out.capacity_) + " bytes");
+    std::memcpy(out.data_, text->data(), text->size());
+    out.size_ = text->size();
+    return out;
+  }
   auto file = OpenForRead(path, inside);
   MLC_RETURN_IF_ERROR(file);
   if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
-  FileBytes out;
   out.capacity_ = std::max<size_t>(static_cast<size_t>(file->size), 1);
   out.data_ = MapBuffer(out.capacity_);
   if (!out.data_) return IoError(path, "out of memory for " + std::to_string(out.capacity_) + " bytes");
@@ -251,7 +288,8 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
                             bool overwrite) {
   if (path == "-") return WriteToStdout(parts);
   if (HasControlChar(path)) {
-    return Invalid(EscapeControl(path), "a file name may not hold control characters");
+    return FileError(ErrorCode::kInvalid, EscapeControl(path),
+                     "a file name may not hold control characters");
   }
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
@@ -259,7 +297,7 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
       return IoError(path, "is not a regular file (a symlink, device, pipe or folder); refusing to "
                            "replace it");
     }
-    if (!overwrite) return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
+    if (!overwrite) return FileError(ErrorCode::kExists, path, kExistsText);
   }
   RemoveStaleTemporaries(path);
   std::random_device rd;
@@ -278,11 +316,11 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
   if (!overwrite) {
     // link() fails if the target appeared meanwhile: no clobbering even under a race.
     if (::link(tmp.c_str(), path.c_str()) != 0) {
-      std::string msg = errno == EEXIST ? "already exists; pass --force to overwrite"
+      std::string msg = errno == EEXIST ? kExistsText
                                         : "cannot create: " + ErrnoText();
       ErrorCode code = errno == EEXIST ? ErrorCode::kExists : ErrorCode::kIo;
       ::unlink(tmp.c_str());
-      return Error{code, path, msg};
+      return FileError(code, path, msg);
     }
     ::unlink(tmp.c_str());
   } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
@@ -303,6 +341,19 @@ std::string FolderOf(const std::string& path) { return DirName(path); }
 bool FileExists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+Status CheckFolder(const std::string& dir) {
+  if (HasControlChar(dir)) {
+    return FileError(ErrorCode::kInvalid, EscapeControl(dir), "a folder name may not hold control characters");
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return IoError(dir, "cannot open the folder: " + ErrnoText());
+  if (!S_ISDIR(st.st_mode)) return IoError(dir, "is not a folder; expected a package folder");
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return IoError(dir, "cannot list the folder: " + ErrnoText());
+  ::closedir(d);
+  return Status::Ok();
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

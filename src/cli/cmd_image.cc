@@ -34,7 +34,7 @@ struct ImageArgs {
   bool json = false;
 };
 
-Error Usage(std::string message) { return Error{ErrorCode::kUsage, "", std::move(message)}; }
+Error Usage(std::string message) { return UsageError(std::move(message)); }
 
 // What the model package (and its compiled program) ask for.
 struct Target {
@@ -49,16 +49,20 @@ Result<std::optional<PixelDtype>> DtypeFromProgram(const std::string& path, cons
   MLC_RETURN_IF_ERROR(program);
   auto it = program->programs.find(task.executor);
   if (it == program->programs.end()) {
-    return Invalid(path, "no program \"" + task.executor + "\" (the task's executor)");
+    return Error{ErrorCode::kInvalid, "/programs", "no program \"" + task.executor + "\" (the task's executor)",
+                 path};
   }
   if (!input.adapter || !it->second.adapter_dtypes) return std::optional<PixelDtype>();
   auto d = it->second.adapter_dtypes->find(*input.adapter);
   if (d == it->second.adapter_dtypes->end()) return std::optional<PixelDtype>();
   auto dtype = ParsePixelDtype(d->second);
   if (!dtype) {
-    return Error{ErrorCode::kUnsupported, path,
+    return Error{ErrorCode::kUnsupported,
+                 PointerAppend(PointerAppend(PointerAppend("/programs", task.executor), "adapter_dtypes"),
+                               *input.adapter),
                  "adapter \"" + *input.adapter + "\" takes " + d->second +
-                     "; image pixels can be uint8 or uint32"};
+                     "; image pixels can be uint8 or uint32",
+                 path};
   }
   return std::optional<PixelDtype>(*dtype);
 }
@@ -187,7 +191,7 @@ int Run(const ImageArgs& a) {
   }
   for (const std::string& out : {a.output, a.preview}) {
     if (!out.empty() && !a.force && FileExists(out)) {
-      return ReportFailure({Error{ErrorCode::kExists, out, "already exists; pass --force to overwrite"}},
+      return ReportFailure({FileError(ErrorCode::kExists, out, "already exists; not replaced")},
                            a.json);
     }
   }

@@ -24,34 +24,7 @@ struct PromptArgs {
 // The bound contract when the package has a manifest (then --program is needed), else legacy.
 Result<BoundContract> ContractFor(const PromptArgs& a) {
   bool legacy = false;
-  return BindPackageFolder(a.dir, a.program, a.task, &legacy);
-}
-
-// A media segment: its input, insertion ids and row count (null for audio: its adapter decides).
-Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& seg,
-                              const std::string& base_dir) {
-  bool image = seg.kind == PartKind::kImage;
-  if (image ? !bound.image : !bound.audio) {
-    return Invalid(seg.media.path, std::string("the package declares no ") +
-                                       (image ? "image" : "audio") + " input");
-  }
-  MediaPiece piece = image ? ImagePiece(*bound.image) : AudioPiece(*bound.audio, std::nullopt);
-  OrderedJson out = {{"media", MediaKindName(piece.kind)}, {"input", piece.input},
-                     {"part", seg.media.path}};
-  auto inline_bytes = InlineMedia(seg.media, base_dir);
-  MLC_RETURN_IF_ERROR(inline_bytes);
-  if (*inline_bytes) {
-    out["inline_bytes"] = (*inline_bytes)->size();
-  } else {
-    auto file = MediaFile(seg.media, base_dir);
-    MLC_RETURN_IF_ERROR(file);
-    out["file"] = *file;
-  }
-  out["prefix_token_ids"] = piece.prompt.prefix_token_ids;
-  out["placeholder_token_id"] = piece.prompt.placeholder_token_id;
-  out[image ? "image_rows" : "audio_rows"] = piece.rows ? OrderedJson(*piece.rows) : OrderedJson();
-  out["suffix_token_ids"] = piece.prompt.suffix_token_ids;
-  return out;
+  return WithProgramHint(BindPackageFolder(a.dir, a.program, a.task, &legacy), a.program);
 }
 
 void PrintHuman(const OrderedJson& segments) {
@@ -78,8 +51,9 @@ void PrintHuman(const OrderedJson& segments) {
 }
 
 int Run(const PromptArgs& a) {
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   auto messages = ReadMessagesFile(a.messages);
-  if (!messages) return ReportFailure(messages.errors(), a.json, a.messages);
+  if (!messages) return ReportFailure(messages.errors(), a.json, DocumentName(a.messages));
   std::string config_path = JoinPath(a.dir, "mlc-chat-config.json");
   auto config = ReadJsonFile(config_path, {}, a.dir);
   if (!config) return ReportFailure(config.errors(), a.json, config_path);
@@ -90,31 +64,17 @@ int Run(const PromptArgs& a) {
   auto bound = ContractFor(a);
   if (!bound) return ReportFailure(bound.errors(), a.json);
   auto prompt = BuildChatPrompt(*tmpl, *messages);
-  if (!prompt) return ReportFailure(prompt.errors(), a.json, a.messages);
-  std::string base_dir = std::filesystem::path(a.messages).parent_path().string();
-  OrderedJson segments = OrderedJson::array();
-  if (tmpl->system_prefix_token_ids) {
-    segments.push_back({{"system_prefix_token_ids", *tmpl->system_prefix_token_ids}});
-  }
-  for (const PromptSegment& seg : prompt->segments) {
-    if (seg.kind == PartKind::kText) {
-      segments.push_back({{"text", seg.text}, {"token_ids", (*tokenizer)->Encode(seg.text)}});
-      continue;
-    }
-    auto media = MediaJson(*bound, seg, base_dir);
-    if (!media) return ReportFailure(media.errors(), a.json, a.messages);
-    segments.push_back(std::move(*media));
-  }
+  if (!prompt) return ReportFailure(prompt.errors(), a.json, DocumentName(a.messages));
+  std::string base_dir = std::filesystem::path(a.messages == "-" ? "" : a.messages).parent_path().string();
+  auto report = PromptReportJson(*prompt, *tmpl, **tokenizer, &*bound, base_dir);
+  if (!report) return ReportFailure(report.errors(), a.json, DocumentName(a.messages));
   if (!a.json) {
-    PrintHuman(segments);
+    PrintHuman((*report)["segments"]);
     return kExitOk;
   }
-  PrintJson({{"ok", true},
-             {"template", tmpl->name},
-             {"prompt", PromptText(*prompt)},
-             {"segments", segments},
-             {"stop_token_ids", tmpl->stop_token_ids},
-             {"stop_str", tmpl->stop_str}});
+  OrderedJson out = {{"ok", true}};
+  for (auto it = report->begin(); it != report->end(); ++it) out[it.key()] = it.value();
+  PrintJson(out);
   return kExitOk;
 }
 
@@ -122,7 +82,7 @@ const Registration kPrompt(605, [](CLI::App& app) {
   auto* cmd = app.add_subcommand("prompt", "Show the prompt segments and token ids of chat messages");
   auto a = std::make_shared<PromptArgs>();
   cmd->add_option("DIR", a->dir, "A package folder (mlc-chat-config.json, tokenizer)")->required();
-  cmd->add_option("--messages", a->messages, "Messages JSON (OpenAI-style array)")->required();
+  cmd->add_option("--messages", a->messages, "Messages JSON (OpenAI-style array; \"-\": stdin)")->required();
   cmd->add_option("--program", a->program, "The compiled-program document (packages with a manifest)");
   cmd->add_option("--task", a->task, "The task whose inputs media parts feed");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/request.h"
@@ -102,12 +103,12 @@ class ChatTurns {
 
 int Run(const RunArgs& a) {
   if (a.request.empty() == a.messages.empty()) {
-    return ReportFailure({Error{ErrorCode::kUsage, "--request", "give exactly one of --request or --messages"}},
-                         a.json);
+    return ReportFailure({UsageError("give exactly one of --request or --messages")}, a.json);
   }
   if (a.max_tokens < 0) {
-    return ReportFailure({Error{ErrorCode::kUsage, "--max-tokens", "expected >= 0"}}, a.json);
+    return ReportFailure({UsageError("--max-tokens: expected >= 0")}, a.json);
   }
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   std::optional<CompiledProgram> program;
   if (!a.program.empty()) {
     auto p = ReadCompiledProgram(a.program);
@@ -200,7 +201,7 @@ int Run(const RunArgs& a) {
              {"pair", GenerationPairName(model->bound.contract.pair)},
              {"legacy", model->bound.legacy},
              {"binding", model->bound.note},
-             {"load_ms", model->load_ms},
+             {"load_ms", RoundToMicroseconds(model->load_ms)},
              {"timings", PhaseTimingsJson(session.timings())},
              {"turns", turns}});
   return kExitOk;

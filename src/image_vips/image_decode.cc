@@ -247,11 +247,11 @@ ImageInfo InfoOf(VipsImage* image, const std::string& format) {
 
 Status CheckLimits(const ImageInfo& info, const ImageOptions& options) {
   if (info.width < 1 || info.height < 1) {
-    return Invalid("header", "image has no pixels: expected a width and height >= 1");
+    return Invalid("", "image has no pixels: expected a width and height >= 1");
   }
   const int64_t pixels = info.width * info.height;
   if (pixels > options.max_pixels) {
-    return Error{ErrorCode::kLimit, "header",
+    return Error{ErrorCode::kLimit, "",
                  std::to_string(info.width) + "x" + std::to_string(info.height) + " = " +
                      std::to_string(pixels) + " pixels, over the limit of " +
                      std::to_string(options.max_pixels) + " pixels"};
@@ -268,7 +268,7 @@ Step Wrap(int rc, VipsImage** out, const char* what) {
   VipsImage* image = out ? *out : nullptr;
   if (rc != 0 || !image) {
     if (image) g_object_unref(image);
-    return Invalid("pixels", std::string(what) + ": " + TakeVipsError());
+    return Invalid("", std::string(what) + ": " + TakeVipsError());
   }
   return ImageRef(image);
 }
@@ -479,12 +479,12 @@ Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format
 Status CheckNoPixelError(const std::string& format) {
   const char* buffer = vips_error_buffer();
   if (buffer == nullptr || buffer[0] == '\0') return Status::Ok();
-  return Invalid("pixels", "damaged " + format + " data, its pixels cannot be decoded: " + TakeVipsError());
+  return Invalid("", "damaged " + format + " data, its pixels cannot be decoded: " + TakeVipsError());
 }
 
 Status CheckDecodedSize(int64_t w, int64_t h, const ImageOptions& options) {
   if (w * h > options.max_pixels || w < 1 || h < 1) {
-    return Invalid("pixels", "decoded size differs from the header");
+    return Invalid("", "decoded size differs from the header");
   }
   return Status::Ok();
 }
@@ -506,12 +506,12 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
   vips_error_clear();
   void* data = vips_image_write_to_memory(final_image, &size);
   if (!data) {
-    return Invalid("pixels", "cannot decode the " + format + " pixels: " + TakeVipsError());
+    return Invalid("", "cannot decode the " + format + " pixels: " + TakeVipsError());
   }
   std::unique_ptr<void, decltype(&g_free)> hold(data, g_free);
   MLC_RETURN_IF_ERROR(CheckNoPixelError(format));
   if (size != static_cast<size_t>(w) * h * bands) {
-    return Invalid("pixels", "decoder returned an unexpected amount of data");
+    return Invalid("", "decoder returned an unexpected amount of data");
   }
   decoded.rgb = ToUprightRgb(static_cast<const uint8_t*>(data), w, h, bands, header.orientation);
   decoded.box = BoxFor(header, w, h, shrink, header.orientation);
@@ -552,7 +552,7 @@ Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view byte
   RowResizer resizer(decoded_plan, options.filter, BoxFor(header, w, h, shrink, 1));
   vips_error_clear();
   if (vips_sink_disc(image, PushSection, &resizer) != 0) {
-    return Invalid("pixels", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
+    return Invalid("", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
   }
   MLC_RETURN_IF_ERROR(CheckNoPixelError(header.format));
   prepared.rgb = resizer.Finish();

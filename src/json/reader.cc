@@ -148,7 +148,19 @@ Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits,
                           const std::string& inside) {
   Result<std::string> text = ReadFile(path, limits.max_bytes, inside);
   MLC_RETURN_IF_ERROR(text);
-  return ParseJson(*text, limits);
+  Result<Json> doc = ParseJson(*text, limits);
+  return InDocument(std::move(doc), DocumentName(path));
+}
+
+OrderedJson ErrorsJson(const Errors& errors) {
+  OrderedJson list = OrderedJson::array();
+  for (const Error& e : CapErrors(errors)) {
+    list.push_back({{"code", ErrorCodeName(e.code)},
+                    {"document", e.document},
+                    {"path", e.path},
+                    {"message", e.message}});
+  }
+  return list;
 }
 
 std::string PointerAppend(const std::string& base, std::string_view token) {

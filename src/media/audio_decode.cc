@@ -346,11 +346,9 @@ sf_count_t MemWrite(const void*, sf_count_t, void*) { return 0; }
 sf_count_t MemTell(void* user) { return static_cast<MemoryStream*>(user)->pos; }
 
 // Errors name the file first.
+// The errors of decoding the file at path name it as their document.
 Result<DecodedAudio> InFile(const std::string& path, Result<DecodedAudio> decoded) {
-  if (decoded) return decoded;
-  Errors errors = decoded.take_errors();
-  for (Error& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
-  return errors;
+  return InDocument(std::move(decoded), path);
 }
 
 }  // namespace
@@ -359,6 +357,11 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
                                      const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
   MLC_RETURN_IF_ERROR(ok);
+  if (path == "-") {  // standard input: read whole (it cannot be seeked), up to 1 GiB
+    auto bytes = ReadFile(path, uint64_t{1} << 30);
+    MLC_RETURN_IF_ERROR(bytes);
+    return InFile(DocumentName(path), DecodeAudioMemory(*bytes, processor, options));
+  }
   auto file = OpenForRead(path);
   MLC_RETURN_IF_ERROR(file);
   const uint64_t size = file->size;
@@ -386,7 +389,7 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
   }
   SF_INFO info{};
   SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
-  if (!sf) return NotAudio(path, nullptr);
+  if (!sf) return InDocument(Errors{NotAudio("", nullptr)}, path);
   return InFile(path, DecodeOpen(sf.get(), info, processor, options));
 }
 

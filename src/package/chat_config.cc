@@ -48,7 +48,7 @@ Result<ChatConfig> ParseChatConfig(const Json& doc) {
 Result<ChatConfig> ReadChatConfig(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
   MLC_RETURN_IF_ERROR(doc);
-  return ParseChatConfig(*doc);
+  return InDocument(ParseChatConfig(*doc), path);
 }
 
 }  // namespace mlc

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/units.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -18,9 +19,7 @@ class Reporter {
   void Fail(const std::string& name, const Errors& errors) {
     CheckItem& item = Add(name, Verdict::kFail, errors.front().ToString() +
                                                     (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
-    OrderedJson list = OrderedJson::array();
-    for (const Error& e : errors) list.push_back({{"path", e.path}, {"message", e.message}});
-    item.details["errors"] = list;
+    item.details["errors"] = ErrorsJson(errors);
   }
 
  private:
@@ -28,16 +27,7 @@ class Reporter {
 };
 
 std::string Bytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return std::to_string(n) + " bytes (" + buf + ")";
+  return std::to_string(n) + " bytes (" + HumanBytes(static_cast<uint64_t>(std::max<int64_t>(n, 0))) + ")";
 }
 
 // The manifest: present and valid, with its interface_id recomputed.
@@ -180,13 +170,13 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
       item->details["matched"] = "tensor_cache";
     } else if (symbolic_id && declared == *symbolic_id) {
       item = &rep.Add("parameter_schema_id", Verdict::kPass,
-                      "matches the parameter list of --params (symbolic shapes): " + declared);
+                      "matches the given parameter list (symbolic shapes): " + declared);
       item->details["matched"] = "params";
     } else {
       item = &rep.Add("parameter_schema_id", Verdict::kFail,
                       "declared " + declared + " matches neither the tensor cache (" +
                           (weights_id.empty() ? "unavailable" : weights_id) + ")" +
-                          (symbolic_id ? " nor --params (" + *symbolic_id + ")" : ""));
+                          (symbolic_id ? " nor the given parameter list (" + *symbolic_id + ")" : ""));
     }
     item->details["declared"] = declared;
     if (!weights_id.empty()) item->details["tensor_cache"] = weights_id;
@@ -207,6 +197,7 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
   if (pkg && program) {
     BindOptions bo;
     bo.task = options.task;  // the weights' id has its own verdict above
+    bo.program_document = *options.program_path;
     Result<BoundContract> bound = Bind(*pkg, *program, bo);
     if (bound) {
       CheckItem& item = rep.Add("binding", Verdict::kPass,
@@ -268,7 +259,7 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
     } else if (unverified) {
       msg = std::to_string(ok) + " shards verified, " + std::to_string(unverified) +
             " not verified" + (missing ? " (" + std::to_string(missing) + " absent)" : "") +
-            (options.verify_shards ? "" : "; pass --verify-shards to hash them");
+            (options.verify_shards ? "" : "; verify the shards to hash them");
     } else {
       msg = "all " + std::to_string(shards.size()) + " shards present" +
             (options.verify_shards ? " with their recorded size and md5" : "");
@@ -304,10 +295,10 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
         if (d.memory_bytes) rep.Fail("memory", kv.errors());
       } else {
         int64_t need = estimate->total_bytes + kv->bytes;
-        item.details["memory_needed"] = need;
+        item.details["needed_device_memory_bytes"] = need;
         item.details["parameter_bytes"] = estimate->total_bytes;
         item.details["kv_cache_bytes"] = kv->bytes;
-        if (d.memory_bytes) item.details["memory_available"] = *d.memory_bytes;
+        if (d.memory_bytes) item.details["available_device_memory_bytes"] = *d.memory_bytes;
         if (d.memory_bytes && need > *d.memory_bytes) {
           problems.push_back("memory: parameters " + Bytes(estimate->total_bytes) + " + KV cache " +
                              Bytes(kv->bytes) + " > " + Bytes(*d.memory_bytes));

@@ -67,12 +67,12 @@ class ChunkBuilder {
 
 Status CheckLimitsUsable(const PlanLimits& limits) {
   if (limits.prefill_chunk_size < 1) {
-    return Error{ErrorCode::kUsage, "prefill_chunk_size",
+    return Error{ErrorCode::kUsage, "/prefill_chunk_size",
                  "expected prefill_chunk_size >= 1, got " +
                      std::to_string(limits.prefill_chunk_size)};
   }
   if (!limits.HasSlidingWindow() && limits.context_window_size < 1) {
-    return Error{ErrorCode::kUsage, "context_window_size",
+    return Error{ErrorCode::kUsage, "/context_window_size",
                  "expected context_window_size >= 1 (or a sliding window), got " +
                      std::to_string(limits.context_window_size)};
   }

@@ -7,7 +7,7 @@
 
 namespace mlc::cpu {
 namespace {
-constexpr const char* kWhere = "create_tir_paged_kv_cache";
+constexpr const char* kWhere = "create_tir_paged_kv_cache: ";
 }
 
 PagedKvCache::PagedKvCache(KvCacheShape shape) : shape_(shape) {
@@ -28,9 +28,9 @@ int64_t PagedKvCache::Length(int64_t seq_id) const {
 }
 
 Status PagedKvCache::AddSequence(int64_t seq_id) {
-  if (seqs_.count(seq_id)) return Invalid(kWhere, "sequence " + std::to_string(seq_id) + " exists");
+  if (seqs_.count(seq_id)) return Invalid("", std::string(kWhere) + "sequence " + std::to_string(seq_id) + " exists");
   if (static_cast<int64_t>(seqs_.size()) >= shape_.max_batch_size) {
-    return Error{ErrorCode::kLimit, kWhere,
+    return Error{ErrorCode::kLimit, "", std::string(kWhere) +
                  "the cache holds max_batch_size = " + std::to_string(shape_.max_batch_size) +
                      " sequences"};
   }
@@ -40,7 +40,7 @@ Status PagedKvCache::AddSequence(int64_t seq_id) {
 
 Status PagedKvCache::RemoveSequence(int64_t seq_id) {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid(kWhere, "no sequence " + std::to_string(seq_id));
+  if (it == seqs_.end()) return Invalid("", std::string(kWhere) + "no sequence " + std::to_string(seq_id));
   for (int32_t p : it->second.pages) {
     if (p >= 0) free_.push_back(p);
   }
@@ -60,15 +60,15 @@ int32_t PagedKvCache::NewPage() {
 
 Status PagedKvCache::Reserve(int64_t seq_id, int64_t n) {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid(kWhere, "no sequence " + std::to_string(seq_id));
+  if (it == seqs_.end()) return Invalid("", std::string(kWhere) + "no sequence " + std::to_string(seq_id));
   Sequence& s = it->second;
   if (n > shape_.prefill_chunk_size) {
-    return Error{ErrorCode::kLimit, kWhere,
+    return Error{ErrorCode::kLimit, "", std::string(kWhere) +
                  "a chunk of " + std::to_string(n) + " positions is longer than prefill_chunk_size " +
                      std::to_string(shape_.prefill_chunk_size)};
   }
   if (!shape_.sliding && s.length + n > shape_.max_total_seq_len) {
-    return Error{ErrorCode::kLimit, kWhere,
+    return Error{ErrorCode::kLimit, "", std::string(kWhere) +
                  "the sequence would hold " + std::to_string(s.length + n) +
                      " positions, more than the context window of " +
                      std::to_string(shape_.max_total_seq_len)};
@@ -76,7 +76,7 @@ Status PagedKvCache::Reserve(int64_t seq_id, int64_t n) {
   int64_t needed = (s.length + n + shape_.page_size - 1) / shape_.page_size;
   int64_t new_pages = needed - static_cast<int64_t>(s.pages.size());
   if (new_pages > 0 && pages_in_use() + new_pages > max_pages_) {
-    return Error{ErrorCode::kLimit, kWhere, "the KV cache's pages are all in use"};
+    return Error{ErrorCode::kLimit, "", std::string(kWhere) + "the KV cache's pages are all in use"};
   }
   while (static_cast<int64_t>(s.pages.size()) < needed) s.pages.push_back(NewPage());
   return Status::Ok();

@@ -18,7 +18,7 @@ using Args = std::span<const Value>;
 
 Status Count(const std::string& fn, Args args, size_t n) {
   if (args.size() == n) return Status::Ok();
-  return Invalid(fn, "expected " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
+  return Invalid("", fn + ": expected " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
 }
 
 Result<NDArray> TensorArg(const std::string& fn, Args args, size_t i, DLDataType dtype,
@@ -32,7 +32,7 @@ Result<NDArray> TensorArg(const std::string& fn, Args args, size_t i, DLDataType
   for (size_t d = 0; d < shape.size(); ++d) {
     want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
   }
-  return Invalid(fn, "argument " + std::to_string(i) + ": expected " + want + "] " +
+  return Invalid("", fn + ": argument " + std::to_string(i) + ": expected " + want + "] " +
                          DlDtypeName(dtype) + ", got " +
                          (t ? t->Describe() : std::string(ValueTypeName(args[i]))));
 }
@@ -42,7 +42,7 @@ Result<std::shared_ptr<T>> ObjectArg(const std::string& fn, Args args, size_t i,
   const ObjectRef* o = std::get_if<ObjectRef>(&args[i]);
   auto p = o ? std::dynamic_pointer_cast<T>(*o) : nullptr;
   if (p) return p;
-  return Invalid(fn, "argument " + std::to_string(i) + ": expected " + what + ", got " +
+  return Invalid("", fn + ": argument " + std::to_string(i) + ": expected " + what + ", got " +
                          (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args[i]))));
 }
 
@@ -119,17 +119,17 @@ class Library : public ModelLibrary {
 
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
   Result<std::vector<Value>> CreateKv(Args args) {
-    const char* fn = "create_tir_paged_kv_cache";
+    const std::string fn = "create_tir_paged_kv_cache";
     MLC_RETURN_IF_ERROR(Count(fn, args, 5));
     int64_t v[5];
     for (size_t i = 0; i < 5; ++i) {
       const int64_t* x = std::get_if<int64_t>(&args[i]);
-      if (!x) return Invalid(fn, "argument " + std::to_string(i) + ": expected an integer");
+      if (!x) return Invalid("", fn + ": argument " + std::to_string(i) + ": expected an integer");
       v[i] = *x;
     }
     if (v[0] < 1 || v[0] > 256 || v[1] < 1 || v[1] > (int64_t{1} << 24) || v[2] < 1 ||
         v[2] > (int64_t{1} << 20) || v[3] < 1 || v[3] > 4096 || (v[4] != 0 && v[4] != 1)) {
-      return Invalid(fn, "expected 1 <= max_batch_size <= 256, 1 <= max_total_seq_len <= 2^24, "
+      return Invalid("", fn + ": expected 1 <= max_batch_size <= 256, 1 <= max_total_seq_len <= 2^24, "
                          "1 <= prefill_chunk_size <= 2^20, 1 <= page_size <= 4096 and "
                          "support_sliding_window 0 or 1");
     }

@@ -24,7 +24,7 @@ class ParamIndex {
  public:
   static Result<ParamIndex> Make(const std::vector<ParamSpec>& order, const ParameterSet& params) {
     if (params.names.size() != order.size() || params.tensors.size() != order.size()) {
-      return Invalid("params", "expected " + std::to_string(order.size()) +
+      return Invalid("", "params: expected " + std::to_string(order.size()) +
                                    " parameters in the program's order, got " +
                                    std::to_string(params.tensors.size()));
     }
@@ -36,7 +36,7 @@ class ParamIndex {
       for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
       if (params.names[i] != spec.name || !t.defined() || t.shape() != shape ||
           DlDtypeName(t.dtype()) != spec.dtype) {
-        return Invalid("params", "parameter " + std::to_string(i) + " is \"" + params.names[i] +
+        return Invalid("", "params: parameter " + std::to_string(i) + " is \"" + params.names[i] +
                                      "\" " + (t.defined() ? t.Describe() : "undefined") +
                                      ", expected \"" + spec.name + "\" " + ShapeText(shape) + " " +
                                      spec.dtype);
@@ -196,7 +196,7 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
                    float* out) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= c.vocab_size) {
-      return Invalid("embed", "token id " + std::to_string(ids[i]) + " at position " +
+      return Invalid("", "embed: token id " + std::to_string(ids[i]) + " at position " +
                                   std::to_string(i) + " is outside the vocabulary [0, " +
                                   std::to_string(c.vocab_size) + ")");
     }
@@ -211,10 +211,10 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
                                    int64_t seq_id, const float* embeds, int64_t n, bool all_rows) {
-  if (n < 1) return Invalid("prefill", "expected at least one position");
+  if (n < 1) return Invalid("", "prefill: expected at least one position");
   const KvCacheShape& ks = kv.shape();
   if (ks.num_layers != c.num_layers || ks.num_kv_heads != c.num_kv_heads || ks.head_dim != c.head_dim) {
-    return Invalid("kv_cache", "the KV cache was made for another model");
+    return Invalid("", "kv_cache: the KV cache was made for another model");
   }
   MLC_RETURN_IF_ERROR(kv.Reserve(seq_id, n));
   const int64_t hs = c.hidden_size, pos0 = kv.Length(seq_id);

@@ -321,7 +321,7 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
     Errors errors;
     for (const std::string& name : names) {
       if (FileExists(JoinPath(dir, name))) {
-        errors.push_back(Error{ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"});
+        errors.push_back(FileError(ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"));
       }
     }
     if (!errors.empty()) return errors;

@@ -301,8 +301,7 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
     Errors errors;
     for (const auto& [name, bytes] : files) {
       if (FileExists(JoinPath(dir, name))) {
-        errors.push_back(Error{ErrorCode::kUsage, JoinPath(dir, name),
-                               "exists; pass --force to replace it"});
+        errors.push_back(FileError(ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"));
       }
     }
     if (!errors.empty()) return errors;
