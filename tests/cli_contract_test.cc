@@ -144,7 +144,7 @@ TEST(CliId, TasksAndParams) {
 // A reference package (manifest, program, tokenizer, chat config) and the odd files the failure
 // cases point at, made once for the whole suite.
 class CliContract : public ::testing::Test {
- protected:
+ public:
   static void SetUpTestSuite() {
     dir_ = new TempDir();
     auto made = RunCli({"reference-model", Pkg(), "--audio", "--image", "--json"});
@@ -352,10 +352,14 @@ TEST_F(CliContract, WithoutJsonFailuresGoToStderrWithTheSameExitCode) {
     SCOPED_TRACE(c.name);
     auto r = RunCli(c.args);
     EXPECT_EQ(r.exit_code, c.exit_code) << r.out << r.err;
-    // `check` prints its report (failed verdicts with their errors) on stdout.
-    const bool report = !c.args.empty() && c.args[0] == "check" && r.err.empty();
-    if (!report) EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
-    if (!c.names.empty()) EXPECT_NE((r.err + r.out).find(c.names), std::string::npos) << r.out << r.err;
+    // `validate` and `check` print their report (with the errors) on stdout.
+    const bool report = !c.args.empty() && (c.args[0] == "check" || c.args[0] == "validate") && r.err.empty();
+    if (!report) {
+      EXPECT_NE(r.err.find("error: "), std::string::npos) << r.err;
+    }
+    if (!c.names.empty()) {
+      EXPECT_NE((r.err + r.out).find(c.names), std::string::npos) << r.out << r.err;
+    }
   }
 }
 
@@ -412,11 +416,13 @@ TEST_F(CliContract, IdsOfAFolderAndOfAProgram) {
 TEST_F(CliContract, SizesTakeUnits) {
   // 1 KiB of device memory cannot hold the package: the device verdict fails, naming it.
   auto small = RunCli({"check", Pkg(), "--program", Program(), "--memory", "1KiB", "--json"});
-  EXPECT_EQ(small.exit_code, 1) << small.out << small.err;
+  ExpectFailureObject(small, 1, "invalid");  // a failed verdict lists its problem under "errors"
+  EXPECT_NE(small.out.find("device: "), std::string::npos) << small.out;
   auto big = RunCli({"check", Pkg(), "--program", Program(), "--memory", "1.5GB", "--json"});
   EXPECT_EQ(big.exit_code, 0) << big.out << big.err;
   bool found = false;
-  for (const auto& c : JsonOut(big)["checks"]) {
+  const Json report = JsonOut(big);
+  for (const auto& c : report["checks"]) {
     if (c["check"] == "device") {
       found = true;
       EXPECT_EQ(c["details"]["available_device_memory_bytes"], 1500000000);

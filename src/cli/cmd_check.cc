@@ -74,11 +74,16 @@ ShardDoneFn ShardLines() {
 }
 
 // The errors of every failed verdict, in the order of the checks (the JSON report lists them
-// under "errors" too, so a failure reads the same as in every other command).
+// under "errors" too, so a failure reads the same as in every other command); a verdict without
+// errors of its own (shards, device fit) is one error with its message.
 Errors FailedErrors(const CheckReport& report) {
   Errors out;
   for (const CheckItem& i : report.items) {
-    if (i.verdict != Verdict::kFail || !i.details.contains("errors")) continue;
+    if (i.verdict != Verdict::kFail) continue;
+    if (!i.details.contains("errors")) {  // a verdict about the package as a whole (shards, device)
+      AddError(out, Error{ErrorCode::kInvalid, "", i.name + ": " + i.message});
+      continue;
+    }
     for (const auto& e : i.details["errors"]) {
       Error err{ErrorCode::kInvalid, e["path"].get<std::string>(), e["message"].get<std::string>(),
                 e["document"].get<std::string>()};

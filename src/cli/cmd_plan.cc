@@ -56,6 +56,7 @@ void PrintHuman(const PrefillPlan& plan, size_t turn, size_t turns) {
 }
 
 int Run(const PlanArgs& a) {
+  if (a.kv_length < 0) return ReportFailure({UsageError("--kv-length: expected >= 0")}, a.json);
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   std::string note;
   auto contract = ContractFor(a, &note);
@@ -91,8 +92,7 @@ const Registration kPlan(600, [](CLI::App& app) {
                   "{\"turns\": [[...], ...]} (\"-\": stdin)")
       ->required();
   cmd->add_option("--task", a->task, "The task to plan for");
-  cmd->add_option("--kv-length", a->kv_length, "Positions the KV cache already holds")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-length", a->kv_length, "Positions the KV cache already holds (>= 0)");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
   return [a]() { return Run(*a); };
 });

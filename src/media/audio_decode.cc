@@ -151,7 +151,8 @@ Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDec
 
 // RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
 // claims to run past the end of the file is rejected (libsndfile 1.2 can spin for a very long
-// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count.
+// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count;
+// `where` names the file (the errors' document; "" for bytes in memory).
 template <class ReadAt>
 Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where) {
   unsigned char head[12];
@@ -163,8 +164,8 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
     unsigned char ch[8];
     if (read_at(offset, ch, 8) != 8) break;
     if (chunks > 100000) {
-      return Invalid(where.empty() ? "byte " + std::to_string(offset) : where,
-                     "more than 100000 RIFF chunks before the data chunk");
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
+                   "more than 100000 RIFF chunks before the data chunk", where};
     }
     std::string id(reinterpret_cast<const char*>(ch), 4);
     if (id == "data") break;  // a short data chunk is a truncated recording, read what is there
@@ -172,10 +173,10 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
                      static_cast<uint64_t>(ch[6]) << 16 | static_cast<uint64_t>(ch[7]) << 24;
     uint64_t end = offset + 8 + bytes + (bytes & 1);
     if (end > size + 1) {  // a missing pad byte at the very end is tolerated
-      std::string at = "byte " + std::to_string(offset);
-      return Invalid(where.empty() ? at : where + ": " + at,
-                     "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
-                         " bytes, past the end of the file (" + std::to_string(size) + " bytes)");
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
+                   "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
+                       " bytes, past the end of the file (" + std::to_string(size) + " bytes)",
+                   where};
     }
     offset = end;
   }
