@@ -55,6 +55,9 @@ struct MediaPiece {
   std::optional<int64_t> rows;
 };
 
+// "adapter \"a\" of audio input \"x\"", for messages.
+std::string AdapterName(const MediaPiece& m);
+
 struct PromptPiece {
   std::variant<TextPiece, MediaPiece> value;
   std::string path;  // where it came from (a JSON Pointer into the request), for errors

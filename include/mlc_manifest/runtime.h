@@ -70,6 +70,9 @@ class NDArray {
   std::shared_ptr<State> state_;
 };
 
+// An int32 tensor of `shape` holding `values` (as many as the shape has elements).
+NDArray Int32Tensor(std::span<const int32_t> values, std::vector<int64_t> shape);
+
 // ---- Values and functions ----
 
 class RuntimeObject {

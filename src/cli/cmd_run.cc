@@ -35,17 +35,17 @@ struct RunArgs {
 // Chat sampling: each of the chat config's sampling fields the command line did not give.
 SamplerConfig ChatSampler(const RunArgs& a, const ChatConfig& config) {
   SamplerConfig s = a.sampler;
-  const std::map<std::string, double*> fields = {{"temperature", &s.temperature},
-                                                 {"top_p", &s.top_p},
-                                                 {"repetition_penalty", &s.repetition_penalty},
-                                                 {"presence_penalty", &s.presence_penalty},
-                                                 {"frequency_penalty", &s.frequency_penalty}};
+  const ChatConfig::Sampling& d = config.sampling;
+  const std::map<std::string, std::pair<double*, std::optional<double>>> fields = {
+      {"temperature", {&s.temperature, d.temperature}},
+      {"top_p", {&s.top_p, d.top_p}},
+      {"repetition_penalty", {&s.repetition_penalty, d.repetition_penalty}},
+      {"presence_penalty", {&s.presence_penalty, d.presence_penalty}},
+      {"frequency_penalty", {&s.frequency_penalty, d.frequency_penalty}}};
   for (const auto& [key, field] : fields) {
     auto flag = a.sampling_flags.find(key);
     if (flag != a.sampling_flags.end() && flag->second->count() > 0) continue;
-    if (config.raw.is_object() && config.raw.contains(key) && config.raw[key].is_number()) {
-      *field = config.raw[key].get<double>();
-    }
+    if (field.second) *field.first = *field.second;
   }
   return s;
 }

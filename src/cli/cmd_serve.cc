@@ -1,5 +1,5 @@
 // `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
-// reference package (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
+// package run by the reference library or the built-in CPU program (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
 // stops taking requests, lets the ones in flight finish and exits 0.
 #include <pthread.h>
 #include <signal.h>
@@ -30,7 +30,8 @@ int Serve(ServeArgs a) {
   if (a.max_batch_size < 1 || a.max_batch_size > 1024) {
     return ReportFailure({UsageError("--max-batch-size: expected 1..1024")}, a.json);
   }
-  if (a.max_queue < 1 || o.max_concurrent < 1 || o.request_timeout_s < 1 || o.idle_timeout_s < 1) {
+  if (a.max_queue < 1 || o.max_concurrent < 1 || o.request_timeout_s < 1 || o.idle_timeout_s < 1 ||
+      o.request_read_timeout_s < 1) {
     return ReportFailure({UsageError("queue, concurrency and timeouts must be >= 1")}, a.json);
   }
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
@@ -63,9 +64,9 @@ int Serve(ServeArgs a) {
 }
 
 const Registration kServe(620, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("serve", "Serve a reference package over an OpenAI-compatible HTTP API");
+  auto* cmd = app.add_subcommand("serve", "Serve a package over an OpenAI-compatible HTTP API");
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("DIR", a->dir, "A reference-model package folder")->required();
+  cmd->add_option("DIR", a->dir, "A package folder (reference model or a CPU-program family)")->required();
   cmd->add_option("--host", a->options.host, "Address to bind (default loopback)")->capture_default_str();
   cmd->add_option("--port", a->options.port, "Port (0: any free port, printed on stderr)")
       ->capture_default_str();
@@ -87,6 +88,9 @@ const Registration kServe(620, [](CLI::App& app) {
   cmd->add_option("--idle-timeout", a->options.idle_timeout_s, "Seconds a connection may stay silent")
       ->capture_default_str();
   cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
+  cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
+                  "Seconds a request's headers and body may take to arrive")
+      ->capture_default_str();
   return [a]() { return Serve(*a); };
 });
 

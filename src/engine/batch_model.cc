@@ -8,16 +8,6 @@
 namespace mlc {
 namespace {
 
-NDArray Int32Tensor(std::span<const int32_t> ids, std::vector<int64_t> shape) {
-  NDArray a = NDArray::Empty(std::move(shape), DlInt32());
-  if (!ids.empty()) std::memcpy(a.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
-  return a;
-}
-
-std::string AdapterName(const MediaPiece& m) {
-  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
-}
-
 // Ends the KV cache's forward pass however the call went.
 struct ForwardScope {
   PagedKvState* kv;

@@ -83,6 +83,10 @@ Status CheckLimitsUsable(const PlanLimits& limits) {
 
 const char* MediaKindName(MediaKind kind) { return kind == MediaKind::kAudio ? "audio" : "image"; }
 
+std::string AdapterName(const MediaPiece& m) {
+  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
+}
+
 Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config) {
   PlanLimits limits;
   auto window = config.context_window_size ? config.context_window_size

@@ -16,16 +16,6 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-NDArray Int32Tensor(std::span<const int32_t> ids, std::vector<int64_t> shape) {
-  NDArray a = NDArray::Empty(std::move(shape), DlInt32());
-  if (!ids.empty()) std::memcpy(a.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
-  return a;
-}
-
-std::string AdapterName(const MediaPiece& m) {
-  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
-}
-
 }  // namespace
 
 Session::Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,

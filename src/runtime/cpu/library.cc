@@ -101,7 +101,8 @@ class Library : public ModelLibrary {
     return std::vector<Value>{out};
   }
 
-  // prefill (embeddings [1, n, hidden]) and decode ([1, 1, hidden]) -> (logits [1, 1, vocab], kv)
+  // prefill (embeddings [1, total_len, hidden]: the sequences begin_forward named, laid end to
+  // end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, hidden]) -> ([1, 1, vocab], kv).
   Result<std::vector<Value>> Step(Args args, const std::string& fn) {
     MLC_RETURN_IF_ERROR(Count(fn, args, 3));
     auto e = TensorArg(fn, args, 0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
@@ -110,9 +111,10 @@ class Library : public ModelLibrary {
     MLC_RETURN_IF_ERROR(kv);
     auto w = Weights(fn, args, 2);
     MLC_RETURN_IF_ERROR(w);
-    auto logits = Forward(c_, **w, **kv, 0, e->data<float>(), e->shape()[1]);
+    auto logits = Forward(c_, **w, **kv, e->data<float>(), e->shape()[1], fn);
     MLC_RETURN_IF_ERROR(logits);
-    NDArray out = NDArray::Empty({1, 1, c_.vocab_size}, DlFloat32());
+    const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
+    NDArray out = NDArray::Empty({1, sequences, c_.vocab_size}, DlFloat32());
     std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
     return std::vector<Value>{out, args[1]};
   }

@@ -114,9 +114,17 @@ float GeluTanh(float x) {
 
 float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// out[t] (heads x head_dim) = attention of the queries of rows t over the cache, per (row, head).
-void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t layer,
-               const float* qkv, int64_t n, int64_t pos0, float* out) {
+// Where row t of a call sits: its sequence and its absolute position.
+struct RowPlace {
+  int64_t seq_id = 0;
+  int64_t pos = 0;
+};
+
+// out[t] (heads x head_dim) = attention of the queries of rows t over their sequence's cache,
+// per (row, head).
+void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t layer, const float* qkv,
+               const std::vector<RowPlace>& rows, float* out) {
+  const int64_t n = static_cast<int64_t>(rows.size());
   const int64_t d = c.head_dim, heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const int64_t stride = c.qkv_size();
   const double qpas = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(d);
@@ -128,7 +136,8 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
     std::vector<int64_t> positions;
     for (int64_t task = begin; task < end; ++task) {
       int64_t t = task / heads, h = task % heads, kvh = h / group;
-      int64_t pos = pos0 + t;
+      const RowPlace& place = rows[static_cast<size_t>(t)];
+      const int64_t seq_id = place.seq_id, pos = place.pos;
       const float* q = qkv + t * stride + h * d;
       int64_t lo = kv.WindowStart(pos);
       if (slides) lo = std::max<int64_t>(lo, pos - c.layer_sliding_window + 1);
@@ -210,14 +219,19 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
 }
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
-                                   int64_t seq_id, const float* embeds, int64_t n, bool all_rows) {
-  if (n < 1) return Invalid("", "prefill: expected at least one position");
+                                   const float* embeds, int64_t n, const std::string& function) {
+  if (n < 1) return Invalid("", std::string(function) + ": " + "expected at least one position");
   const KvCacheShape& ks = kv.shape();
   if (ks.num_layers != c.num_layers || ks.num_kv_heads != c.num_kv_heads || ks.head_dim != c.head_dim) {
     return Invalid("", "kv_cache: the KV cache was made for another model");
   }
-  MLC_RETURN_IF_ERROR(kv.Reserve(seq_id, n));
-  const int64_t hs = c.hidden_size, pos0 = kv.Length(seq_id);
+  auto segments = kv.Prepare(function, n);
+  MLC_RETURN_IF_ERROR(segments);
+  std::vector<RowPlace> places;
+  for (const PagedKvCache::Segment& s : *segments) {
+    for (int64_t t = 0; t < s.length; ++t) places.push_back(RowPlace{s.seq_id, s.start + t});
+  }
+  const int64_t hs = c.hidden_size;
   std::vector<float> x(embeds, embeds + n * hs);
   if (c.gemma()) {
     const float normalizer = std::sqrt(static_cast<float>(hs));
@@ -233,13 +247,14 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     RmsNormRows(x.data(), lw.norm_attn, n, hs, c.rms_norm_eps, h.data());
     Linear(lw.qkv, h.data(), n, qkv.data(), lw.qkv_bias.empty() ? nullptr : lw.qkv_bias.data());
     for (int64_t t = 0; t < n; ++t) {
+      const RowPlace& at = places[static_cast<size_t>(t)];
       float* row = qkv.data() + t * c.qkv_size();
-      ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, pos0 + t);  // q heads, then k heads
-      std::memcpy(kv.Key(seq_id, l, pos0 + t), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
-      std::memcpy(kv.Value(seq_id, l, pos0 + t), row + c.q_size() + kvs,
+      ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, at.pos);  // q heads, then k heads
+      std::memcpy(kv.Key(at.seq_id, l, at.pos), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
+      std::memcpy(kv.Value(at.seq_id, l, at.pos), row + c.q_size() + kvs,
                   static_cast<size_t>(kvs) * sizeof(float));
     }
-    Attention(c, kv, seq_id, l, qkv.data(), n, pos0, attn.data());
+    Attention(c, kv, l, qkv.data(), places, attn.data());
     Linear(lw.o, attn.data(), n, o.data());
     if (c.family == Family::kGemma2) {
       RmsNormRows(o.data(), lw.norm_post_attn, n, hs, c.rms_norm_eps, o.data());
@@ -261,9 +276,15 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     if (c.family == Family::kGemma2) RmsNormRows(o.data(), lw.norm_post_ff, n, hs, c.rms_norm_eps, o.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
   }
-  kv.Commit(seq_id, n);
-  int64_t first = all_rows ? 0 : n - 1, rows = n - first;
-  RmsNormRows(x.data() + first * hs, w.final_norm, rows, hs, c.rms_norm_eps, h.data());
+  // Each sequence's last row through the final norm and the LM head, in one product.
+  const int64_t rows = static_cast<int64_t>(segments->size());
+  int64_t end = 0;
+  for (int64_t s = 0; s < rows; ++s) {
+    const PagedKvCache::Segment& seg = (*segments)[static_cast<size_t>(s)];
+    kv.Commit(seg);
+    end += seg.length;
+    RmsNorm(x.data() + (end - 1) * hs, w.final_norm, hs, c.rms_norm_eps, h.data() + s * hs);
+  }
   std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
   Linear(w.lm_head, h.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {
