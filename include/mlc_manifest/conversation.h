@@ -78,6 +78,10 @@ struct PromptSegment {
   PartKind kind = PartKind::kText;
   std::string text;  // kText: the string to encode
   ContentPart media;  // media segments: the part it came from
+  // kText: JSON Pointer of what the text carries -- the message's text part, the message (no
+  // text), or the template field (the system prompt, the reply header). Errors about the
+  // segment's tokens (a context overflow) point here.
+  std::string path;
 };
 
 struct ChatPrompt {
@@ -163,5 +167,10 @@ class ReplyStream {
   size_t read_ = 0;
   std::string text_;
 };
+
+// Generated text as a terminal may show it: control bytes other than newline and tab (C0, DEL,
+// and C1 controls U+0080..U+009F, such as the CSI that starts a terminal command) become \xNN
+// escapes, so a reply cannot move the cursor, retitle the window or clear the screen.
+std::string EscapeForTerminal(std::string_view text);
 
 }  // namespace mlc
