@@ -285,7 +285,8 @@ class Session {
   // Runs the adapters, plans and prefills the turn; returns the last position's logits.
   // An image that cannot fit is rejected before its adapter runs.
   Result<PrefillResult> Prefill(const TurnInput& input);
-  // Prefill, then sample and decode until a stop token, max_tokens or on_token says stop. The
+  // Prefill, then sample and decode until a stop token, max_tokens, a full context window
+  // (stop reason "length", like max_tokens) or on_token says stop. The
   // sampled stop token is not fed back; a last token cut by the limit or by on_token is fed at
   // the start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);

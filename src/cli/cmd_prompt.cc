@@ -3,6 +3,7 @@
 // Media parts show the input they feed and the prefix / placeholder / suffix ids they take.
 #include <filesystem>
 #include <iostream>
+#include <string_view>
 
 #include "cli/command.h"
 #include "mlc_manifest/conversation.h"
@@ -24,29 +25,109 @@ struct PromptArgs {
 // The bound contract when the package has a manifest (then --program is needed), else legacy.
 Result<BoundContract> ContractFor(const PromptArgs& a) {
   bool legacy = false;
-  return WithProgramHint(BindPackageFolder(a.dir, a.program, a.task, &legacy), a.program);
+  return BindPackageFolder(a.dir, a.program, a.task, &legacy);
 }
 
-void PrintHuman(const OrderedJson& segments) {
-  for (const OrderedJson& s : segments) {
-    if (s.contains("text")) {
-      std::cout << "text " << OrderedJson(s["text"]).dump() << "\n  ids:";
-      for (const auto& id : s["token_ids"]) std::cout << " " << id.get<int64_t>();
-      std::cout << "\n";
+// A JSON string's body (no quotes) written straight to `out`: quote, backslash and control
+// characters escaped as JSON.stringify does, every other byte as it is (the text comes from
+// documents the strict reader accepted, so it is valid UTF-8).
+void WriteJsonStringBody(std::ostream& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  size_t run = 0;  // start of the bytes not yet written
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.write(s.data() + run, static_cast<std::streamsize>(i - run));
+    run = i + 1;
+    switch (c) {
+      case '"': out << "\\\""; break;
+      case '\\': out << "\\\\"; break;
+      case '\b': out << "\\b"; break;
+      case '\f': out << "\\f"; break;
+      case '\n': out << "\\n"; break;
+      case '\r': out << "\\r"; break;
+      case '\t': out << "\\t"; break;
+      default: out << "\\u00" << kHex[c >> 4] << kHex[c & 15];
+    }
+  }
+  out.write(s.data() + run, static_cast<std::streamsize>(s.size() - run));
+}
+
+void WriteJsonString(std::ostream& out, std::string_view s) {
+  out << '"';
+  WriteJsonStringBody(out, s);
+  out << '"';
+}
+
+void PrintHumanMedia(const OrderedJson& s) {
+  bool image = s["media"] == "image";
+  const OrderedJson& rows = s[image ? "image_rows" : "audio_rows"];
+  std::cout << s["media"].get<std::string>() << " input \"" << s["input"].get<std::string>()
+            << "\": prefix " << s["prefix_token_ids"].dump() << ", "
+            << (rows.is_null() ? std::string("rows unknown until the adapter runs")
+                               : rows.dump() + " rows")
+            << " of placeholder " << s["placeholder_token_id"].dump() << ", suffix "
+            << s["suffix_token_ids"].dump() << "\n";
+}
+
+// The answer is written one segment at a time, each text's ids as the tokenizer makes them:
+// memory stays a small multiple of the messages however long they are (no JSON tree of every
+// id, no list of them, no second copy of the prompt).
+void PrintSegments(const PromptArgs& a, const ConvTemplate& tmpl, const ChatPrompt& prompt,
+                   const Tokenizer& tokenizer, const std::vector<OrderedJson>& media) {
+  std::ostream& out = std::cout;
+  if (a.json) {
+    out << "{\"ok\":true,\"template\":";
+    WriteJsonString(out, tmpl.name);
+    out << ",\"prompt\":\"";
+    for (const PromptSegment& seg : prompt.segments) {
+      WriteJsonStringBody(out, seg.kind == PartKind::kText    ? std::string_view(seg.text)
+                               : seg.kind == PartKind::kImage ? "<image>"
+                                                              : "<audio>");
+    }
+    out << "\",\"segments\":[";
+  }
+  bool first = true;
+  auto next = [&]() {
+    if (a.json && !first) out << ',';
+    first = false;
+  };
+  if (prompt.first_round && tmpl.system_prefix_token_ids) {
+    next();
+    OrderedJson ids = *tmpl.system_prefix_token_ids;
+    if (a.json) {
+      out << "{\"system_prefix_token_ids\":" << ids.dump() << "}";
+    } else {
+      out << "system_prefix_token_ids " << ids.dump() << "\n";
+    }
+  }
+  size_t m = 0;
+  for (const PromptSegment& seg : prompt.segments) {
+    next();
+    if (seg.kind != PartKind::kText) {
+      if (a.json) {
+        out << media[m++].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      } else {
+        PrintHumanMedia(media[m++]);
+      }
       continue;
     }
-    if (s.contains("system_prefix_token_ids")) {
-      std::cout << "system_prefix_token_ids " << s["system_prefix_token_ids"].dump() << "\n";
-      continue;
-    }
-    bool image = s["media"] == "image";
-    const OrderedJson& rows = s[image ? "image_rows" : "audio_rows"];
-    std::cout << s["media"].get<std::string>() << " input \"" << s["input"].get<std::string>()
-              << "\": prefix " << s["prefix_token_ids"].dump() << ", "
-              << (rows.is_null() ? std::string("rows unknown until the adapter runs")
-                                 : rows.dump() + " rows")
-              << " of placeholder " << s["placeholder_token_id"].dump() << ", suffix "
-              << s["suffix_token_ids"].dump() << "\n";
+    out << (a.json ? "{\"text\":" : "text ");
+    WriteJsonString(out, seg.text);
+    out << (a.json ? ",\"token_ids\":[" : "\n  ids:");
+    bool first_id = true;
+    tokenizer.EncodeEach(seg.text, [&](int32_t id) {
+      if (!a.json || !first_id) out << (a.json ? ',' : ' ');
+      first_id = false;
+      out << id;
+    });
+    out << (a.json ? "]}" : "\n");
+  }
+  if (a.json) {
+    out << "],\"stop_token_ids\":" << OrderedJson(tmpl.stop_token_ids).dump()
+        << ",\"stop_str\":"
+        << OrderedJson(tmpl.stop_str).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+        << "}\n";
   }
 }
 
@@ -65,16 +146,18 @@ int Run(const PromptArgs& a) {
   if (!bound) return ReportFailure(bound.errors(), a.json);
   auto prompt = BuildChatPrompt(*tmpl, *messages);
   if (!prompt) return ReportFailure(prompt.errors(), a.json, DocumentName(a.messages));
-  std::string base_dir = std::filesystem::path(a.messages == "-" ? "" : a.messages).parent_path().string();
-  auto report = PromptReportJson(*prompt, *tmpl, **tokenizer, &*bound, base_dir);
-  if (!report) return ReportFailure(report.errors(), a.json, DocumentName(a.messages));
-  if (!a.json) {
-    PrintHuman((*report)["segments"]);
-    return kExitOk;
+  std::vector<ChatMessage>().swap(*messages);  // the prompt holds their text now
+  std::string base_dir =
+      std::filesystem::path(a.messages == "-" ? "" : a.messages).parent_path().string();
+  // Media segments are resolved before anything is written, so a failure prints one error.
+  std::vector<OrderedJson> media;
+  for (const PromptSegment& seg : prompt->segments) {
+    if (seg.kind == PartKind::kText) continue;
+    auto m = PromptMediaJson(*bound, seg, base_dir);
+    if (!m) return ReportFailure(m.errors(), a.json, DocumentName(a.messages));
+    media.push_back(std::move(*m));
   }
-  OrderedJson out = {{"ok", true}};
-  for (auto it = report->begin(); it != report->end(); ++it) out[it.key()] = it.value();
-  PrintJson(out);
+  PrintSegments(a, *tmpl, *prompt, **tokenizer, media);
   return kExitOk;
 }
 

@@ -141,9 +141,13 @@ int Run(const RunArgs& a) {
   }
   const size_t turn_count = chat ? a.messages.size() : request->turns.size();
   // Chat replies go to stdout as they are generated (flushed on a terminal); the report of each
-  // turn then goes to stderr, so that stdout holds just the text.
+  // turn then goes to stderr, so that stdout holds just the text. On a terminal, control bytes in
+  // the reply are escaped (a reply cannot drive the terminal); to a pipe or file it goes raw.
   const bool stream = chat && !a.json;
-  const bool flush = stream && isatty(STDOUT_FILENO);
+  const bool terminal = stream && isatty(STDOUT_FILENO);
+  auto show = [terminal](const std::string& text) {
+    return terminal ? EscapeForTerminal(text) : text;
+  };
   std::ostream& report = stream ? std::cerr : std::cout;
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
@@ -165,8 +169,8 @@ int Run(const RunArgs& a) {
       text.emplace(*tokenizer, chat ? chat_turns->tmpl().stop_str : std::vector<std::string>{});
       options.on_token = [&](int32_t token) {
         std::string piece = text->Push(token);
-        if (stream) std::cout << piece;
-        if (flush) std::cout.flush();
+        if (stream) std::cout << show(piece);
+        if (terminal) std::cout.flush();
         return !text->stopped();
       };
     }
@@ -174,7 +178,7 @@ int Run(const RunArgs& a) {
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
     if (text) {
       std::string rest = text->Finish();
-      if (stream) std::cout << rest << std::endl;
+      if (stream) std::cout << show(rest) << std::endl;
       if (!chat && !a.json) std::cout << "text: " << OrderedJson(text->text()).dump() << "\n";
       reply = text->text();
     }

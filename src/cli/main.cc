@@ -141,6 +141,8 @@ int RunMain(int argc, char** argv) {
   using namespace mlc::cli;
   CLI::App app{"mlc-manifest: read, check, write and drive the MLC model artifact manifest"};
   app.require_subcommand(1);
+  // Every command's --help shows each option's default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   app.set_help_all_flag("--help-all", "Every subcommand's help");
   app.set_version_flag("--version", std::string("mlc-manifest ") + MLC_MANIFEST_VERSION);
   std::vector<Entry> entries = Entries();

@@ -101,8 +101,24 @@ void Finalize(AudioSourceInfo& s, int64_t frames) {
   s.duration_s = s.sample_rate_hz > 0 ? static_cast<double>(frames) / s.sample_rate_hz : 0.0;
 }
 
-Error NotAudio(const std::string& where, SNDFILE* failed) {
-  return Invalid(where, std::string("not a recognized audio file (") + sf_strerror(failed) + ")");
+// What the first bytes of a file that is not audio libsndfile reads look like, for the message.
+std::string Sniff(std::string_view head) {
+  if (head.size() >= 12 && head.substr(4, 4) == "ftyp") return "an MP4/M4A (AAC) container";
+  if (head.starts_with("\x1A\x45\xDF\xA3")) return "a Matroska/WebM container";
+  if (head.starts_with("\x89PNG") || head.starts_with("\xFF\xD8\xFF")) return "an image";
+  if (head.starts_with("#!AMR")) return "AMR";
+  if (head.starts_with("\x30\x26\xB2\x75")) return "an ASF/WMA container";
+  return "";
+}
+
+// A file that is not WAV, FLAC, Ogg or MP3: names the formats taken and how to convert.
+Error NotAudio(const std::string& file, std::string_view head, int64_t sample_rate_hz) {
+  std::string kind = Sniff(head);
+  std::string input = file.empty() ? "in.m4a" : file;
+  return Invalid("", "not a recognized audio file" + (kind.empty() ? "" : " (" + kind + ")") +
+                            ": audio must be WAV, FLAC, Ogg (Vorbis, Opus) or MP3; convert it "
+                            "first, e.g. `ffmpeg -i " + input + " -ar " +
+                            std::to_string(sample_rate_hz) + " out.wav`");
 }
 
 // Reads every frame of an open file into the pipeline. Checks the header first.
@@ -388,9 +404,15 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
     ::close(fd);
     return InFile(path, std::move(decoded));
   }
+  unsigned char head[16] = {};
+  size_t head_size = read_fd(0, head, sizeof(head));
   SF_INFO info{};
   SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
-  if (!sf) return InDocument(Errors{NotAudio("", nullptr)}, path);
+  if (!sf) {
+    return InDocument(Errors{NotAudio(path, std::string_view(reinterpret_cast<const char*>(head), head_size),
+                                      processor.sample_rate_hz)},
+                      path);
+  }
   return InFile(path, DecodeOpen(sf.get(), info, processor, options));
 }
 
@@ -411,7 +433,7 @@ Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode
   SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
   SF_INFO info{};
   SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
-  if (!sf) return NotAudio("", nullptr);
+  if (!sf) return NotAudio("", bytes.substr(0, 16), processor.sample_rate_hz);
   return DecodeOpen(sf.get(), info, processor, options);
 }
 

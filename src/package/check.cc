@@ -230,13 +230,14 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
     ShardCheckOptions so = options.shard_options;
     so.verify_md5 = options.verify_shards;
     std::vector<ShardResult> shards = CheckShards(dir, *cache, so);
-    int ok = 0, unverified = 0, missing = 0, bad = 0;
+    int ok = 0, unverified = 0, missing = 0, bad = 0, size_only = 0;
     OrderedJson list = OrderedJson::array();
     std::string first_problem;
     for (const ShardResult& s : shards) {
       bool absent_ok = s.status == ShardStatus::kMissing && !options.verify_shards;
-      if (s.status == ShardStatus::kOk) {
+      if (s.status == ShardStatus::kOk || s.status == ShardStatus::kSizeOnly) {
         ++ok;
+        if (s.status == ShardStatus::kSizeOnly) ++size_only;
       } else if (s.status == ShardStatus::kNotVerified || absent_ok) {
         ++unverified;
         if (s.status == ShardStatus::kMissing) ++missing;
@@ -262,7 +263,12 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
             (options.verify_shards ? "" : "; verify the shards to hash them");
     } else {
       msg = "all " + std::to_string(shards.size()) + " shards present" +
-            (options.verify_shards ? " with their recorded size and md5" : "");
+            (!options.verify_shards ? ""
+             : size_only == 0       ? " with their recorded size and md5"
+             : size_only == ok      ? " with their recorded size: size only (no md5sum recorded)"
+                                    : " with their recorded size and md5; " +
+                                          std::to_string(size_only) +
+                                          " by size only (no md5sum recorded)");
     }
     CheckItem& item = rep.Add("shards", v, msg);
     item.details["shards"] = list;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -30,6 +31,16 @@ std::string RealPath(const std::string& p) {
   return buf;
 }
 
+// The first bytes of a file (OpenForRead's rule), or "" when it cannot be read.
+std::string FileHead(const std::string& path, const std::string& inside, size_t n) {
+  auto file = OpenForRead(path, inside);
+  if (!file) return "";
+  std::string head(n, '\0');
+  ssize_t got = ::pread(file->fd.get(), head.data(), n, 0);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return head;
+}
+
 }  // namespace
 
 const char* ShardStatusName(ShardStatus s) {
@@ -41,8 +52,18 @@ const char* ShardStatusName(ShardStatus s) {
     case ShardStatus::kSizeMismatch: return "wrong size";
     case ShardStatus::kMd5Mismatch: return "md5 mismatch";
     case ShardStatus::kIoError: return "unreadable";
+    case ShardStatus::kSizeOnly: return "size only";
+    case ShardStatus::kLfsPointer: return "Git LFS pointer";
   }
   return "?";
+}
+
+std::string GitLfsPointerNote(std::string_view head, const std::string& what,
+                              const std::string& dir) {
+  static constexpr std::string_view kLfsMagic = "version https://git-lfs.github.com/spec/v1";
+  if (!head.starts_with(kLfsMagic)) return "";
+  return what + ": a Git LFS pointer, not the data (the repository was cloned without Git LFS); "
+                "fetch the files with `git lfs pull` inside " + (dir.empty() ? "." : dir);
 }
 
 Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes,
@@ -110,14 +131,20 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       continue;
     }
     if (r.actual_size != s.nbytes) {
+      std::string lfs = GitLfsPointerNote(FileHead(path, dir, 64), s.data_path, dir);
+      if (!lfs.empty()) {
+        r.status = ShardStatus::kLfsPointer;
+        r.message = lfs;
+        continue;
+      }
       r.status = ShardStatus::kSizeMismatch;
       r.message = s.data_path + ": " + std::to_string(r.actual_size) + " bytes, expected " +
                   std::to_string(s.nbytes) + (r.actual_size < s.nbytes ? " (truncated)" : "");
       continue;
     }
     if (!options.verify_md5 || s.md5sum.empty()) {
-      r.status = options.verify_md5 ? ShardStatus::kOk : ShardStatus::kNotVerified;
-      r.message = s.data_path + (options.verify_md5 ? ": size ok, no md5sum recorded"
+      r.status = options.verify_md5 ? ShardStatus::kSizeOnly : ShardStatus::kNotVerified;
+      r.message = s.data_path + (options.verify_md5 ? ": size only (no md5sum recorded)"
                                                     : ": size ok, md5 not verified");
       continue;
     }

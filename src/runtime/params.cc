@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "mlc_manifest/check.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/runtime.h"
 
@@ -71,11 +72,16 @@ std::optional<std::vector<int64_t>> IntegerShape(const ParamSpec& spec) {
 }
 
 Result<NDArray> Materialize(const Located& at, const std::shared_ptr<MappedFile>& file,
-                            const std::string& shard_path, uint64_t* widened) {
+                            const std::string& shard_path, const std::string& package_dir,
+                            uint64_t* widened) {
   const TensorRecord& r = *at.record;
   auto dtype = ParseDlDtype(r.dtype);
   if (!dtype) return Invalid(r.name, "unsupported dtype \"" + r.dtype + "\"");
   if (r.byte_offset + r.nbytes > file->size()) {
+    std::string_view head(reinterpret_cast<const char*>(file->bytes()),
+                          std::min<size_t>(file->size(), 64));
+    std::string lfs = GitLfsPointerNote(head, at.shard->data_path, package_dir);
+    if (!lfs.empty()) return Invalid(shard_path, lfs);
     return Invalid(shard_path, "record \"" + r.name + "\" ends at byte " +
                                    std::to_string(r.byte_offset + r.nbytes) + " but the shard has " +
                                    std::to_string(file->size()) + " bytes");
@@ -143,7 +149,7 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
       file = *m;
       params->mapped_bytes += file->size();
     }
-    auto tensor = Materialize(it->second, file, shard_path, &params->widened_bytes);
+    auto tensor = Materialize(it->second, file, shard_path, package_dir, &params->widened_bytes);
     if (!tensor) {
       errors.push_back(tensor.error());
       continue;

@@ -16,6 +16,11 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+// No position is left for another token (a sliding window never fills).
+bool ContextFull(const PlanLimits& limits, int64_t kv_length) {
+  return !limits.HasSlidingWindow() && kv_length >= limits.context_window_size;
+}
+
 }  // namespace
 
 Session::Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,
@@ -238,7 +243,10 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
     result.tokens.push_back(token);
     bool go_on = !options.on_token || options.on_token(token);
     if (!go_on) result.stop_reason = "stop_str";
-    if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens) {
+    // A full context ends the turn as max_tokens does (stop reason "length"), as chat tools do:
+    // the token just sampled has no position left to be fed at.
+    if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens ||
+        ContextFull(limits_, KvLength())) {
       pending_token_ = token;  // fed at the start of the next turn
       break;
     }

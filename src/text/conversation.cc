@@ -188,21 +188,9 @@ Result<ChatMessage> ParseMessage(const Json& msg, const std::string& path) {
 
 // ---- segments ----
 
-// Appends a string segment, merging with a preceding string and dropping empties (step 5).
-// As in WebLLM, merging happens within one message: the system prompt, each message and the
-// reply header are encoded separately.
-void AddText(std::vector<PromptSegment>* segs, const std::string& text) {
-  if (text.empty()) return;
-  if (!segs->empty() && segs->back().kind == PartKind::kText) {
-    segs->back().text += text;
-    return;
-  }
-  segs->push_back(PromptSegment{PartKind::kText, text, {}});
-}
-
 // A string segment of its own (the system prompt, the reply header, a follow-up separator).
-void AddSeparate(std::vector<PromptSegment>* segs, const std::string& text) {
-  if (!text.empty()) segs->push_back(PromptSegment{PartKind::kText, text, {}});
+void AddSeparate(std::vector<PromptSegment>* segs, std::string text, const std::string& path) {
+  if (!text.empty()) segs->push_back(PromptSegment{PartKind::kText, std::move(text), {}, path});
 }
 
 std::string ReplaceFirst(std::string s, std::string_view what, std::string_view with) {
@@ -261,24 +249,42 @@ Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool om
   auto role = RoleString(t, m);
   MLC_RETURN_IF_ERROR(role);
   RoleTemplate tpl = SplitRoleTemplate(t, m.role);
-  std::vector<PromptSegment> message;
-  AddText(&message, (omit_role ? "" : *role + t.role_content_sep) + tpl.before);
+  // The message's text segments point at its text part (where a long message is), else at it.
+  std::string text_path = m.path;
+  for (const ContentPart& part : m.parts) {
+    if (part.kind == PartKind::kText && tpl.has_placeholder) text_path = part.path;
+  }
+  // Step 5: strings merge within the message and empties drop; as in WebLLM, the system prompt,
+  // each message and the reply header are encoded separately.
+  size_t first = segs->size();
+  const std::string tail = tpl.after + t.seps[i % t.seps.size()];
+  auto add = [&](std::string_view text) {
+    if (text.empty()) return;
+    if (segs->size() > first && segs->back().kind == PartKind::kText) {
+      // Room for the tail too: a long message is not reallocated to twice its size for it.
+      std::string& s = segs->back().text;
+      if (s.capacity() < s.size() + text.size()) s.reserve(s.size() + text.size() + tail.size());
+      s += text;
+    } else {
+      segs->push_back(PromptSegment{PartKind::kText, std::string(text), {}, text_path});
+    }
+  };
+  add((omit_role ? "" : *role + t.role_content_sep) + tpl.before);
   for (const ContentPart& part : m.parts) {
     if (part.kind == PartKind::kText) {
-      if (tpl.has_placeholder) AddText(&message, part.text);
+      if (tpl.has_placeholder) add(part.text);
     } else {
-      message.push_back(PromptSegment{part.kind, "", part});
+      segs->push_back(PromptSegment{part.kind, "", part, part.path});
     }
   }
-  AddText(&message, tpl.after + t.seps[i % t.seps.size()]);
-  segs->insert(segs->end(), message.begin(), message.end());
+  add(tail);
   return Status::Ok();
 }
 
 Status AddReplyHeader(const ConvTemplate& t, std::vector<PromptSegment>* segs) {
   auto it = t.roles.find("assistant");
   if (it == t.roles.end()) return Invalid("/roles/assistant", "the conversation template has no assistant role");
-  AddSeparate(segs, it->second + t.role_empty_sep);
+  AddSeparate(segs, it->second + t.role_empty_sep, "/conv_template/roles/assistant");
   return Status::Ok();
 }
 
@@ -384,8 +390,14 @@ Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
   MLC_RETURN_IF_ERROR(CheckTemplate(tmpl));
   ChatPrompt prompt;
   std::string system = SystemPrompt(tmpl, messages);
-  AddSeparate(&prompt.segments, system);
-  if (Status s = AddMessages(tmpl, messages, 0, !system.empty(), &prompt.segments); !s) {
+  bool has_system = !system.empty();
+  AddSeparate(&prompt.segments, std::move(system),
+              !messages.empty() && messages[0].role == "system"
+                  ? messages[0].parts.empty()
+                        ? messages[0].path
+                        : messages[0].parts[0].path
+                  : "/conv_template/system_message");
+  if (Status s = AddMessages(tmpl, messages, 0, has_system, &prompt.segments); !s) {
     return s.errors();
   }
   MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
@@ -421,7 +433,8 @@ Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
   prompt.first_round = false;
   size_t offset = messages[0].role == "system" ? 1 : 0;
   RoleTemplate tail = SplitRoleTemplate(tmpl, "assistant");
-  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()]);
+  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()],
+              answer.path);
   if (Status s = AddMessages(tmpl, messages, n + 1, false, &prompt.segments); !s) {
     return s.errors();
   }
@@ -529,9 +542,10 @@ Result<std::string> MediaFile(const ContentPart& part, const std::string& base_d
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
                                const Tokenizer& tokenizer, const std::string& base_dir) {
   RequestTurn turn;
+  // Token runs merge only under one pointer, so that a context overflow names its message.
   auto add_tokens = [&turn](std::vector<int32_t> ids, const std::string& path) {
     if (ids.empty()) return;
-    if (!turn.empty() && turn.back().kind == SegmentKind::kTokens) {
+    if (!turn.empty() && turn.back().kind == SegmentKind::kTokens && turn.back().path == path) {
       turn.back().token_ids.insert(turn.back().token_ids.end(), ids.begin(), ids.end());
       return;
     }
@@ -546,7 +560,7 @@ Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmp
   Errors errors;
   for (const PromptSegment& s : prompt.segments) {
     if (s.kind == PartKind::kText) {
-      add_tokens(tokenizer.Encode(s.text), "");
+      add_tokens(tokenizer.Encode(s.text), s.path);
       continue;
     }
     auto inline_bytes = InlineMedia(s.media, base_dir);
@@ -642,6 +656,31 @@ std::string ReplyStream::Finish() {
   std::string rest = matcher_.Finish();
   text_ += rest;
   return out + rest;
+}
+
+std::string EscapeForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned char c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      escape(c);
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // a C1 control, UTF-8 encoded
+      escape(c);
+      escape(next);
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace mlc

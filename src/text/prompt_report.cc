@@ -4,11 +4,8 @@
 #include "mlc_manifest/conversation.h"
 
 namespace mlc {
-namespace {
 
-// A media segment: its input, where its bytes are, its insertion ids and row count (null for
-// audio: its adapter decides).
-Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& seg,
+Result<OrderedJson> PromptMediaJson(const BoundContract& bound, const PromptSegment& seg,
                               const std::string& base_dir) {
   const bool image = seg.kind == PartKind::kImage;
   if (image ? !bound.image : !bound.audio) {
@@ -34,8 +31,6 @@ Result<OrderedJson> MediaJson(const BoundContract& bound, const PromptSegment& s
   return out;
 }
 
-}  // namespace
-
 Result<OrderedJson> PromptReportJson(const ChatPrompt& prompt, const ConvTemplate& tmpl,
                                      const Tokenizer& tokenizer, const BoundContract* bound,
                                      const std::string& base_dir) {
@@ -47,7 +42,7 @@ Result<OrderedJson> PromptReportJson(const ChatPrompt& prompt, const ConvTemplat
     if (seg.kind == PartKind::kText) {
       segments.push_back({{"text", seg.text}, {"token_ids", tokenizer.Encode(seg.text)}});
     } else if (bound) {
-      auto media = MediaJson(*bound, seg, base_dir);
+      auto media = PromptMediaJson(*bound, seg, base_dir);
       MLC_RETURN_IF_ERROR(media);
       segments.push_back(std::move(*media));
     } else {

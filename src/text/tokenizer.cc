@@ -19,6 +19,10 @@ JsonLimits LimitsFor(const TokenizerLimits& limits) {
 
 }  // namespace
 
+void Tokenizer::EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const {
+  for (int32_t id : Encode(text)) emit(id);
+}
+
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromDirectory(const std::string& dir,
                                                             const TokenizerLimits& limits) {
   std::string json = JoinPath(dir, "tokenizer.json");
