@@ -1,4 +1,5 @@
-// File access used by every part: bounded reads and atomic, no-clobber writes.
+// File access used by every part: bounded reads and atomic, no-clobber writes. Everything here
+// but OpenForRead goes through the process's Env (env.h: DefaultEnv()), so tests can inject faults.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,9 @@ bool HasControlChar(std::string_view s);
 std::string DocumentName(const std::string& path);
 
 // Reads a whole file (OpenForRead's rule); refuses one larger than max_bytes (ErrorCode::kLimit)
-// and reports unreadable files as ErrorCode::kIo with the file name as the document. "-" (when
-// `inside` is empty) is standard input, read to its end ("<stdin>" in errors).
+// and reports unreadable files, and files that shrink while being read, as ErrorCode::kIo with
+// the file name as the document. "-" (when `inside` is empty) is standard input, read to its end
+// ("<stdin>" in errors).
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 64ull << 20,
                              const std::string& inside = "");
 
@@ -75,6 +77,8 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64
                                 const std::string& inside = "");
 
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
+// When a write, fsync, close or rename fails the temporary file is removed and whatever was at
+// path before is left as it was (kIo naming path, with the system's reason).
 // Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
 // Whatever is at path must be a regular file: a symlink, device, pipe or folder is refused (kIo),
 // never replaced. Temporary files "<path>.tmp-PID-RAND" of a writer that was killed (PID no longer

@@ -30,6 +30,7 @@ struct ImageArgs {
   int64_t max_pixels = ImageOptions{}.max_pixels;
   bool composite_white = false;
   bool no_shrink = false;
+  bool colour_manage = false;
   bool force = false;
   bool json = false;
 };
@@ -200,6 +201,7 @@ int Run(const ImageArgs& a) {
   options.max_pixels = a.max_pixels;
   options.composite_on_white = a.composite_white;
   options.shrink_on_load = !a.no_shrink;
+  options.colour_manage = a.colour_manage;
   auto img = PrepareImageFile(a.input, target->processor, options);
   if (!img) return ReportFailure(img.errors(), a.json, a.input);
   Status wrote = WriteNpy(a.output, ImageTensor(img->rgb, *dtype), a.force);
@@ -241,6 +243,9 @@ const Registration kImage(60, [](CLI::App& app) {
   cmd->add_flag("--composite-white", a->composite_white,
                 "Blend alpha onto white instead of dropping it");
   cmd->add_flag("--no-shrink-on-load", a->no_shrink, "Always decode JPEG at full size");
+  cmd->add_flag("--colour-manage", a->colour_manage,
+                "Convert through an embedded ICC profile to sRGB, as browsers do (default: ignore "
+                "it, as Pillow's convert(\"RGB\") and the models' processors)");
   cmd->add_flag("--force", a->force, "Overwrite existing output files");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
   return [a]() { return Run(*a); };

@@ -1,7 +1,8 @@
 // The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
 // that no other command pays libvips's start-up). Image decoding with libvips (C API): format
 // detection against an allow-list, header-only probing with the pixel limit, then a sequential
-// decode to upright 8-bit sRGB RGB: ICC profiles honoured, 16-bit samples scaled, grey expanded,
+// decode to upright 8-bit RGB: an embedded ICC profile ignored (the encoded values, as Pillow's
+// convert("RGB")) unless colour management is asked for, 16-bit samples scaled, grey expanded,
 // CMYK without a profile converted as Pillow does, alpha dropped (or composited onto white) and
 // the EXIF orientation applied.
 #include <dlfcn.h>
@@ -298,11 +299,12 @@ Step HandleAlpha(ImageRef in, const ImageOptions& options) {
               "cannot drop alpha");
 }
 
-// Embedded profile -> sRGB. Returns the input unchanged (applied = false) when the profile
-// cannot be used.
-Step ApplyIcc(ImageRef in, bool* applied) {
+// Embedded profile -> sRGB, when colour management is asked for (SPEC 6.2: by default the encoded
+// values are kept, as the models' reference processors do). Returns the input unchanged
+// (applied = false) when not asked or when the profile cannot be used.
+Step ApplyIcc(ImageRef in, bool colour_manage, bool* applied) {
   *applied = false;
-  if (!vips_image_get_typeof(in.get(), VIPS_META_ICC_NAME)) return in;
+  if (!colour_manage || !vips_image_get_typeof(in.get(), VIPS_META_ICC_NAME)) return in;
   VipsImage* out = nullptr;
   if (vips_icc_transform(in.get(), &out, "srgb", "embedded", TRUE, "depth", 8, nullptr) != 0 ||
       !out) {
@@ -458,7 +460,7 @@ int UsableShrink(const std::string& format, int shrink) {
   return format == "jpeg" && (shrink == 2 || shrink == 4 || shrink == 8) ? shrink : 1;
 }
 
-// Opens the image and converts it to 8-bit sRGB (or grey / CMYK), alpha handled, lazily: nothing
+// Opens the image and converts it to 8-bit RGB (or grey / CMYK), alpha handled, lazily: nothing
 // is decoded until pixels are asked for. Sets info->icc_applied.
 Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format,
                                const ImageOptions& options, int shrink, ImageInfo* info) {
@@ -466,7 +468,7 @@ Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format
   MLC_RETURN_IF_ERROR(opened);
   auto step = HandleAlpha(std::move(*opened), options);
   MLC_RETURN_IF_ERROR(step);
-  step = ApplyIcc(std::move(*step), &info->icc_applied);
+  step = ApplyIcc(std::move(*step), options.colour_manage, &info->icc_applied);
   MLC_RETURN_IF_ERROR(step);
   step = ToEightBit(std::move(*step));
   MLC_RETURN_IF_ERROR(step);

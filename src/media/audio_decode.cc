@@ -1,12 +1,9 @@
 // The audio frontend's decoders: plain 16-bit PCM WAV read directly (the common case, with the
-// same samples libsndfile gives and a third of its work), libsndfile over a file descriptor or
+// same samples libsndfile gives and a third of its work), libsndfile over a file of the Env or
 // over bytes in memory (sf_open_virtual) for everything else, and raw float samples. Each reads
 // blocks of frames, averages the channels and feeds the streaming pipeline, never holding the
 // whole source.
-#include <fcntl.h>
 #include <sndfile.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -21,6 +18,7 @@
 
 #include "media/audio_internal.h"
 #include "mlc_manifest/audio.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -339,14 +337,19 @@ struct MemoryStream {
 
 sf_count_t MemLength(void* user) { return static_cast<MemoryStream*>(user)->size; }
 
-sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
-  auto* m = static_cast<MemoryStream*>(user);
-  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+// A seek of a stream of `size` bytes now at *pos: the new position, or -1 (out of range).
+sf_count_t SeekWithin(sf_count_t size, sf_count_t* pos, sf_count_t offset, int whence) {
+  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? *pos : size;
   sf_count_t target = base + offset;
   if (offset > 0 && target < base) return -1;  // overflow
   if (target < 0) return -1;
-  m->pos = target;
-  return m->pos;
+  *pos = target;
+  return *pos;
+}
+
+sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
+  auto* m = static_cast<MemoryStream*>(user);
+  return SeekWithin(m->size, &m->pos, offset, whence);
 }
 
 sf_count_t MemRead(void* ptr, sf_count_t count, void* user) {
@@ -362,9 +365,54 @@ sf_count_t MemWrite(const void*, sf_count_t, void*) { return 0; }
 
 sf_count_t MemTell(void* user) { return static_cast<MemoryStream*>(user)->pos; }
 
-// Errors name the file first.
-// The errors of decoding the file at path name it as their document.
-Result<DecodedAudio> InFile(const std::string& path, Result<DecodedAudio> decoded) {
+// Reads n bytes at `at` of a file, looping over short reads; fewer only at the end of the file.
+// A read error is kept in *failure (the first one) and ends this and every later read.
+size_t ReadFully(RandomAccessFile& file, Status* failure, uint64_t at, unsigned char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n && failure->ok()) {
+    auto k = file.ReadAt(at + got, reinterpret_cast<char*>(buf) + got, n - got);
+    if (!k) {
+      *failure = k.error();
+      break;
+    }
+    if (*k == 0) break;
+    got += *k;
+  }
+  return got;
+}
+
+// sf_open_virtual callbacks over a file of the Env.
+struct FileStream {
+  RandomAccessFile* file;
+  sf_count_t size;
+  sf_count_t pos;
+  Status* failure;
+};
+
+sf_count_t FileLength(void* user) { return static_cast<FileStream*>(user)->size; }
+
+sf_count_t FileSeek(sf_count_t offset, int whence, void* user) {
+  auto* f = static_cast<FileStream*>(user);
+  return SeekWithin(f->size, &f->pos, offset, whence);
+}
+
+sf_count_t FileRead(void* ptr, sf_count_t count, void* user) {
+  auto* f = static_cast<FileStream*>(user);
+  if (count <= 0 || f->pos >= f->size) return 0;
+  size_t want = static_cast<size_t>(std::min(count, f->size - f->pos));
+  size_t got = ReadFully(*f->file, f->failure, static_cast<uint64_t>(f->pos),
+                         static_cast<unsigned char*>(ptr), want);
+  f->pos += static_cast<sf_count_t>(got);
+  return static_cast<sf_count_t>(got);
+}
+
+sf_count_t FileTell(void* user) { return static_cast<FileStream*>(user)->pos; }
+
+// The errors of decoding the file at path name it as their document; a read error of the file
+// wins over what the decoder made of it.
+Result<DecodedAudio> InFile(const std::string& path, const Status& failure,
+                            Result<DecodedAudio> decoded) {
+  if (!failure) return InDocument(failure.errors(), path);
   return InDocument(std::move(decoded), path);
 }
 
@@ -377,43 +425,38 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
   if (path == "-") {  // standard input: read whole (it cannot be seeked), up to 1 GiB
     auto bytes = ReadFile(path, uint64_t{1} << 30);
     MLC_RETURN_IF_ERROR(bytes);
-    return InFile(DocumentName(path), DecodeAudioMemory(*bytes, processor, options));
+    return InFile(DocumentName(path), Status::Ok(), DecodeAudioMemory(*bytes, processor, options));
   }
-  auto file = OpenForRead(path);
+  auto file = DefaultEnv()->NewRandomAccessFile(path, "");
   MLC_RETURN_IF_ERROR(file);
-  const uint64_t size = file->size;
-  int fd = file->fd.release();
-  auto read_fd = [fd](uint64_t at, unsigned char* buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-      ssize_t k = ::pread(fd, buf + got, n - got, static_cast<off_t>(at + got));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      got += static_cast<size_t>(k);
-    }
-    return got;
+  RandomAccessFile& f = **file;
+  const uint64_t size = f.size();
+  Status failure;
+  auto read_file = [&f, &failure](uint64_t at, unsigned char* buf, size_t n) {
+    return ReadFully(f, &failure, at, buf, n);
   };
-  Status chunks = CheckRiffChunks(read_fd, size, path);
-  if (!chunks) {
-    ::close(fd);
-    return chunks.errors();
+  Status chunks = CheckRiffChunks(read_file, size, path);
+  MLC_RETURN_IF_ERROR(failure);
+  MLC_RETURN_IF_ERROR(chunks);
+  if (auto wav = FindPcm16Wav(read_file, size)) {
+    return InFile(path, failure, DecodePcm16Wav(read_file, *wav, processor, options));
   }
-  if (auto wav = FindPcm16Wav(read_fd, size)) {
-    ::posix_fadvise(fd, static_cast<off_t>(wav->data_offset), 0, POSIX_FADV_SEQUENTIAL);
-    auto decoded = DecodePcm16Wav(read_fd, *wav, processor, options);
-    ::close(fd);
-    return InFile(path, std::move(decoded));
-  }
+  MLC_RETURN_IF_ERROR(failure);
+  if (size > static_cast<uint64_t>(INT64_MAX)) return IoError(path, "too large");
   unsigned char head[16] = {};
-  size_t head_size = read_fd(0, head, sizeof(head));
+  size_t head_size = read_file(0, head, sizeof(head));
+  MLC_RETURN_IF_ERROR(failure);
+  FileStream stream{&f, static_cast<sf_count_t>(size), 0, &failure};
+  SF_VIRTUAL_IO io{FileLength, FileSeek, FileRead, MemWrite, FileTell};
   SF_INFO info{};
-  SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
+  SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
+  MLC_RETURN_IF_ERROR(failure);
   if (!sf) {
     return InDocument(Errors{NotAudio(path, std::string_view(reinterpret_cast<const char*>(head), head_size),
                                       processor.sample_rate_hz)},
                       path);
   }
-  return InFile(path, DecodeOpen(sf.get(), info, processor, options));
+  return InFile(path, failure, DecodeOpen(sf.get(), info, processor, options));
 }
 
 Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,

@@ -13,7 +13,7 @@
 namespace mlc {
 
 // Bumped whenever the table or a type it passes changes.
-inline constexpr int kImageBackendAbi = 1;
+inline constexpr int kImageBackendAbi = 2;
 
 struct ImageBackend {
   int abi;

@@ -1,10 +1,7 @@
 // Shard integrity: containment, presence, size and md5, hashed in parallel with bounded memory
 // (each worker streams its shard through one fixed block).
-#include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
@@ -17,6 +14,7 @@
 #include <vector>
 
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/hash.h"
 
@@ -68,26 +66,18 @@ std::string GitLfsPointerNote(std::string_view head, const std::string& what,
 
 Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes,
                             const std::string& inside) {
-  auto file = OpenForRead(path, inside);
+  auto file = DefaultEnv()->NewSequentialFile(path, inside);
   MLC_RETURN_IF_ERROR(file);
-  int fd = file->fd.release();
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBlock]);
+  std::unique_ptr<char[]> buf(new char[kBlock]);
   for (;;) {
-    ssize_t n = ::read(fd, buf.get(), kBlock);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string msg = std::string("read failed: ") + std::strerror(errno);
-      ::close(fd);
-      return IoError(path, msg);
-    }
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<size_t>(n));
-    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+    auto n = (*file)->Read(buf.get(), kBlock);
+    MLC_RETURN_IF_ERROR(n);
+    if (*n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.get(), *n);
+    if (on_bytes) on_bytes(static_cast<uint64_t>(*n));
   }
-  ::close(fd);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);
@@ -112,8 +102,8 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       r.message = EscapeControl(s.data_path) + ": a file name may not hold control characters";
       continue;
     }
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    const FileStat st = DefaultEnv()->Stat(path, /*follow_symlinks=*/true);
+    if (!st.exists) {
       r.status = ShardStatus::kMissing;
       r.message = s.data_path + ": missing (expected " + std::to_string(s.nbytes) + " bytes)";
       continue;
@@ -124,8 +114,8 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       r.message = s.data_path + ": resolves to " + real + ", outside the package folder";
       continue;
     }
-    r.actual_size = static_cast<uint64_t>(st.st_size);
-    if (!S_ISREG(st.st_mode)) {
+    r.actual_size = st.size;
+    if (!st.regular) {
       r.status = ShardStatus::kIoError;
       r.message = s.data_path + ": not a regular file";
       continue;
