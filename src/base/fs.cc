@@ -2,6 +2,7 @@
 // process's Env (env.h); OpenForRead is the POSIX rule the default Env opens files by.
 #include "mlc_manifest/fs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>

@@ -88,7 +88,9 @@ void RmsNorm(const float* x, const std::vector<float>& gain, int64_t n, double e
 
 void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
                  float* out) {
-  for (int64_t r = 0; r < rows; ++r) RmsNorm(x + r * n, gain, n, eps, out + r * n);
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) RmsNorm(x + r * n, gain, n, eps, out + r * n);
+  });
 }
 
 // Rotate-half rotary positions of `heads` heads of head_dim at position pos.
@@ -112,7 +114,6 @@ float GeluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
 }
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 // Where row t of a call sits: its sequence and its absolute position.
 struct RowPlace {
@@ -133,22 +134,31 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t layer, const floa
   const bool slides = c.LayerSlides(layer);
   ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
-    std::vector<int64_t> positions;
+    std::vector<const float*> keys, values;  // rows the task's (row, KV head) sees, found once
+    int64_t found_t = -1, found_kvh = -1;
     for (int64_t task = begin; task < end; ++task) {
       int64_t t = task / heads, h = task % heads, kvh = h / group;
       const RowPlace& place = rows[static_cast<size_t>(t)];
       const int64_t seq_id = place.seq_id, pos = place.pos;
       const float* q = qkv + t * stride + h * d;
-      int64_t lo = kv.WindowStart(pos);
-      if (slides) lo = std::max<int64_t>(lo, pos - c.layer_sliding_window + 1);
-      positions.clear();
-      for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) positions.push_back(j);
-      for (int64_t j = lo; j <= pos; ++j) positions.push_back(j);
-      scores.resize(positions.size());
+      if (t != found_t || kvh != found_kvh) {
+        int64_t lo = kv.WindowStart(pos);
+        if (slides) lo = std::max<int64_t>(lo, pos - c.layer_sliding_window + 1);
+        keys.clear();
+        values.clear();
+        auto see = [&](int64_t j) {
+          keys.push_back(kv.Key(seq_id, layer, j) + kvh * d);
+          values.push_back(kv.Value(seq_id, layer, j) + kvh * d);
+        };
+        for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) see(j);
+        for (int64_t j = lo; j <= pos; ++j) see(j);
+        found_t = t;
+        found_kvh = kvh;
+      }
+      scores.resize(keys.size());
       float max_s = -INFINITY;
-      for (size_t i = 0; i < positions.size(); ++i) {
-        const float* k = kv.Key(seq_id, layer, positions[i]) + kvh * d;
-        float s = Dot(q, k, d) * scale;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        float s = Dot(q, keys[i], d) * scale;
         if (cap > 0) s = cap * std::tanh(s / cap);
         scores[i] = s;
         max_s = std::max(max_s, s);
@@ -160,10 +170,7 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t layer, const floa
       }
       float* o = out + t * heads * d + h * d;
       std::fill(o, o + d, 0.0f);
-      for (size_t i = 0; i < positions.size(); ++i) {
-        const float* v = kv.Value(seq_id, layer, positions[i]) + kvh * d;
-        AddScaled(scores[i] / sum, v, o, d);
-      }
+      for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
     }
   });
 }
@@ -246,14 +253,16 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     RmsNormRows(x.data(), lw.norm_attn, n, hs, c.rms_norm_eps, h.data());
     Linear(lw.qkv, h.data(), n, qkv.data(), lw.qkv_bias.empty() ? nullptr : lw.qkv_bias.data());
-    for (int64_t t = 0; t < n; ++t) {
-      const RowPlace& at = places[static_cast<size_t>(t)];
-      float* row = qkv.data() + t * c.qkv_size();
-      ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, at.pos);  // q heads, then k heads
-      std::memcpy(kv.Key(at.seq_id, l, at.pos), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
-      std::memcpy(kv.Value(at.seq_id, l, at.pos), row + c.q_size() + kvs,
-                  static_cast<size_t>(kvs) * sizeof(float));
-    }
+    ParallelFor(n, 8, [&](int64_t t_begin, int64_t t_end) {
+      for (int64_t t = t_begin; t < t_end; ++t) {
+        const RowPlace& at = places[static_cast<size_t>(t)];
+        float* row = qkv.data() + t * c.qkv_size();
+        ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, at.pos);  // q heads, then k heads
+        std::memcpy(kv.Key(at.seq_id, l, at.pos), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
+        std::memcpy(kv.Value(at.seq_id, l, at.pos), row + c.q_size() + kvs,
+                    static_cast<size_t>(kvs) * sizeof(float));
+      }
+    });
     Attention(c, kv, l, qkv.data(), places, attn.data());
     Linear(lw.o, attn.data(), n, o.data());
     if (c.family == Family::kGemma2) {
@@ -266,12 +275,18 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     }
     Linear(lw.gate_up, h.data(), n, gu.data());
     const int64_t inter = c.intermediate_size;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* gate = gu.data() + t * 2 * inter;
-      const float* up = gate + inter;
-      float* a = act.data() + t * inter;
-      for (int64_t i = 0; i < inter; ++i) a[i] = (c.gemma() ? GeluTanh(gate[i]) : Silu(gate[i])) * up[i];
-    }
+    ParallelFor(n, 1, [&](int64_t t_begin, int64_t t_end) {
+      for (int64_t t = t_begin; t < t_end; ++t) {
+        const float* gate = gu.data() + t * 2 * inter;
+        const float* up = gate + inter;
+        float* a = act.data() + t * inter;
+        if (c.gemma()) {
+          for (int64_t i = 0; i < inter; ++i) a[i] = GeluTanh(gate[i]) * up[i];
+        } else {
+          SiluMul(gate, up, a, inter);
+        }
+      }
+    });
     Linear(lw.down, act.data(), n, o.data());
     if (c.family == Family::kGemma2) RmsNormRows(o.data(), lw.norm_post_ff, n, hs, c.rms_norm_eps, o.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
