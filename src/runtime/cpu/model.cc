@@ -114,7 +114,6 @@ float GeluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
 }
 
-
 // Where row t of a call sits: its sequence and its absolute position.
 struct RowPlace {
   int64_t seq_id = 0;
