@@ -337,7 +337,7 @@ TEST_F(ReadFaults, ShardMappingAndTruncationWhileMapped) {
   const uint64_t size = std::filesystem::file_size(shard_path);
   env_.Inject(Fault::kTruncateMapped, shard);
   auto truncated = LoadParameters(dir_.path(), order);
-  EXPECT_EQ(env_.hits(), 1);
+  EXPECT_GE(env_.hits(), 1);
   ASSERT_FALSE(truncated.ok());
   ExpectIoError(truncated.errors(), shard_path, "shrank");
   EXPECT_NE(truncated.error().message.find(std::to_string(size)), std::string::npos)
