@@ -347,12 +347,13 @@ TEST(EscapeForTerminal, ControlBytesBecomeEscapes) {
 TEST(RunMessagesCli, HelpShowsDefaults) {
   auto r = test::RunCli({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* line : {"--max-tokens INT [16]", "--top-k INT [0]", "--seed"}) {
+  for (const char* line : {"--max-tokens INT=16", "--top-k INT=0", "--seed UINT=0",
+                           "--top-p FLOAT=1"}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
   }
   auto plan = test::RunCli({"plan", "--help"});
-  EXPECT_NE(plan.out.find("--task TEXT [chat.completions]"), std::string::npos) << plan.out;
-  EXPECT_NE(plan.out.find("--kv-length INT:NONNEGATIVE [0]"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("--task TEXT=chat.completions"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("--kv-length INT:NONNEGATIVE=0"), std::string::npos) << plan.out;
 }
 
 TEST(RunMessagesCli, ErrorsAndUsage) {

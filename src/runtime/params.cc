@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/fs.h"
@@ -72,16 +74,11 @@ std::optional<std::vector<int64_t>> IntegerShape(const ParamSpec& spec) {
 }
 
 Result<NDArray> Materialize(const Located& at, const std::shared_ptr<MappedFile>& file,
-                            const std::string& shard_path, const std::string& package_dir,
-                            uint64_t* widened) {
+                            const std::string& shard_path, uint64_t* widened) {
   const TensorRecord& r = *at.record;
   auto dtype = ParseDlDtype(r.dtype);
   if (!dtype) return Invalid(r.name, "unsupported dtype \"" + r.dtype + "\"");
   if (r.byte_offset + r.nbytes > file->size()) {
-    std::string_view head(reinterpret_cast<const char*>(file->bytes()),
-                          std::min<size_t>(file->size(), 64));
-    std::string lfs = GitLfsPointerNote(head, at.shard->data_path, package_dir);
-    if (!lfs.empty()) return Invalid(shard_path, lfs);
     return Invalid(shard_path, "record \"" + r.name + "\" ends at byte " +
                                    std::to_string(r.byte_offset + r.nbytes) + " but the shard has " +
                                    std::to_string(file->size()) + " bytes");
@@ -120,6 +117,7 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
   Errors errors;
   auto params = std::make_shared<ParameterSet>();
   std::map<std::string, std::shared_ptr<MappedFile>> mapped;
+  std::set<std::string> unusable;  // shards that could not be mapped or are LFS pointers
   for (const ParamSpec& spec : order) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
@@ -139,17 +137,27 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
     }
     const std::string& data_path = it->second.shard->data_path;
     std::string shard_path = JoinPath(package_dir, data_path);
+    if (unusable.count(data_path)) continue;  // its error is reported once
     auto& file = mapped[data_path];
     if (!file) {
       auto m = MapFile(shard_path, package_dir);
       if (!m) {
         errors.push_back(m.error());
+        unusable.insert(data_path);
+        continue;
+      }
+      // A Git LFS pointer in place of the shard: say so, with the command that fetches it.
+      std::string_view head(reinterpret_cast<const char*>((*m)->bytes()),
+                            std::min<size_t>((*m)->size(), 64));
+      if (std::string lfs = GitLfsPointerNote(head, data_path, package_dir); !lfs.empty()) {
+        errors.push_back(Invalid(shard_path, lfs));
+        unusable.insert(data_path);
         continue;
       }
       file = *m;
       params->mapped_bytes += file->size();
     }
-    auto tensor = Materialize(it->second, file, shard_path, package_dir, &params->widened_bytes);
+    auto tensor = Materialize(it->second, file, shard_path, &params->widened_bytes);
     if (!tensor) {
       errors.push_back(tensor.error());
       continue;
