@@ -49,6 +49,9 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
       // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep the explanation.
       size_t close = what.find("] ");
       if (close != std::string::npos) what = what.substr(close + 2);
+      // ... and its "parse error at line L, column C: ": Where() says that, with the byte.
+      size_t colon = what.rfind("parse error", 0) == 0 ? what.find(": ") : std::string::npos;
+      if (colon != std::string::npos) what = what.substr(colon + 2);
       error_ = Invalid(CurrentPointer(), "malformed JSON at " + Where(position) + ": " + what);
     }
     return false;

@@ -2,6 +2,7 @@
 // parameters in the order it asks for, widening bfloat16-encoded float32 records.
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/env.h"
@@ -43,17 +44,12 @@ std::optional<std::vector<int64_t>> IntegerShape(const ParamSpec& spec) {
 }
 
 Result<NDArray> Materialize(const Located& at, const std::shared_ptr<const MappedFile>& file,
-                            const std::string& shard_path, const std::string& package_dir,
-                            uint64_t* widened) {
+                            const std::string& shard_path, uint64_t* widened) {
   const TensorRecord& r = *at.record;
   auto dtype = ParseDlDtype(r.dtype);
-  if (!dtype) return Invalid(r.name, "unsupported dtype \"" + r.dtype + "\"");
+  if (!dtype) return FileError(ErrorCode::kInvalid, shard_path, "record \"" + r.name + "\": unsupported dtype \"" + r.dtype + "\"");
   if (r.byte_offset + r.nbytes > file->size()) {
-    std::string_view head(reinterpret_cast<const char*>(file->data()),
-                          std::min<size_t>(file->size(), 64));
-    std::string lfs = GitLfsPointerNote(head, at.shard->data_path, package_dir);
-    if (!lfs.empty()) return Invalid(shard_path, lfs);
-    return Invalid(shard_path, "record \"" + r.name + "\" ends at byte " +
+    return FileError(ErrorCode::kInvalid, shard_path, "record \"" + r.name + "\" ends at byte " +
                                    std::to_string(r.byte_offset + r.nbytes) + " but the shard has " +
                                    std::to_string(file->size()) + " bytes");
   }
@@ -91,17 +87,18 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
   Errors errors;
   auto params = std::make_shared<ParameterSet>();
   std::map<std::string, std::shared_ptr<const MappedFile>> mapped;
+  std::set<std::string> unusable;  // shards that could not be mapped or are LFS pointers
   for (const ParamSpec& spec : order) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
-      errors.push_back(Invalid(cache->file, "the library asks for parameter \"" + spec.name +
+      errors.push_back(FileError(ErrorCode::kInvalid, cache->file, "the library asks for parameter \"" + spec.name +
                                                 "\", which tensor-cache.json does not hold"));
       continue;
     }
     const TensorRecord& r = *it->second.record;
     auto shape = IntegerShape(spec);
     if (!shape || *shape != r.shape || spec.dtype != r.dtype) {
-      errors.push_back(Invalid(cache->file, "parameter \"" + spec.name + "\" is " +
+      errors.push_back(FileError(ErrorCode::kInvalid, cache->file, "parameter \"" + spec.name + "\" is " +
                                                 ShapeText(r.shape) + " " + r.dtype +
                                                 " in tensor-cache.json but the library expects " +
                                                 (shape ? ShapeText(*shape) : "a symbolic shape") +
@@ -110,17 +107,27 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
     }
     const std::string& data_path = it->second.shard->data_path;
     std::string shard_path = JoinPath(package_dir, data_path);
+    if (unusable.count(data_path)) continue;  // its error is reported once
     auto& file = mapped[data_path];
     if (!file) {
       auto m = MapShard(shard_path, package_dir);
       if (!m) {
         errors.push_back(m.error());
+        unusable.insert(data_path);
+        continue;
+      }
+      // A Git LFS pointer in place of the shard: say so, with the command that fetches it.
+      std::string_view head(reinterpret_cast<const char*>((*m)->data()),
+                            std::min<size_t>((*m)->size(), 64));
+      if (std::string lfs = GitLfsPointerNote(head, data_path, package_dir); !lfs.empty()) {
+        errors.push_back(FileError(ErrorCode::kInvalid, shard_path, lfs));
+        unusable.insert(data_path);
         continue;
       }
       file = *m;
       params->mapped_bytes += file->size();
     }
-    auto tensor = Materialize(it->second, file, shard_path, package_dir, &params->widened_bytes);
+    auto tensor = Materialize(it->second, file, shard_path, &params->widened_bytes);
     if (!tensor) {
       errors.push_back(tensor.error());
       continue;
