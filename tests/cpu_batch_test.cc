@@ -12,10 +12,16 @@
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/runtime.h"
+#include "support/batch_util.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
+
+using test::Alone;
+using test::Greedy;
+using test::PrefillAll;
+using test::Text;
 
 struct Model {
   test::TempDir dir;
@@ -43,12 +49,6 @@ std::unique_ptr<Model> MakeModel(const std::string& family, const std::string& q
   return m;
 }
 
-TurnInput Text(std::vector<int32_t> ids) {
-  TurnInput in;
-  in.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/0"});
-  in.media.emplace_back();
-  return in;
-}
 
 std::vector<int32_t> Ids(int64_t n, int64_t salt) {
   std::vector<int32_t> out = {1};
@@ -61,53 +61,8 @@ std::vector<TurnInput> Prompts() {
   return {Text(Ids(1, 0)), Text(Ids(5, 1)), Text(Ids(32, 2)), Text(Ids(75, 3)), Text(Ids(12, 4))};
 }
 
-std::vector<int32_t> Alone(const LoadedModel& m, const TurnInput& in, int64_t max_tokens) {
-  Session s = m.NewSession();
-  GenerationOptions o;
-  o.max_tokens = max_tokens;
-  auto r = s.Generate(in, o);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : FormatErrors(r.errors()));
-  return r.ok() ? r->tokens : std::vector<int32_t>{};
-}
 
-int32_t Greedy(const std::vector<float>& logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
-// Prefills each prompt into sequence ids[i], one chunk of every unfinished sequence per call.
-std::vector<std::vector<float>> PrefillAll(BatchModel& b, const std::vector<TurnInput>& prompts,
-                                           const std::vector<int64_t>& ids,
-                                           std::vector<PreparedPrompt>* prepared) {
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_TRUE(b.kv().AddSequence(ids[i]).ok());
-    auto p = b.Prepare(prompts[i], 0);
-    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : FormatErrors(p.errors()));
-    if (!p.ok()) return {};
-    prepared->push_back(std::move(*p));
-  }
-  std::vector<size_t> next(prompts.size(), 0);
-  std::vector<std::vector<float>> last(prompts.size());
-  for (;;) {
-    std::vector<SequenceChunk> chunks;
-    std::vector<size_t> who;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (next[i] == (*prepared)[i].plan.chunks.size()) continue;
-      const PrefillChunk& c = (*prepared)[i].plan.chunks[next[i]++];
-      auto e = b.ChunkEmbeddings(c, (*prepared)[i]);
-      EXPECT_TRUE(e.ok());
-      if (!e.ok()) return {};
-      chunks.push_back(SequenceChunk{ids[i], &c, *e});
-      who.push_back(i);
-    }
-    if (chunks.empty()) break;
-    auto logits = b.Prefill(chunks);
-    EXPECT_TRUE(logits.ok()) << (logits.ok() ? "" : FormatErrors(logits.errors()));
-    if (!logits.ok()) return {};
-    EXPECT_EQ(logits->size(), chunks.size());
-    for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
-  }
-  return last;
-}
 
 struct FamilyCase {
   std::string name, family, quant;
