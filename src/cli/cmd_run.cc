@@ -6,6 +6,7 @@
 // unless given as flags. More --messages files continue the conversation.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -52,6 +53,18 @@ SamplerConfig ChatSampler(const RunArgs& a, const ChatConfig& config) {
 
 double PerSecond(int64_t n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
 
+// Milliseconds to the microsecond ("1.440 ms"), rates to 0.1 per second, for human output.
+std::string Ms(double ms) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
+}
+std::string Rate(double per_second) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f tokens/s", per_second);
+  return buf;
+}
+
 void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnResult& r,
                     int64_t kv_after) {
   if (count > 1) out << "turn " << index << ": ";
@@ -60,11 +73,11 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
             << r.tokens.size() << " tokens (" << r.stop_reason << ")\n  tokens:";
   for (int32_t t : r.tokens) out << " " << t;
   const PhaseTimings& t = r.timings;
-  out << "\n  timings: create_kv " << t.create_kv_ms << " ms, embed " << t.embed_ms
-            << " ms, adapters " << t.adapter_ms << " ms, prefill " << t.prefill_ms << " ms ("
-            << t.prefill_calls << " calls), decode " << t.decode_ms << " ms (" << t.decode_steps
-            << " steps)\n  speed: prefill " << PerSecond(t.prefill_positions, t.prefill_ms)
-            << " tokens/s, decode " << PerSecond(t.decode_steps, t.decode_ms) << " tokens/s\n";
+  out << "\n  timings: create_kv " << Ms(t.create_kv_ms) << ", embed " << Ms(t.embed_ms)
+      << ", adapters " << Ms(t.adapter_ms) << ", prefill " << Ms(t.prefill_ms) << " ("
+      << t.prefill_calls << " calls), decode " << Ms(t.decode_ms) << " (" << t.decode_steps
+      << " steps)\n  speed: prefill " << Rate(PerSecond(t.prefill_positions, t.prefill_ms))
+      << ", decode " << Rate(PerSecond(t.decode_steps, t.decode_ms)) << "\n";
 }
 
 // Chat messages as request turns: the first file is a conversation (SPEC 7 from the first
@@ -194,7 +207,7 @@ int Run(const RunArgs& a) {
                      {"timings", PhaseTimingsJson(result->timings)}});
   }
   if (!a.json) {
-    report << "load " << model->load_ms << " ms; KV cache holds " << session.KvLength()
+    report << "load " << Ms(model->load_ms) << "; KV cache holds " << session.KvLength()
            << " positions\n";
     return kExitOk;
   }
