@@ -12,6 +12,12 @@ namespace {
 
 constexpr const char* kWhere = "kv_cache";
 
+// An error of a call (or of the cache itself): "where: message"; the cache has no document.
+Error CallError(const std::string& where, const std::string& message,
+                ErrorCode code = ErrorCode::kInvalid) {
+  return Error{code, "", where + ": " + message};
+}
+
 std::string SeqName(int64_t id) { return "sequence " + std::to_string(id); }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -38,17 +44,18 @@ int64_t PagedKvCache::TotalLength() const {
 
 Result<int64_t> PagedKvCache::SequenceLength(int64_t seq_id) const {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(seq_id));
+  if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
   return it->second.length;
 }
 
 Status PagedKvCache::AddSequence(int64_t seq_id) {
-  if (seq_id < 0) return Invalid("", "kv_cache: sequence ids are >= 0, got " + std::to_string(seq_id));
-  if (seqs_.count(seq_id)) return Invalid("", std::string("kv_cache: ") + SeqName(seq_id) + " already exists");
+  if (seq_id < 0) return CallError(kWhere, "sequence ids are >= 0, got " + std::to_string(seq_id));
+  if (seqs_.count(seq_id)) return CallError(kWhere, SeqName(seq_id) + " already exists");
   if (static_cast<int64_t>(seqs_.size()) >= shape_.max_batch_size) {
-    return Error{ErrorCode::kLimit, "", "kv_cache: "
-                 "the cache holds max_batch_size = " + std::to_string(shape_.max_batch_size) +
-                     " sequences"};
+    return CallError(kWhere,
+                     "the cache holds max_batch_size = " + std::to_string(shape_.max_batch_size) +
+                         " sequences",
+                     ErrorCode::kLimit);
   }
   seqs_[seq_id] = Sequence{};
   return Status::Ok();
@@ -56,7 +63,7 @@ Status PagedKvCache::AddSequence(int64_t seq_id) {
 
 Status PagedKvCache::RemoveSequence(int64_t seq_id) {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(seq_id));
+  if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
   for (int32_t p : it->second.pages) {
     if (p >= 0) free_.push_back(p);
   }
@@ -67,13 +74,14 @@ Status PagedKvCache::RemoveSequence(int64_t seq_id) {
 
 Status PagedKvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
   auto parent = seqs_.find(parent_id);
-  if (parent == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(parent_id));
+  if (parent == seqs_.end()) return CallError(kWhere, "no " + SeqName(parent_id));
   const auto& from_pages = parent->second.pages;
   int64_t pages = std::count_if(from_pages.begin(), from_pages.end(), [](int32_t p) { return p >= 0; });
   if (pages > FreePages()) {
-    return Error{ErrorCode::kLimit, "", std::string(kWhere) + ": " +
-                 "forking " + SeqName(parent_id) + " needs " + std::to_string(pages) + " pages; " +
-                     std::to_string(FreePages()) + " are free"};
+    return CallError(kWhere,
+                     "forking " + SeqName(parent_id) + " needs " + std::to_string(pages) + " pages; " +
+                         std::to_string(FreePages()) + " are free",
+                     ErrorCode::kLimit);
   }
   MLC_RETURN_IF_ERROR(AddSequence(child_id));
   const Sequence& from = seqs_.at(parent_id);
@@ -96,35 +104,40 @@ int64_t PagedKvCache::NewPages(const Sequence& s, int64_t n) const {
 }
 
 Status PagedKvCache::CheckPlan(const std::string& where, const Plan& plan) const {
-  if (plan.empty()) return Invalid("", std::string(where) + ": " + "a forward pass needs at least one sequence");
+  if (plan.empty()) return CallError(where, "a forward pass needs at least one sequence");
   std::set<int64_t> seen;
   int64_t pages = 0;
   for (const auto& [id, n] : plan) {
     auto it = seqs_.find(id);
-    if (it == seqs_.end()) return Invalid("", std::string(where) + ": " + "no " + SeqName(id) + " in the KV cache");
+    if (it == seqs_.end()) return CallError(where, "no " + SeqName(id) + " in the KV cache");
     if (!seen.insert(id).second) {
-      return Invalid("", std::string(where) + ": " + SeqName(id) + " appears twice in one forward pass");
+      return CallError(where, SeqName(id) + " appears twice in one forward pass");
     }
-    if (n < 1) return Invalid("", std::string(where) + ": " + "append lengths are >= 1");
+    if (n < 1) return CallError(where, "append lengths are >= 1");
     const Sequence& s = it->second;
     if (n > shape_.prefill_chunk_size) {
-      return Error{ErrorCode::kLimit, "", std::string(where) + ": " +
-                   "a chunk of " + std::to_string(n) + " positions is longer than prefill_chunk_size " +
-                       std::to_string(shape_.prefill_chunk_size)};
+      return CallError(where,
+                       "a chunk of " + std::to_string(n) +
+                           " positions is longer than prefill_chunk_size " +
+                           std::to_string(shape_.prefill_chunk_size),
+                       ErrorCode::kLimit);
     }
     if (!shape_.sliding && s.length + n > shape_.max_total_seq_len) {
-      return Error{ErrorCode::kLimit, "", std::string(where) + ": " +
-                   SeqName(id) + " would hold " + std::to_string(s.length + n) +
-                       " positions, more than the context window of " +
-                       std::to_string(shape_.max_total_seq_len)};
+      return CallError(where,
+                       SeqName(id) + " would hold " + std::to_string(s.length + n) +
+                           " positions, more than the context window of " +
+                           std::to_string(shape_.max_total_seq_len),
+                       ErrorCode::kLimit);
     }
     pages += std::max<int64_t>(0, NewPages(s, n));
   }
   if (pages > FreePages()) {
-    return Error{ErrorCode::kLimit, "", std::string(where) + ": " +
-                 "the forward pass needs " + std::to_string(pages) + " more pages; " +
-                     std::to_string(FreePages()) + " of " + std::to_string(max_pages_) +
-                     " are free (the KV cache holds " + std::to_string(TotalLength()) + " positions)"};
+    return CallError(where,
+                     "the forward pass needs " + std::to_string(pages) + " more pages; " +
+                         std::to_string(FreePages()) + " of " + std::to_string(max_pages_) +
+                         " are free (the KV cache holds " + std::to_string(TotalLength()) +
+                         " positions)",
+                     ErrorCode::kLimit);
   }
   return Status::Ok();
 }
@@ -132,7 +145,7 @@ Status PagedKvCache::CheckPlan(const std::string& where, const Plan& plan) const
 Status PagedKvCache::BeginForward(std::span<const int64_t> seq_ids,
                                   std::span<const int64_t> append_lengths) {
   if (seq_ids.size() != append_lengths.size()) {
-    return Invalid("", "kv_cache: begin_forward needs one append length per sequence");
+    return CallError(kWhere, "begin_forward needs one append length per sequence");
   }
   Plan plan;
   for (size_t i = 0; i < seq_ids.size(); ++i) plan.emplace_back(seq_ids[i], append_lengths[i]);
@@ -147,16 +160,16 @@ Result<std::vector<PagedKvCache::Segment>> PagedKvCache::Prepare(const std::stri
   if (plan.empty()) {  // one-sequence use: the only sequence, added on first use
     if (seqs_.empty()) MLC_RETURN_IF_ERROR(AddSequence(0));
     if (seqs_.size() != 1) {
-      return Invalid("", std::string(function) + ": " + "the KV cache holds " + std::to_string(seqs_.size()) +
-                                   " sequences; name them with begin_forward");
+      return CallError(function, "the KV cache holds " + std::to_string(seqs_.size()) +
+                                     " sequences; name them with begin_forward");
     }
     plan.emplace_back(seqs_.begin()->first, n);
   }
   int64_t total = 0;
   for (const auto& [id, length] : plan) total += length;
   if (total != n) {
-    return Invalid("", std::string(function) + ": " + "the call has " + std::to_string(n) +
-                                 " positions but begin_forward announced " + std::to_string(total));
+    return CallError(function, "the call has " + std::to_string(n) +
+                                   " positions but begin_forward announced " + std::to_string(total));
   }
   MLC_RETURN_IF_ERROR(CheckPlan(function, plan));
   std::vector<Segment> out;

@@ -226,7 +226,7 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
                                    const float* embeds, int64_t n, const std::string& function) {
-  if (n < 1) return Invalid("", std::string(function) + ": " + "expected at least one position");
+  if (n < 1) return Invalid("", function + ": expected at least one position");
   const KvCacheShape& ks = kv.shape();
   if (ks.num_layers != c.num_layers || ks.num_kv_heads != c.num_kv_heads || ks.head_dim != c.head_dim) {
     return Invalid("", "kv_cache: the KV cache was made for another model");
