@@ -23,11 +23,7 @@ using test::Greedy;
 using test::PrefillAll;
 using test::Text;
 
-struct Model {
-  test::TempDir dir;
-  std::unique_ptr<ModelLibrary> library;
-  LoadedModel loaded;
-};
+using Model = test::LoadedPackage;
 
 std::unique_ptr<Model> MakeModel(const std::string& family, const std::string& quant) {
   auto m = std::make_unique<Model>();
@@ -38,14 +34,7 @@ std::unique_ptr<Model> MakeModel(const std::string& family, const std::string& q
   o.prefill_chunk_size = 32;
   auto w = WriteFamilyModel(m->dir.path(), o);
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
-  auto lib = OpenPackageLibrary(m->dir.path());
-  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
-  if (!lib.ok()) return m;
-  m->library = std::move(*lib);
-  auto loaded = LoadModel(m->dir.path(), *m->library);
-  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
-  if (!loaded.ok()) m->library.reset();
-  if (loaded.ok()) m->loaded = std::move(*loaded);
+  test::LoadInto(*m, OpenPackageLibrary(m->dir.path()));
   return m;
 }
 

@@ -26,10 +26,7 @@ using test::Greedy;
 using test::PrefillAll;
 using test::Text;
 
-struct Model {
-  test::TempDir dir;
-  std::unique_ptr<ModelLibrary> library;
-  LoadedModel loaded;
+struct Model : test::LoadedPackage {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
@@ -43,13 +40,7 @@ std::unique_ptr<Model> MakeModel(ReferencePairs pairs, int64_t chunk = 32) {
   o.context_window_size = 512;
   auto w = WriteReferenceModel(m->dir.path(), o);
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
-  auto lib = OpenReferenceLibrary(m->dir.path());
-  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
-  if (!lib.ok()) return m;
-  m->library = std::move(*lib);
-  auto loaded = LoadModel(m->dir.path(), *m->library);
-  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
-  if (loaded.ok()) m->loaded = std::move(*loaded);
+  test::LoadInto(*m, OpenReferenceLibrary(m->dir.path()));
   auto tok = Tokenizer::FromDirectory(m->dir.path());
   if (tok.ok()) m->tokenizer = std::move(*tok);
   return m;

@@ -1,17 +1,41 @@
-// Helpers for the batching tests (engine_test, cpu_batch_test): a text-only turn, a greedy run
-// alone, and the prefill of several prompts through BatchModel, one chunk of every unfinished
+// Helpers for the batching tests (engine_test, cpu_batch_test): a package loaded with its
+// library, a text-only turn, a greedy run alone, and the prefill of several prompts through BatchModel, one chunk of every unfinished
 // sequence per call, laid end to end.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/runtime.h"
+#include "support/test_util.h"
 
 namespace mlc::test {
+
+// A package written into a temporary folder, the library opened for it and the model loaded.
+struct LoadedPackage {
+  TempDir dir;
+  std::unique_ptr<ModelLibrary> library;
+  LoadedModel loaded;
+};
+
+// Takes the opened library and loads the model from m.dir; a failure of either is a test failure
+// and leaves m.library empty.
+inline void LoadInto(LoadedPackage& m, Result<std::unique_ptr<ModelLibrary>> lib) {
+  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
+  if (!lib.ok()) return;
+  m.library = std::move(*lib);
+  auto loaded = LoadModel(m.dir.path(), *m.library);
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
+  if (!loaded.ok()) {
+    m.library.reset();
+    return;
+  }
+  m.loaded = std::move(*loaded);
+}
 
 inline TurnInput Text(std::vector<int32_t> ids) {
   TurnInput in;
