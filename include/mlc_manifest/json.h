@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,11 @@ std::string CanonicalJson(const OrderedJson& value);
 // Python's json.dumps(value, indent=2) (ensure_ascii, ", " / ": " separators) with keys in the
 // order the document holds them, plus a final newline.
 std::string PythonIndentJson(const OrderedJson& value, int indent = 2);
+
+// Writes s (valid UTF-8) to out as the body of a JSON string, without the quotes, escaped as
+// CanonicalJson escapes strings (JSON.stringify's rule), a block at a time: a long text is
+// written without a second copy of it.
+void WriteJsonStringBody(std::ostream& out, std::string_view s);
 
 // "sha256:" + lowercase hex SHA-256 of bytes.
 std::string Sha256Id(std::string_view bytes);

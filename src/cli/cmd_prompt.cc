@@ -28,31 +28,6 @@ Result<BoundContract> ContractFor(const PromptArgs& a) {
   return BindPackageFolder(a.dir, a.program, a.task, &legacy);
 }
 
-// A JSON string's body (no quotes) written straight to `out`: quote, backslash and control
-// characters escaped as JSON.stringify does, every other byte as it is (the text comes from
-// documents the strict reader accepted, so it is valid UTF-8).
-void WriteJsonStringBody(std::ostream& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  size_t run = 0;  // start of the bytes not yet written
-  for (size_t i = 0; i < s.size(); ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out.write(s.data() + run, static_cast<std::streamsize>(i - run));
-    run = i + 1;
-    switch (c) {
-      case '"': out << "\\\""; break;
-      case '\\': out << "\\\\"; break;
-      case '\b': out << "\\b"; break;
-      case '\f': out << "\\f"; break;
-      case '\n': out << "\\n"; break;
-      case '\r': out << "\\r"; break;
-      case '\t': out << "\\t"; break;
-      default: out << "\\u00" << kHex[c >> 4] << kHex[c & 15];
-    }
-  }
-  out.write(s.data() + run, static_cast<std::streamsize>(s.size() - run));
-}
-
 void WriteJsonString(std::ostream& out, std::string_view s) {
   out << '"';
   WriteJsonStringBody(out, s);
