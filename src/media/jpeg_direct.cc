@@ -234,8 +234,15 @@ bool Run(Job& job, jpeg_decompress_struct& cinfo, ErrorManager& err,
     uint8_t* batch = worker ? worker->Acquire() : buffer.data();
     JSAMPROW rows[kBatchRows];
     for (int i = 0; i < kBatchRows; ++i) rows[i] = batch + static_cast<size_t>(i) * stride;
+    // jpeg_read_scanlines returns one row group at a time (two rows for 4:2:0 with fancy
+    // upsampling): fill the whole batch so the worker is woken once per batch, not per group.
     const JDIMENSION want = static_cast<JDIMENSION>(std::min<int64_t>(kBatchRows, r1 - y));
-    const JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, want);
+    JDIMENSION got = 0;
+    while (got < want) {
+      const JDIMENSION n = jpeg_read_scanlines(&cinfo, rows + got, want - got);
+      if (n == 0) break;
+      got += n;
+    }
     if (got == 0) return false;
     if (worker) {
       worker->Submit(y, got);
