@@ -168,6 +168,7 @@ bool HasAvx2() {
 struct MaddWeights {
   int groups = 0;              // groups of four taps per output pixel (the widest pixel's)
   std::vector<int16_t> table;  // output pixels x groups x (16 hi, 16 lo)
+  std::vector<int32_t> used;   // groups each output pixel uses: ceil(count / 4)
 };
 
 // nullopt when a weight does not split into 16-bit halves (never for normalized weights).
@@ -176,7 +177,9 @@ std::optional<MaddWeights> MakeMaddWeights(const AxisWeights& w) {
   m.groups = (w.ksize + 3) / 4;
   const size_t per_pixel = static_cast<size_t>(m.groups) * 32;
   m.table.assign(w.first.size() * per_pixel, 0);
+  m.used.resize(w.first.size());
   for (size_t x = 0; x < w.first.size(); ++x) {
+    m.used[x] = (w.count[x] + 3) / 4;
     for (int32_t t = 0; t < w.count[x]; ++t) {
       const int32_t k = w.weights[x * w.ksize + static_cast<size_t>(t)];
       const int32_t hi = k >> 11, lo = k & 2047;  // arithmetic shift: hi * 2048 + lo == k
@@ -212,16 +215,18 @@ __attribute__((target("avx2"))) void HorizontalRowRgbxAvx2(const uint8_t* in, in
   const int64_t cols = static_cast<int64_t>(w.first.size());
   const int32_t* firsts = w.first.data();
   const int32_t* counts = w.count.data();
-  const size_t per_pixel = static_cast<size_t>(m.groups) * 32;
+  const int32_t* used = m.used.data();
+  const size_t vectors_per_pixel = static_cast<size_t>(m.groups) * 2;
   const __m256i* table = reinterpret_cast<const __m256i*>(m.table.data());
   const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
-  const __m128i half = _mm_set1_epi32(kHalf);
+  const __m256i half = _mm256_set1_epi32(kHalf);
+  // The sums of output pixels x - 1 and x are finished together (`pending` holds the first's).
+  __m256i pending = _mm256_setzero_si256();
   for (int64_t x = 0; x < cols; ++x) {
-    const __m256i* k = table + static_cast<size_t>(x) * (per_pixel / 16);
-    const int64_t first = firsts[x];
-    const int32_t groups = (counts[x] + 3) / 4;
-    const uint8_t* p = in + (first - c0) * 4;
-    if (first + groups * 4 > c1) {
+    const __m256i* k = table + static_cast<size_t>(x) * vectors_per_pixel;
+    const int32_t groups = used[x];
+    const uint8_t* p = in + (firsts[x] - c0) * 4;
+    if (firsts[x] + groups * 4 > c1) {
       std::memset(padded, 0, static_cast<size_t>(groups) * 16);
       std::memcpy(padded, p, static_cast<size_t>(counts[x]) * 4);
       p = padded;
@@ -240,13 +245,29 @@ __attribute__((target("avx2"))) void HorizontalRowRgbxAvx2(const uint8_t* in, in
       hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g)));
       lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g + 1)));
     }
+    // R G B X sums of taps 0-1 of each group (low half) and of taps 2-3 (high half).
     const __m256i acc = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(hi0, hi1), 11),
                                          _mm256_add_epi32(lo0, lo1));
-    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    const bool second = x % 2 == 1;
+    if (!second && x + 1 < cols) {
+      pending = acc;
+      continue;
+    }
+    // Low half: the first pixel's halves added (this one's when it has no partner); high half:
+    // this pixel's.
+    const __m256i a = second ? pending : acc;
+    __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(a, acc, 0x20),
+                                   _mm256_permute2x128_si256(a, acc, 0x31));
     // (sum + half) >> 22 saturated to 0..255: Clip8's result for every int32.
-    sum = _mm_srai_epi32(_mm_add_epi32(sum, half), kPrecisionBits);
-    const int32_t rgbx = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(sum, sum), _mm_setzero_si128()));
-    std::memcpy(out + 3 * x, &rgbx, 3);
+    sum = _mm256_srai_epi32(_mm256_add_epi32(sum, half), kPrecisionBits);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    const __m128i bytes = _mm_packus_epi16(words, words);  // R G B X of each pixel
+    if (second) {
+      const int32_t before = _mm_cvtsi128_si32(bytes);
+      std::memcpy(out + 3 * (x - 1), &before, 3);
+    }
+    const int32_t here = _mm_extract_epi32(bytes, 1);
+    std::memcpy(out + 3 * x, &here, 3);
   }
 }
 #endif
