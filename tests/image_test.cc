@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -659,6 +660,45 @@ TEST(RowResizer, StripsOfAnyHeightEqualTheWholeImage) {
         EXPECT_TRUE(got.pixels == expected.pixels) << ResizeModeName(mode) << " " << w << "x" << h
                                                    << " strips of " << strip;
       }
+    }
+  }
+}
+
+// The RGBX entry the direct JPEG path feeds (the vectorised horizontal pass where the CPU has
+// AVX2) gives exactly the RGB path's pixels: random content (every pixel clipped somewhere),
+// reductions wide enough that the taps run past the last needed column (the zero-padded tail),
+// upscales (weights near 1.0), every filter. Each row is its own allocation of exactly the
+// needed columns, so a read past them is caught under ASan.
+TEST(RowResizer, RgbxRowsEqualRgbRows) {
+  RgbImage src;
+  src.width = 411;
+  src.height = 97;
+  uint32_t seed = 12345;
+  auto next = [&] { return seed = seed * 1664525u + 1013904223u; };
+  for (int64_t i = 0; i < src.width * src.height * 3; ++i) src.pixels.push_back(next() >> 24);
+  struct Case { ResizeMode mode; int64_t h, w; };
+  const Case cases[] = {{ResizeMode::kCenterCrop, 7, 7},     {ResizeMode::kStretch, 5, 3},
+                        {ResizeMode::kStretch, 1, 1},        {ResizeMode::kCenterCrop, 50, 336},
+                        {ResizeMode::kStretch, 97, 1000},    {ResizeMode::kStretch, 200, 411},
+                        {ResizeMode::kCenterCrop, 33, 130},  {ResizeMode::kStretch, 60, 137}};
+  for (ResizeFilter f : {ResizeFilter::kBicubic, ResizeFilter::kBilinear, ResizeFilter::kLanczos}) {
+    for (const Case& c : cases) {
+      const ResizePlan plan = PlanResize(src.width, src.height, c.mode, c.h, c.w);
+      const RgbImage expected = ResizeRgb(src, plan, f);
+      RowResizer r(plan, f, std::nullopt);
+      const auto [c0, c1] = r.NeededColumns();
+      ASSERT_LT(c0, c1);
+      for (int64_t y = 0; y < src.height; ++y) {
+        std::vector<uint8_t> row(static_cast<size_t>(c1 - c0) * 4);
+        for (int64_t x = c0; x < c1; ++x) {
+          std::memcpy(&row[(x - c0) * 4], &src.pixels[(y * src.width + x) * 3], 3);
+          row[(x - c0) * 4 + 3] = static_cast<uint8_t>(next() >> 24);  // X is ignored
+        }
+        r.PushRgbxRows(y, 1, row.data(), static_cast<int64_t>(row.size()), c0);
+      }
+      const RgbImage got = r.Finish();
+      EXPECT_TRUE(got.pixels == expected.pixels)
+          << ResizeFilterName(f) << " " << ResizeModeName(c.mode) << " " << c.w << "x" << c.h;
     }
   }
 }

@@ -69,8 +69,9 @@ RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan, ResizeFilter fil
                    const std::optional<SourceBox>& box = std::nullopt);
 
 // The same resize fed with source rows as a decoder produces them, top to bottom: the horizontal
-// pass runs on each row the window needs as it arrives (others are skipped), so the whole source
-// is never held; Finish runs the vertical pass. Gives exactly ResizeRgb's pixels.
+// pass runs on each row the window needs as it arrives (others are skipped), and each output row
+// is made as soon as its last source row has arrived, so only a few rows are ever held. Gives
+// exactly ResizeRgb's pixels.
 class RowResizer {
  public:
   RowResizer(const ResizePlan& plan, ResizeFilter filter, const std::optional<SourceBox>& box);
@@ -78,7 +79,7 @@ class RowResizer {
   RowResizer(const RowResizer&) = delete;
   RowResizer& operator=(const RowResizer&) = delete;
 
-  // Source rows [y, y + count), RGB, `stride` bytes apart.
+  // Source rows [y, y + count), RGB, `stride` bytes apart; calls must come in row order.
   void PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t stride);
   // The same for RGBX rows (4 bytes a pixel, X ignored) whose first pixel is source column
   // `first_column`; each row must hold at least the columns of NeededColumns().
@@ -87,7 +88,8 @@ class RowResizer {
   // The source columns [first, last) and rows the window reads; a decoder may skip the rest.
   std::pair<int64_t, int64_t> NeededColumns() const;
   std::pair<int64_t, int64_t> NeededRows() const;
-  // The plan.width x plan.height result; rows that were never pushed count as black.
+  // The plan.width x plan.height result (the output rows not made yet are made now); rows that
+  // were never pushed count as black.
   RgbImage Finish();
 
  private:

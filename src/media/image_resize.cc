@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -152,125 +154,157 @@ void HorizontalRowRgbxScalar(const uint8_t* in, int64_t c0, const AxisWeights& w
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The weights of an axis with each tap repeated four times (one per RGBX lane), so that a
-// 256-bit load gives two taps' multipliers; per output pixel, ksize rounded up to even taps.
-std::vector<int32_t> SpreadWeights(const AxisWeights& w) {
-  const size_t stride = static_cast<size_t>((w.ksize + 1) / 2 * 2) * 4;
-  std::vector<int32_t> out(w.first.size() * stride, 0);
-  for (size_t x = 0; x < w.first.size(); ++x) {
-    for (int32_t t = 0; t < w.count[x]; ++t) {
-      for (int lane = 0; lane < 4; ++lane) {
-        out[x * stride + static_cast<size_t>(t) * 4 + lane] = w.weights[x * w.ksize + static_cast<size_t>(t)];
-      }
-    }
-  }
-  return out;
-}
-
-// AVX2: two taps (two RGBX pixels widened to 8 int32 lanes) per multiply, two accumulators to
-// hide the multiply's latency. Integer sums are exact, so the order does not change the result.
-__attribute__((target("avx2"))) void HorizontalRowRgbxAvx2(const uint8_t* in, int64_t c0,
-                                                           const AxisWeights& w,
-                                                           const std::vector<int32_t>& spread,
-                                                           uint8_t* out) {
-  const int64_t cols = static_cast<int64_t>(w.first.size());
-  const size_t stride = static_cast<size_t>((w.ksize + 1) / 2 * 2) * 4;
-  const __m128i half = _mm_set1_epi32(kHalf);
-  for (int64_t x = 0; x < cols; ++x) {
-    const int32_t* k = spread.data() + static_cast<size_t>(x) * stride;
-    const uint8_t* p = in + static_cast<size_t>(w.first[x] - c0) * 4;
-    const int32_t n = w.count[x];
-    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-    int32_t t = 0;
-    for (; t + 4 <= n; t += 4) {
-      const __m256i p0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t)));
-      const __m256i p1 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t + 8)));
-      const __m256i k0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t));
-      const __m256i k1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t + 8));
-      acc0 = _mm256_add_epi32(acc0, _mm256_mullo_epi32(p0, k0));
-      acc1 = _mm256_add_epi32(acc1, _mm256_mullo_epi32(p1, k1));
-    }
-    if (t + 2 <= n) {
-      const __m256i p0 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * t)));
-      const __m256i k0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + 4 * t));
-      acc0 = _mm256_add_epi32(acc0, _mm256_mullo_epi32(p0, k0));
-      t += 2;
-    }
-    acc0 = _mm256_add_epi32(acc0, acc1);
-    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(acc0), _mm256_extracti128_si256(acc0, 1));
-    if (t < n) {  // the odd last tap: one pixel, read as exactly its 4 bytes
-      int32_t pixel = 0;
-      std::memcpy(&pixel, p + 4 * t, 4);
-      sum = _mm_add_epi32(sum, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(pixel)),
-                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(k + 4 * t))));
-    }
-    sum = _mm_add_epi32(sum, half);
-    alignas(16) int32_t v[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(v), sum);
-    out[3 * x] = Clip8(v[0]);
-    out[3 * x + 1] = Clip8(v[1]);
-    out[3 * x + 2] = Clip8(v[2]);
-  }
-}
-
 bool HasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
 }
-#endif
 
-// `spread` is SpreadWeights(w) where AVX2 is used (HasAvx2), else empty.
-void HorizontalRowRgbx(const uint8_t* in, int64_t c0, const AxisWeights& w,
-                       const std::vector<int32_t>& spread, uint8_t* out) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (!spread.empty()) return HorizontalRowRgbxAvx2(in, c0, w, spread, out);
-#endif
-  (void)spread;
-  HorizontalRowRgbxScalar(in, c0, w, out);
+// The horizontal weights laid out for vpmaddwd. Each 22-bit weight k is split exactly into
+// k = hi * 2^11 + lo with lo in [0, 2^11), both 16-bit; the sum of pixel * k is then
+// (sum of pixel * hi) * 2^11 + sum of pixel * lo, the same integer Pillow computes. Per output
+// pixel, groups of four taps; per group one 256-bit vector of hi and one of lo, each holding
+// the pairs (k[4g], k[4g+1]) four times (low half) and (k[4g+2], k[4g+3]) four times (high
+// half), to meet four RGBX pixels shuffled to R0 R1 G0 G1 B0 B1 X0 X1 | R2 R3 G2 G3 ...
+struct MaddWeights {
+  int groups = 0;              // groups of four taps per output pixel (the widest pixel's)
+  std::vector<int16_t> table;  // output pixels x groups x (16 hi, 16 lo)
+  std::vector<int32_t> used;   // groups each output pixel uses: ceil(count / 4)
+};
+
+// nullopt when a weight does not split into 16-bit halves (never for normalized weights).
+std::optional<MaddWeights> MakeMaddWeights(const AxisWeights& w) {
+  MaddWeights m;
+  m.groups = (w.ksize + 3) / 4;
+  const size_t per_pixel = static_cast<size_t>(m.groups) * 32;
+  m.table.assign(w.first.size() * per_pixel, 0);
+  m.used.resize(w.first.size());
+  for (size_t x = 0; x < w.first.size(); ++x) {
+    m.used[x] = (w.count[x] + 3) / 4;
+    for (int32_t t = 0; t < w.count[x]; ++t) {
+      const int32_t k = w.weights[x * w.ksize + static_cast<size_t>(t)];
+      const int32_t hi = k >> 11, lo = k & 2047;  // arithmetic shift: hi * 2048 + lo == k
+      if (hi < INT16_MIN || hi > INT16_MAX) return std::nullopt;
+      int16_t* group = &m.table[x * per_pixel + static_cast<size_t>(t / 4) * 32];
+      const int half = (t % 4) / 2, odd = t % 2;  // which 128-bit half, which of the pair
+      for (int c = 0; c < 4; ++c) {
+        group[half * 8 + c * 2 + odd] = static_cast<int16_t>(hi);
+        group[16 + half * 8 + c * 2 + odd] = static_cast<int16_t>(lo);
+      }
+    }
+  }
+  return m;
 }
 
-// a[x] += r[x] * k over a row of bytes: the vertical pass's inner loop.
-void AccumulateRowScalar(const uint8_t* r, int32_t k, int64_t n, int32_t* a) {
-  for (int64_t x = 0; x < n; ++x) a[x] += r[x] * k;
+// Four RGBX pixels as 16-bit R0 R1 G0 G1 B0 B1 X0 X1 | R2 R3 G2 G3 B2 B3 X2 X3 (`pairs` is the
+// byte shuffle that pairs them).
+__attribute__((target("avx2"), always_inline)) inline __m256i FourTaps(const uint8_t* p,
+                                                                       __m128i pairs) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_cvtepu8_epi16(_mm_shuffle_epi8(raw, pairs));
+}
+
+// AVX2 horizontal pass over one RGBX row (`in` is source column c0; columns up to `c1` may be
+// read): four taps per step, two vpmaddwd (hi and lo halves of the weights). Integer sums are
+// exact, so the result is HorizontalRow's. A pixel whose last group would read past c1 is
+// copied into `padded` (m.groups * 16 bytes) with zeros after it first.
+__attribute__((target("avx2"))) void HorizontalRowRgbxAvx2(const uint8_t* in, int64_t c0,
+                                                           int64_t c1, const AxisWeights& w,
+                                                           const MaddWeights& m, uint8_t* padded,
+                                                           uint8_t* out) {
+  // Plain pointers: the byte stores to `out` may alias anything, so the vectors' would be reloaded.
+  const int64_t cols = static_cast<int64_t>(w.first.size());
+  const int32_t* firsts = w.first.data();
+  const int32_t* counts = w.count.data();
+  const int32_t* used = m.used.data();
+  const size_t vectors_per_pixel = static_cast<size_t>(m.groups) * 2;
+  const __m256i* table = reinterpret_cast<const __m256i*>(m.table.data());
+  const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+  const __m256i half = _mm256_set1_epi32(kHalf);
+  // The sums of output pixels x - 1 and x are finished together (`pending` holds the first's).
+  __m256i pending = _mm256_setzero_si256();
+  for (int64_t x = 0; x < cols; ++x) {
+    const __m256i* k = table + static_cast<size_t>(x) * vectors_per_pixel;
+    const int32_t groups = used[x];
+    const uint8_t* p = in + (firsts[x] - c0) * 4;
+    if (firsts[x] + groups * 4 > c1) {
+      std::memset(padded, 0, static_cast<size_t>(groups) * 16);
+      std::memcpy(padded, p, static_cast<size_t>(counts[x]) * 4);
+      p = padded;
+    }
+    __m256i hi0 = _mm256_setzero_si256(), lo0 = hi0, hi1 = hi0, lo1 = hi0;
+    int32_t g = 0;
+    for (; g + 2 <= groups; g += 2) {
+      const __m256i v0 = FourTaps(p + 16 * g, pairs), v1 = FourTaps(p + 16 * g + 16, pairs);
+      hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g)));
+      lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g + 1)));
+      hi1 = _mm256_add_epi32(hi1, _mm256_madd_epi16(v1, _mm256_loadu_si256(k + 2 * g + 2)));
+      lo1 = _mm256_add_epi32(lo1, _mm256_madd_epi16(v1, _mm256_loadu_si256(k + 2 * g + 3)));
+    }
+    if (g < groups) {
+      const __m256i v0 = FourTaps(p + 16 * g, pairs);
+      hi0 = _mm256_add_epi32(hi0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g)));
+      lo0 = _mm256_add_epi32(lo0, _mm256_madd_epi16(v0, _mm256_loadu_si256(k + 2 * g + 1)));
+    }
+    // R G B X sums of taps 0-1 of each group (low half) and of taps 2-3 (high half).
+    const __m256i acc = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(hi0, hi1), 11),
+                                         _mm256_add_epi32(lo0, lo1));
+    const bool second = x % 2 == 1;
+    if (!second && x + 1 < cols) {
+      pending = acc;
+      continue;
+    }
+    // Low half: the first pixel's halves added (this one's when it has no partner); high half:
+    // this pixel's.
+    const __m256i a = second ? pending : acc;
+    __m256i sum = _mm256_add_epi32(_mm256_permute2x128_si256(a, acc, 0x20),
+                                   _mm256_permute2x128_si256(a, acc, 0x31));
+    // (sum + half) >> 22 saturated to 0..255: Clip8's result for every int32.
+    sum = _mm256_srai_epi32(_mm256_add_epi32(sum, half), kPrecisionBits);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    const __m128i bytes = _mm_packus_epi16(words, words);  // R G B X of each pixel
+    if (second) {
+      const int32_t before = _mm_cvtsi128_si32(bytes);
+      std::memcpy(out + 3 * (x - 1), &before, 3);
+    }
+    const int32_t here = _mm_extract_epi32(bytes, 1);
+    std::memcpy(out + 3 * x, &here, 3);
+  }
+}
+#endif
+
+// Columns [x0, n) of one output row of the vertical pass:
+// out[x] = Clip8(half + sum over taps of rows[t][x] * k[t]), rows[t] == nullptr counting as black.
+void VerticalRowScalar(const uint8_t* const* rows, const int32_t* k, int32_t taps, int64_t x0,
+                       int64_t n, uint8_t* out) {
+  for (int64_t x = x0; x < n; ++x) {
+    int32_t acc = kHalf;
+    for (int32_t t = 0; t < taps; ++t) {
+      if (rows[t]) acc += rows[t][x] * k[t];
+    }
+    out[x] = Clip8(acc);
+  }
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target("avx2"))) void AccumulateRowAvx2(const uint8_t* r, int32_t k, int64_t n,
-                                                       int32_t* a) {
-  const __m256i kv = _mm256_set1_epi32(k);
+// The same, eight columns at a time with the sum held in a register across the taps.
+__attribute__((target("avx2"))) void VerticalRowAvx2(const uint8_t* const* rows, const int32_t* k,
+                                                     int32_t taps, int64_t n, uint8_t* out) {
   int64_t x = 0;
   for (; x + 8 <= n; x += 8) {
-    const __m256i p = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + x)));
-    __m256i* dst = reinterpret_cast<__m256i*>(a + x);
-    _mm256_storeu_si256(dst, _mm256_add_epi32(_mm256_loadu_si256(dst), _mm256_mullo_epi32(p, kv)));
-  }
-  for (; x < n; ++x) a[x] += r[x] * k;
-}
-#endif
-
-void AccumulateRow(const uint8_t* r, int32_t k, int64_t n, int32_t* a) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (HasAvx2()) return AccumulateRowAvx2(r, k, n, a);
-#endif
-  AccumulateRowScalar(r, k, n, a);
-}
-
-// Vertical pass: output row j combines rows of `in` (row `row0` of the source is in[0]).
-void VerticalPass(const uint8_t* in, int64_t stride, int64_t row0, int64_t row_bytes,
-                  const AxisWeights& w, uint8_t* dst) {
-  std::vector<int32_t> acc(row_bytes);
-  const int64_t rows = static_cast<int64_t>(w.first.size());
-  for (int64_t j = 0; j < rows; ++j) {
-    std::fill(acc.begin(), acc.end(), kHalf);
-    const int32_t* k = &w.weights[static_cast<size_t>(j) * w.ksize];
-    for (int32_t t = 0, n = w.count[j]; t < n; ++t) {
-      const uint8_t* r = in + static_cast<size_t>(w.first[j] + t - row0) * stride;
-      AccumulateRow(r, k[t], row_bytes, acc.data());
+    __m256i acc = _mm256_set1_epi32(kHalf);
+    for (int32_t t = 0; t < taps; ++t) {
+      if (!rows[t]) continue;
+      const __m256i p = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[t] + x)));
+      acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(p, _mm256_set1_epi32(k[t])));
     }
-    uint8_t* out = dst + static_cast<size_t>(j) * row_bytes;
-    for (int64_t x = 0; x < row_bytes; ++x) out[x] = Clip8(acc[x]);
+    // (acc >> 22) saturated to 0..255: Clip8's result for every int32.
+    acc = _mm256_srai_epi32(acc, kPrecisionBits);
+    const __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + x), _mm_packus_epi16(words, words));
   }
+  VerticalRowScalar(rows, k, taps, x, n, out);
 }
+#endif
 
 }  // namespace
 
@@ -314,6 +348,9 @@ ResizePlan PlanResize(int64_t source_width, int64_t source_height, ResizeMode mo
   return plan;
 }
 
+// Rows after the horizontal pass wait in a ring just long enough for the output rows that read
+// them: output row j is made as soon as its last source row has arrived, so the vertical pass
+// runs while the decoder is still producing rows, and the whole source is never held.
 struct RowResizer::State {
   ResizePlan plan;
   bool empty = false;   // nothing to compute (a degenerate size)
@@ -321,10 +358,64 @@ struct RowResizer::State {
   bool need_v = false;
   AxisWeights wh, wv;
   int64_t row0 = 0, row1 = 0;  // source rows the window needs
+  int64_t col0 = 0, col1 = 0;  // source columns the window needs (NeededColumns)
   int64_t row_bytes = 0;
-  std::vector<uint8_t> mid;    // rows [row0, row1) after the horizontal pass
-  std::vector<int32_t> wh_spread;  // wh for the AVX2 RGBX pass, made on its first use
+  std::vector<uint8_t> ring;       // `slots` rows of row_bytes after the horizontal pass
+  std::vector<int64_t> ring_rows;  // the source row each slot holds, -1 when none
+  int64_t slots = 1;
+  int64_t next_out = 0;            // the first output row not yet made
+  RgbImage out;
+  std::vector<const uint8_t*> tap_rows;  // MakeOutputRow's scratch
+#if defined(__x86_64__) && defined(__GNUC__)
+  std::optional<MaddWeights> wh_madd;  // wh for the AVX2 RGBX pass, when the CPU has AVX2
+  std::vector<uint8_t> padded;         // its scratch for the last pixels of a row
+#endif
+
+  int64_t LastRowOf(int64_t j) const;  // the last source row output row j reads
+  // Source row i after the horizontal pass, or nullptr when the ring does not hold it.
+  const uint8_t* MidRow(int64_t i) const;
+  uint8_t* TakeSlot(int64_t i);        // the ring slot for source row i, marked as holding it
+  void MakeOutputRow(int64_t j);       // from the rows in the ring; absent rows count as black
+  // Makes every output row whose source rows have all arrived (up to source row `arrived`).
+  void MakeReadyRows(int64_t arrived);
 };
+
+// The last source row output row j reads.
+int64_t RowResizer::State::LastRowOf(int64_t j) const {
+  return need_v ? int64_t{wv.first[j]} + wv.count[j] - 1 : plan.top + j;
+}
+
+const uint8_t* RowResizer::State::MidRow(int64_t i) const {
+  const int64_t slot = i % slots;
+  return ring_rows[slot] == i ? ring.data() + slot * row_bytes : nullptr;
+}
+
+uint8_t* RowResizer::State::TakeSlot(int64_t i) {
+  const int64_t slot = i % slots;
+  ring_rows[slot] = i;
+  return ring.data() + slot * row_bytes;
+}
+
+void RowResizer::State::MakeOutputRow(int64_t j) {
+  uint8_t* dst = out.pixels.data() + static_cast<size_t>(j) * row_bytes;
+  if (!need_v) {
+    const uint8_t* row = MidRow(plan.top + j);
+    if (row) std::memcpy(dst, row, row_bytes);
+    return;
+  }
+  const int32_t taps = wv.count[j];
+  tap_rows.resize(taps);
+  for (int32_t t = 0; t < taps; ++t) tap_rows[t] = MidRow(int64_t{wv.first[j]} + t);
+  const int32_t* k = &wv.weights[static_cast<size_t>(j) * wv.ksize];
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (HasAvx2()) return VerticalRowAvx2(tap_rows.data(), k, taps, row_bytes, dst);
+#endif
+  VerticalRowScalar(tap_rows.data(), k, taps, 0, row_bytes, dst);
+}
+
+void RowResizer::State::MakeReadyRows(int64_t arrived) {
+  while (next_out < plan.height && LastRowOf(next_out) <= arrived) MakeOutputRow(next_out++);
+}
 
 RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
                        const std::optional<SourceBox>& box_in)
@@ -333,6 +424,10 @@ RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
   s.plan = plan;
   s.row_bytes = plan.width * 3;
   s.empty = plan.source_width <= 0 || plan.source_height <= 0 || plan.width <= 0 || plan.height <= 0;
+  s.out.width = plan.width;
+  s.out.height = plan.height;
+  s.out.pixels.resize(static_cast<size_t>(std::max<int64_t>(0, plan.width)) *
+                      std::max<int64_t>(0, plan.height) * 3);
   if (s.empty) return;
   const SourceBox box = box_in.value_or(SourceBox{0, 0, static_cast<double>(plan.source_width),
                                                   static_cast<double>(plan.source_height)});
@@ -341,9 +436,24 @@ RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
              box.x1 != static_cast<double>(plan.source_width);
   s.need_v = plan.scaled_height != plan.source_height || box.y0 != 0.0 ||
              box.y1 != static_cast<double>(plan.source_height);
+  s.col0 = plan.left;
+  s.col1 = plan.left + plan.width;
   if (s.need_h) {
     s.wh = ComputeWeights(plan.source_width, box.x0, box.x1, plan.scaled_width, plan.left,
                           plan.width, kernel);
+    s.col0 = plan.source_width;
+    s.col1 = 0;
+    for (size_t j = 0; j < s.wh.first.size(); ++j) {
+      s.col0 = std::min<int64_t>(s.col0, s.wh.first[j]);
+      s.col1 = std::max<int64_t>(s.col1, s.wh.first[j] + s.wh.count[j]);
+    }
+    s.col1 = std::max(s.col0, s.col1);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (HasAvx2()) {
+      s.wh_madd = MakeMaddWeights(s.wh);
+      if (s.wh_madd) s.padded.resize(static_cast<size_t>(s.wh_madd->groups) * 16);
+    }
+#endif
   }
   s.row0 = plan.top;
   s.row1 = plan.top + plan.height;
@@ -355,9 +465,11 @@ RowResizer::RowResizer(const ResizePlan& plan, ResizeFilter filter,
     for (size_t j = 0; j < s.wv.first.size(); ++j) {
       s.row0 = std::min<int64_t>(s.row0, s.wv.first[j]);
       s.row1 = std::max<int64_t>(s.row1, s.wv.first[j] + s.wv.count[j]);
+      s.slots = std::max<int64_t>(s.slots, s.wv.count[j]);
     }
   }
-  s.mid.assign(static_cast<size_t>(s.row1 - s.row0) * s.row_bytes, 0);
+  s.ring.assign(static_cast<size_t>(s.slots) * s.row_bytes, 0);
+  s.ring_rows.assign(static_cast<size_t>(s.slots), -1);
 }
 
 RowResizer::~RowResizer() = default;
@@ -367,12 +479,13 @@ void RowResizer::PushRows(int64_t y, int64_t count, const uint8_t* rows, int64_t
   if (s.empty) return;
   for (int64_t i = std::max(y, s.row0), end = std::min(y + count, s.row1); i < end; ++i) {
     const uint8_t* in = rows + static_cast<size_t>(i - y) * stride;
-    uint8_t* out = s.mid.data() + static_cast<size_t>(i - s.row0) * s.row_bytes;
+    uint8_t* out = s.TakeSlot(i);
     if (s.need_h) {
       HorizontalRow(in, s.wh, out);
     } else {
       std::memcpy(out, in + s.plan.left * 3, s.row_bytes);
     }
+    s.MakeReadyRows(i);
   }
 }
 
@@ -382,29 +495,24 @@ void RowResizer::PushRgbxRows(int64_t y, int64_t count, const uint8_t* rows, int
   if (s.empty) return;
   for (int64_t i = std::max(y, s.row0), end = std::min(y + count, s.row1); i < end; ++i) {
     const uint8_t* row = rows + static_cast<size_t>(i - y) * stride;
-    uint8_t* out = s.mid.data() + static_cast<size_t>(i - s.row0) * s.row_bytes;
-    if (s.need_h) {
-#if defined(__x86_64__) && defined(__GNUC__)
-      if (s.wh_spread.empty() && HasAvx2()) s.wh_spread = SpreadWeights(s.wh);
-#endif
-      HorizontalRowRgbx(row, first_column, s.wh, s.wh_spread, out);
-    } else {
+    uint8_t* out = s.TakeSlot(i);
+    if (!s.need_h) {
       const uint8_t* in = row + (s.plan.left - first_column) * 4;
       for (int64_t x = 0; x < s.plan.width; ++x) std::memcpy(out + 3 * x, in + 4 * x, 3);
+#if defined(__x86_64__) && defined(__GNUC__)
+    } else if (s.wh_madd) {
+      HorizontalRowRgbxAvx2(row, first_column, s.col1, s.wh, *s.wh_madd, s.padded.data(), out);
+#endif
+    } else {
+      HorizontalRowRgbxScalar(row, first_column, s.wh, out);
     }
+    s.MakeReadyRows(i);
   }
 }
 
 std::pair<int64_t, int64_t> RowResizer::NeededColumns() const {
   const State& s = *state_;
-  if (s.empty) return {0, 0};
-  if (!s.need_h) return {s.plan.left, s.plan.left + s.plan.width};
-  int64_t first = s.plan.source_width, last = 0;
-  for (size_t j = 0; j < s.wh.first.size(); ++j) {
-    first = std::min<int64_t>(first, s.wh.first[j]);
-    last = std::max<int64_t>(last, s.wh.first[j] + s.wh.count[j]);
-  }
-  return {first, std::max(first, last)};
+  return s.empty ? std::pair<int64_t, int64_t>{0, 0} : std::pair<int64_t, int64_t>{s.col0, s.col1};
 }
 
 std::pair<int64_t, int64_t> RowResizer::NeededRows() const {
@@ -414,19 +522,8 @@ std::pair<int64_t, int64_t> RowResizer::NeededRows() const {
 
 RgbImage RowResizer::Finish() {
   State& s = *state_;
-  RgbImage out;
-  out.width = s.plan.width;
-  out.height = s.plan.height;
-  out.pixels.resize(static_cast<size_t>(std::max<int64_t>(0, s.plan.width)) *
-                    std::max<int64_t>(0, s.plan.height) * 3);
-  if (s.empty) return out;
-  if (s.need_v) {
-    VerticalPass(s.mid.data(), s.row_bytes, s.row0, s.row_bytes, s.wv, out.pixels.data());
-  } else {
-    std::memcpy(out.pixels.data(), s.mid.data() + static_cast<size_t>(s.plan.top - s.row0) * s.row_bytes,
-                out.pixels.size());
-  }
-  return out;
+  if (!s.empty) s.MakeReadyRows(std::numeric_limits<int64_t>::max());
+  return std::move(s.out);
 }
 
 RgbImage ResizeRgb(const RgbImage& src, const ResizePlan& plan_in, ResizeFilter filter,

@@ -109,7 +109,9 @@ class ResizeWorker {
   // The next free slot's buffer (kBatchRows rows of `stride` bytes); waits for one.
   uint8_t* Acquire() {
     std::unique_lock<std::mutex> lock(mutex_);
+    producer_waiting_ = true;
     changed_.wait(lock, [this] { return produced_ - consumed_ < kSlots; });
+    producer_waiting_ = false;
     return slots_[produced_ % kSlots].rows.data();
   }
   // Hands the acquired slot, holding source rows [y, y + count), to the worker.
@@ -119,7 +121,7 @@ class ResizeWorker {
     slot.y = y;
     slot.count = count;
     ++produced_;
-    changed_.notify_all();
+    if (consumer_waiting_) changed_.notify_all();  // no wake-up call while the worker is busy
   }
   // Waits until every submitted row is resized and stops the thread.
   void Finish() {
@@ -144,7 +146,9 @@ class ResizeWorker {
       size_t index;
       {
         std::unique_lock<std::mutex> lock(mutex_);
+        consumer_waiting_ = true;
         changed_.wait(lock, [this] { return consumed_ < produced_ || closed_; });
+        consumer_waiting_ = false;
         if (consumed_ == produced_) return;  // closed and drained
         index = consumed_ % kSlots;
       }
@@ -152,7 +156,7 @@ class ResizeWorker {
       resizer_.PushRgbxRows(slot.y, slot.count, slot.rows.data(), stride_, first_column_);
       std::lock_guard<std::mutex> lock(mutex_);
       ++consumed_;
-      changed_.notify_all();
+      if (producer_waiting_) changed_.notify_all();
     }
   }
 
@@ -163,11 +167,12 @@ class ResizeWorker {
   std::condition_variable changed_;
   size_t produced_ = 0, consumed_ = 0;
   bool closed_ = false;
+  bool producer_waiting_ = false, consumer_waiting_ = false;  // asleep in changed_.wait
   std::thread thread_;
 };
 
 // Below this many decoded pixels a second thread costs more than it saves.
-constexpr int64_t kThreadedPixels = 1'000'000;
+constexpr int64_t kThreadedPixels = 250'000;
 
 // The state Run keeps across its setjmp: plain data only, so a longjmp skips no destructor.
 struct Job {
@@ -234,8 +239,15 @@ bool Run(Job& job, jpeg_decompress_struct& cinfo, ErrorManager& err,
     uint8_t* batch = worker ? worker->Acquire() : buffer.data();
     JSAMPROW rows[kBatchRows];
     for (int i = 0; i < kBatchRows; ++i) rows[i] = batch + static_cast<size_t>(i) * stride;
+    // jpeg_read_scanlines returns one row group at a time (two rows for 4:2:0 with fancy
+    // upsampling): fill the whole batch so the worker is woken once per batch, not per group.
     const JDIMENSION want = static_cast<JDIMENSION>(std::min<int64_t>(kBatchRows, r1 - y));
-    const JDIMENSION got = jpeg_read_scanlines(&cinfo, rows, want);
+    JDIMENSION got = 0;
+    while (got < want) {
+      const JDIMENSION n = jpeg_read_scanlines(&cinfo, rows + got, want - got);
+      if (n == 0) break;
+      got += n;
+    }
     if (got == 0) return false;
     if (worker) {
       worker->Submit(y, got);
