@@ -396,11 +396,13 @@ struct Server::Impl::StreamState {
   bool finished = false;
 
   // The next chunks of the answer; false stops the stream (the client went away or it failed).
-  bool Provide(const MlcHttpBackend& http, MlcHttpSink* sink);
+  bool Provide(const MlcHttpBackend& backend, MlcHttpSink* sink);
 };
 
-bool Server::Impl::StreamState::Provide(const MlcHttpBackend& http, MlcHttpSink* sink) {
-  auto write = [&](const std::string& text) { return http.sink_write(sink, text.data(), text.size()) != 0; };
+bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSink* sink) {
+  auto write = [&](const std::string& text) {
+    return backend.sink_write(sink, text.data(), text.size()) != 0;
+  };
   auto send = [&](const OrderedJson& j) { return write("data: " + Dump(j) + "\n\n"); };
   if (!started) {
     started = true;
@@ -417,7 +419,7 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& http, MlcHttpSink*
     if (e.done && e.finish_reason == "error") {
       send(OpenAiError(e.errors));
       finished = true;
-      http.sink_done(sink);
+      backend.sink_done(sink);
       return true;
     }
     if (!e.text.empty() && !send(server->Chunk(completion_id, created, {{"content", e.text}}, nullptr))) {
@@ -439,11 +441,11 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& http, MlcHttpSink*
       }
       if (!write("data: [DONE]\n\n")) return false;
       finished = true;
-      http.sink_done(sink);
+      backend.sink_done(sink);
       return true;
     }
   }
-  return http.sink_writable(sink) != 0;
+  return backend.sink_writable(sink) != 0;
 }
 
 void Server::Impl::Stream(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<Channel> channel,
