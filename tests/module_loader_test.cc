@@ -21,7 +21,7 @@ TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
   const ModuleSpec spec{"libmlc_manifest_no_such_module.so", "MLC_MANIFEST_NO_SUCH_MODULE_FOR_TEST",
                         "mlc_manifest_no_such_entry", "the test module", 1};
   ::unsetenv(spec.env);
-  auto missing = OpenModule(spec);
+  auto missing = OpenModule(spec, &CallModuleEntry<int>);
   ASSERT_FALSE(missing.ok());
   const Error& e = missing.error();
   EXPECT_EQ(e.code, ErrorCode::kIo);
@@ -36,7 +36,7 @@ TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
 
   // With the variable set, that file alone is tried.
   ::setenv(spec.env, "/nonexistent/libmlc_manifest_no_such_module.so", 1);
-  auto named = OpenModule(spec);
+  auto named = OpenModule(spec, &CallModuleEntry<int>);
   ::unsetenv(spec.env);
   ASSERT_FALSE(named.ok());
   EXPECT_EQ(named.error().code, ErrorCode::kIo);
@@ -49,7 +49,7 @@ TEST(ModuleLoader, WrongInterfaceVersionIsRefused) {
   // The audio module itself, asked for with an interface version it does not have.
   const ModuleSpec spec{kAudioModuleFile, "MLC_MANIFEST_AUDIO_MODULE_FOR_TEST",
                         "mlc_manifest_audio_backend", "the audio module", MLC_AUDIO_BACKEND_ABI + 100};
-  auto wrong = OpenModule(spec);
+  auto wrong = OpenModule(spec, &CallModuleEntry<MlcAudioBackend>);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code, ErrorCode::kIo);
   EXPECT_NE(wrong.error().message.find("is not the audio module of this build"), std::string::npos)

@@ -37,13 +37,12 @@ std::vector<std::string> Candidates(const ModuleSpec& spec) {
 
 }  // namespace
 
-Result<const void*> OpenModule(const ModuleSpec& spec) {
+Result<const void*> OpenModule(const ModuleSpec& spec, ModuleEntryCall call) {
   std::string tried;
   for (const std::string& path : Candidates(spec)) {
     if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      using Entry = const void* (*)();
-      auto entry = reinterpret_cast<Entry>(::dlsym(handle, spec.entry));
-      const void* table = entry ? entry() : nullptr;
+      void* entry = ::dlsym(handle, spec.entry);
+      const void* table = entry ? call(entry) : nullptr;
       // Every table starts with its interface version.
       if (table && *static_cast<const int*>(table) == spec.abi) return table;
       return IoError(path, std::string("is not ") + spec.what + " of this build (expected interface version " +

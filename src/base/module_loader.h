@@ -17,11 +17,19 @@ struct ModuleSpec {
   int abi;            // the interface version the table must start with
 };
 
-// Opens the module and returns its table: $<env> (a file) alone when set, else, in order, the
-// running executable's folder, the folder of the code loading it (an installed
-// libmlc_manifest.so.1 or the Python module) and its mlc_manifest/ subfolder, the build's output
-// folder and the install folder. Missing everywhere: an I/O error naming every place tried and
-// why it failed. Not cached: callers keep the table (the module stays loaded).
-Result<const void*> OpenModule(const ModuleSpec& spec);
+// Calls a module's entry (the symbol found by dlsym) through its own type, returning its table.
+using ModuleEntryCall = const void* (*)(void* entry);
+template <class Table>
+const void* CallModuleEntry(void* entry) {
+  return reinterpret_cast<const Table* (*)()>(entry)();
+}
+
+// Opens the module and returns its table (call: CallModuleEntry<TheTable>): $<env> (a file)
+// alone when set, else, in order, the running executable's folder, the folder of the code
+// loading it (an installed libmlc_manifest.so.1 or the Python module) and its mlc_manifest/
+// subfolder, the build's output folder and the install folder. Missing everywhere: an I/O error
+// naming every place tried and why it failed. Not cached: callers keep the table (the module
+// stays loaded).
+Result<const void*> OpenModule(const ModuleSpec& spec, ModuleEntryCall call);
 
 }  // namespace mlc

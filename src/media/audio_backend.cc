@@ -12,7 +12,8 @@ Result<const MlcAudioBackend*> LoadAudioBackend() {
   static Result<const MlcAudioBackend*> loaded = Errors{};
   std::call_once(once, [] {
     auto table = OpenModule({kAudioModuleFile, "MLC_MANIFEST_AUDIO_MODULE", "mlc_manifest_audio_backend",
-                             "the audio module (libsndfile, soxr)", MLC_AUDIO_BACKEND_ABI});
+                             "the audio module (libsndfile, soxr)", MLC_AUDIO_BACKEND_ABI},
+                             &CallModuleEntry<MlcAudioBackend>);
     if (table) {
       loaded = static_cast<const MlcAudioBackend*>(*table);
     } else {

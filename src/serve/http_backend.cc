@@ -13,7 +13,8 @@ Result<const MlcHttpBackend*> LoadHttpBackend() {
   static Result<const MlcHttpBackend*> loaded = Errors{};
   std::call_once(once, [] {
     auto table = OpenModule({kHttpModuleFile, "MLC_MANIFEST_HTTP_MODULE", "mlc_manifest_http_backend",
-                             "the HTTP server module (cpp-httplib)", MLC_HTTP_BACKEND_ABI});
+                             "the HTTP server module (cpp-httplib)", MLC_HTTP_BACKEND_ABI},
+                             &CallModuleEntry<MlcHttpBackend>);
     if (table) {
       loaded = static_cast<const MlcHttpBackend*>(*table);
     } else {
