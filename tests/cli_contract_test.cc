@@ -371,6 +371,14 @@ TEST_F(CliContract, DidYouMeanAndVersion) {
   EXPECT_EQ(far.exit_code, 2);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
   EXPECT_NE(far.err.find("unknown subcommand \"frobnicate\""), std::string::npos) << far.err;
+  auto nested = RunCli({"emit", "pakage", "--json"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_NE(nested.out.find("unknown subcommand \\\"pakage\\\" of \\\"emit\\\"; did you mean \\\"package\\\"?"),
+            std::string::npos)
+      << nested.out;
+  auto nested_far = RunCli({"emit", "frobnicate"});
+  EXPECT_EQ(nested_far.exit_code, 2);
+  EXPECT_NE(nested_far.err.find("(see emit --help for the subcommands)"), std::string::npos) << nested_far.err;
   auto version = RunCli({"--version"});
   EXPECT_EQ(version.exit_code, 0) << version.err;
   EXPECT_EQ(version.out.rfind("mlc-manifest ", 0), 0u) << version.out;

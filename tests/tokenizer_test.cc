@@ -233,6 +233,15 @@ TEST(TokenizeCli, TextJsonAndJsonl) {
   r = RunCli({"tokenize", "--tokenizer", Phi3(), "--jsonl"}, "{\"txt\": 1}\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("line 1"), std::string::npos);
+  // With --json the failure is the stream's last line, one JSON object; earlier answers stay.
+  r = RunCli({"tokenize", "--tokenizer", Phi3(), "--jsonl", "--json"}, "{\"text\": \"\"}\n{\"text\": 1\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  ASSERT_EQ(r.out.rfind("{\"ids\":[],\"decoded\":\"\"}\n", 0), 0u) << r.out;
+  auto failure = Json::parse(r.out.substr(r.out.find('\n') + 1));
+  EXPECT_EQ(failure["ok"], false);
+  EXPECT_EQ(failure["errors"][0]["code"], "invalid");
+  EXPECT_EQ(failure["errors"][0]["document"], "stdin line 2");
   r = RunCli({"tokenize", "--tokenizer", Phi3()});
   EXPECT_EQ(r.exit_code, 2);
   r = RunCli({"tokenize", "/no/such/folder", "--text", "x"});

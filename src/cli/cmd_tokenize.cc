@@ -37,8 +37,9 @@ OrderedJson Encoded(const Tokenizer& tok, std::string_view text) {
   return OrderedJson{{"ids", ids}, {"decoded", tok.Decode(ids)}};
 }
 
-// Each stdin line {"text": T} -> {"ids": [...], "decoded": ...}; a bad line stops with exit 1.
-int RunJsonl(const Tokenizer& tok) {
+// Each stdin line {"text": T} -> {"ids": [...], "decoded": ...}; a bad line stops with exit 1
+// (with `json`, its failure is the stream's last line: one {"ok": false, "errors": [...]} object).
+int RunJsonl(const Tokenizer& tok, bool json) {
   std::string line;
   size_t number = 0;
   while (std::getline(std::cin, line)) {
@@ -46,10 +47,10 @@ int RunJsonl(const Tokenizer& tok) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     auto doc = ParseJson(line);
     std::string where = "stdin line " + std::to_string(number);
-    if (!doc.ok()) return ReportFailure(doc.errors(), false, where);
+    if (!doc.ok()) return ReportFailure(doc.errors(), json, where);
     auto text = doc->is_object() ? doc->find("text") : doc->end();
     if (!doc->is_object() || text == doc->end() || !text->is_string() || doc->size() != 1) {
-      return ReportFailure({Invalid("", "expected {\"text\": \"...\"}")}, false, where);
+      return ReportFailure({Invalid("", "expected {\"text\": \"...\"}")}, json, where);
     }
     PrintJson(Encoded(tok, text->get_ref<const std::string&>()));
   }
@@ -58,18 +59,17 @@ int RunJsonl(const Tokenizer& tok) {
 }
 
 int Run(const Options& o) {
-  bool want_json = o.json && !o.jsonl;
   if (o.dir.empty() == o.tokenizer_file.empty() || o.jsonl == o.has_text) {
     return ReportFailure({Error{ErrorCode::kUsage, "",
                                 "give DIR or --tokenizer FILE, and --jsonl or --text TEXT"}},
-                         want_json);
+                         o.json);
   }
   if (!o.dir.empty()) {
-    if (Status s = CheckFolder(o.dir); !s) return ReportFailure(s.errors(), want_json);
+    if (Status s = CheckFolder(o.dir); !s) return ReportFailure(s.errors(), o.json);
   }
   auto tok = Load(o);
-  if (!tok.ok()) return ReportFailure(tok.errors(), want_json);
-  if (o.jsonl) return RunJsonl(**tok);
+  if (!tok.ok()) return ReportFailure(tok.errors(), o.json);
+  if (o.jsonl) return RunJsonl(**tok, o.json);
   OrderedJson result = Encoded(**tok, o.text);
   if (o.json) {
     OrderedJson out{{"ok", true}, {"kind", std::string((*tok)->Kind())}};
@@ -94,7 +94,7 @@ const Registration kTokenize(700, [](CLI::App& app) {
   cmd->add_flag("--jsonl", o->jsonl, "Read {\"text\": ...} lines on stdin, write {\"ids\", \"decoded\"} lines");
   cmd->add_option_function<std::string>(
       "--text", [o](const std::string& t) { o->text = t; o->has_text = true; }, "One text to encode");
-  cmd->add_flag("--json", o->json, "With --text: one JSON object on stdout");
+  cmd->add_flag("--json", o->json, "With --text: one JSON object on stdout; with --jsonl: a failure as one JSON line");
   return [o]() { return Run(*o); };
 });
 

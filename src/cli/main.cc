@@ -97,28 +97,47 @@ int Uncaught(const char* what, int argc, char** argv) {
   return mlc::cli::ReportFailure(errors, WantsJson(argc, argv), "");
 }
 
-// argv[1] when it names no subcommand (and is not an option): "unknown subcommand", with the
-// nearest name when one is close ("did you mean").
-std::optional<mlc::Error> UnknownSubcommand(const CLI::App& app, int argc, char** argv) {
-  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
-  const std::string given = argv[1];
+// The nearest of the names to `given` when one is close enough to suggest, else "".
+std::string NearestName(const std::string& given, const std::vector<std::string>& names) {
   std::string best;
   size_t best_distance = SIZE_MAX;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
-    if (sub->get_name() == given) return std::nullopt;
-    size_t d = mlc::cli::EditDistance(given, sub->get_name());
+  for (const std::string& name : names) {
+    size_t d = mlc::cli::EditDistance(given, name);
     if (d < best_distance) {
       best_distance = d;
-      best = sub->get_name();
+      best = name;
     }
   }
-  std::string message = "unknown subcommand \"" + mlc::EscapeControl(given) + "\"";
-  if (best_distance <= std::max<size_t>(2, given.size() / 3)) {
-    message += "; did you mean \"" + best + "\"?";
-  } else {
-    message += " (see --help for the subcommands)";
+  return best_distance <= std::max<size_t>(2, given.size() / 3) ? best : "";
+}
+
+// The first word of the command line that should name a subcommand and names none: "unknown
+// subcommand", with the nearest name when one is close ("did you mean"). Walks nested
+// subcommands (`emit pakage`) as long as the words name them; stops at the first option.
+std::optional<mlc::Error> UnknownSubcommand(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* level = &app;
+  std::string parents;
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    const std::string given = argv[i];
+    std::vector<std::string> names;
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : level->get_subcommands([](const CLI::App*) { return true; })) {
+      names.push_back(sub->get_name());
+      if (sub->get_name() == given) next = sub;
+    }
+    if (names.empty()) return std::nullopt;  // a leaf command: the rest are its arguments
+    if (next == nullptr) {
+      std::string message = "unknown subcommand \"" + mlc::EscapeControl(given) + "\"";
+      if (!parents.empty()) message += " of \"" + parents + "\"";
+      std::string best = NearestName(given, names);
+      message += best.empty() ? " (see " + (parents.empty() ? "" : parents + " ") + "--help for the subcommands)"
+                              : "; did you mean \"" + best + "\"?";
+      return mlc::cli::UsageError(message);
+    }
+    parents += (parents.empty() ? "" : " ") + given;
+    level = next;
   }
-  return mlc::cli::UsageError(message);
+  return std::nullopt;
 }
 
 int RunMain(int argc, char** argv);
