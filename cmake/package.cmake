@@ -2,7 +2,7 @@
 # - libmlc_manifest.so.1: the C API of include/mlc_manifest/mlc_manifest.h (src/capi/) over the
 #   static library, exporting the mlc_* functions and nothing else (src/capi/exports.map);
 # - the Python module mlc_manifest (python/, pybind11), not in sanitizer builds;
-# - cmake --install rules: headers, the library, the image module, the CLI, the CMake package
+# - cmake --install rules: headers, the library, the modules (image, audio, HTTP), the CLI, the CMake package
 #   (find_package(mlc_manifest CONFIG) -> mlc_manifest::mlc_manifest), mlc-manifest.pc;
 # - the tests of all that (exported symbols, pytest, an install and two external programs).
 include(GNUInstallDirs)
@@ -11,7 +11,10 @@ include(CMakePackageConfigHelpers)
 set(MLC_SOVERSION 1)  # the C ABI's version: bump on an incompatible change
 set(MLC_MODULE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/mlc_manifest)
 target_compile_definitions(mlc_manifest PRIVATE
-    MLC_IMAGE_MODULE_INSTALL_PATH="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest/libmlc_manifest_vips.so")
+    MLC_IMAGE_MODULE_INSTALL_PATH="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest/libmlc_manifest_vips.so"
+    MLC_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest")
+# The modules the library opens on demand, installed together in MLC_MODULE_INSTALL_DIR.
+set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_http)
 
 # ---- the shared library ----
 file(GLOB MLC_CAPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/capi/*.cc)
@@ -60,19 +63,21 @@ if(pybind11_FOUND AND MLC_PY_SOURCES)
           COMPONENT python)
   install(FILES ${PROJECT_SOURCE_DIR}/python/mlc_manifest/__init__.py
           DESTINATION ${MLC_PYTHON_INSTALL_DIR}/mlc_manifest COMPONENT python)
-  # The image module is found beside the code that loads it: a relative link from the package
-  # folder to the installed module, so an unpacked or relocated tree works too.
-  file(RELATIVE_PATH MLC_PY_TO_MODULE /${MLC_PYTHON_INSTALL_DIR}/mlc_manifest
-       /${MLC_MODULE_INSTALL_DIR}/libmlc_manifest_vips.so)
-  install(CODE "file(CREATE_LINK ${MLC_PY_TO_MODULE}
-      \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${MLC_PYTHON_INSTALL_DIR}/mlc_manifest/libmlc_manifest_vips.so
-      SYMBOLIC)" COMPONENT python)
+  # The modules are found beside the code that loads them: relative links from the package
+  # folder to the installed modules, so an unpacked or relocated tree works too.
+  foreach(module ${MLC_MODULES})
+    file(RELATIVE_PATH MLC_PY_TO_MODULE /${MLC_PYTHON_INSTALL_DIR}/mlc_manifest
+         /${MLC_MODULE_INSTALL_DIR}/lib${module}.so)
+    install(CODE "file(CREATE_LINK ${MLC_PY_TO_MODULE}
+        \$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${MLC_PYTHON_INSTALL_DIR}/mlc_manifest/lib${module}.so
+        SYMBOLIC)" COMPONENT python)
+  endforeach()
 endif()
 
 # ---- install ----
 install(TARGETS mlc_manifest_shared EXPORT mlc_manifestTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
-install(TARGETS mlc_manifest_vips LIBRARY DESTINATION ${MLC_MODULE_INSTALL_DIR} COMPONENT lib)
+install(TARGETS ${MLC_MODULES} LIBRARY DESTINATION ${MLC_MODULE_INSTALL_DIR} COMPONENT lib)
 install(TARGETS mlc-manifest RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES ${PROJECT_SOURCE_DIR}/include/mlc_manifest/mlc_manifest.h
               ${PROJECT_BINARY_DIR}/include/mlc_manifest/version.h

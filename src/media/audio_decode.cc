@@ -1,10 +1,8 @@
 // The audio frontend's decoders: plain 16-bit PCM WAV read directly (the common case, with the
-// same samples libsndfile gives and a third of its work), libsndfile over a file of the Env or
-// over bytes in memory (sf_open_virtual) for everything else, and raw float samples. Each reads
+// same samples libsndfile gives and a third of its work), libsndfile (in the audio module) over a
+// file of the Env or over bytes in memory for everything else, and raw float samples. Each reads
 // blocks of frames, averages the channels and feeds the streaming pipeline, never holding the
 // whole source.
-#include <sndfile.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "media/audio_backend.h"
 #include "media/audio_internal.h"
 #include "mlc_manifest/audio.h"
 #include "mlc_manifest/env.h"
@@ -29,68 +28,27 @@ using audio_internal::MonoPipeline;
 // About this many interleaved samples are decoded per block, whatever the channel count.
 constexpr int64_t kBlockSamples = 1 << 15;
 
-struct SndfileCloser {
-  void operator()(SNDFILE* f) const { sf_close(f); }
+// A decoder of the audio module, closed when it goes out of scope.
+class Decoder {
+ public:
+  Decoder(const MlcAudioBackend* backend, MlcAudioDecoder* decoder) : backend_(backend), d_(decoder) {}
+  ~Decoder() { backend_->close(d_); }
+  Decoder(const Decoder&) = delete;
+  Decoder& operator=(const Decoder&) = delete;
+  const MlcAudioBackend& backend() const { return *backend_; }
+  MlcAudioDecoder* get() const { return d_; }
+
+ private:
+  const MlcAudioBackend* backend_;
+  MlcAudioDecoder* d_;
 };
-using SndfilePtr = std::unique_ptr<SNDFILE, SndfileCloser>;
 
-std::string ContainerName(int format) {
-  switch (format & SF_FORMAT_TYPEMASK) {
-    case SF_FORMAT_WAV: return "WAV";
-    case SF_FORMAT_WAVEX: return "WAVEX";
-    case SF_FORMAT_RF64: return "RF64";
-    case SF_FORMAT_W64: return "W64";
-    case SF_FORMAT_AIFF: return "AIFF";
-    case SF_FORMAT_AU: return "AU";
-    case SF_FORMAT_CAF: return "CAF";
-    case SF_FORMAT_FLAC: return "FLAC";
-    case SF_FORMAT_OGG: return "OGG";
-    case SF_FORMAT_MPEG: return "MP3";
-    default: break;
-  }
-  SF_FORMAT_INFO info{};
-  info.format = format & SF_FORMAT_TYPEMASK;
-  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof info) == 0 && info.name) {
-    return info.name;
-  }
-  return "unknown";
-}
-
-std::string SampleFormatName(int format) {
-  switch (format & SF_FORMAT_SUBMASK) {
-    case SF_FORMAT_PCM_U8: return "pcm_u8";
-    case SF_FORMAT_PCM_S8: return "pcm_s8";
-    case SF_FORMAT_PCM_16: return "pcm_s16";
-    case SF_FORMAT_PCM_24: return "pcm_s24";
-    case SF_FORMAT_PCM_32: return "pcm_s32";
-    case SF_FORMAT_FLOAT: return "f32";
-    case SF_FORMAT_DOUBLE: return "f64";
-    case SF_FORMAT_ULAW: return "ulaw";
-    case SF_FORMAT_ALAW: return "alaw";
-    case SF_FORMAT_IMA_ADPCM: return "ima_adpcm";
-    case SF_FORMAT_MS_ADPCM: return "ms_adpcm";
-    case SF_FORMAT_GSM610: return "gsm610";
-    case SF_FORMAT_VORBIS: return "vorbis";
-    case SF_FORMAT_OPUS: return "opus";
-    case SF_FORMAT_MPEG_LAYER_I: return "mp1";
-    case SF_FORMAT_MPEG_LAYER_II: return "mp2";
-    case SF_FORMAT_MPEG_LAYER_III: return "mp3";
-    default: break;
-  }
-  SF_FORMAT_INFO info{};
-  info.format = format & SF_FORMAT_SUBMASK;
-  if (sf_command(nullptr, SFC_GET_FORMAT_INFO, &info, sizeof info) == 0 && info.name) {
-    return info.name;
-  }
-  return "unknown";
-}
-
-AudioSourceInfo SourceInfo(const SF_INFO& info) {
+AudioSourceInfo SourceInfo(const MlcAudioFormat& f) {
   AudioSourceInfo s;
-  s.container = ContainerName(info.format);
-  s.sample_format = SampleFormatName(info.format);
-  s.sample_rate_hz = info.samplerate;
-  s.channels = info.channels;
+  s.container = f.container;
+  s.sample_format = f.sample_format;
+  s.sample_rate_hz = f.sample_rate_hz;
+  s.channels = f.channels;
   return s;
 }
 
@@ -119,48 +77,61 @@ Error NotAudio(const std::string& file, std::string_view head, int64_t sample_ra
                             std::to_string(sample_rate_hz) + " out.wav`");
 }
 
-// Reads every frame of an open file into the pipeline. Checks the header first.
-Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDecode& processor,
-                                const AudioOptions& options) {
-  Status shape = audio_internal::CheckSourceShape(info.samplerate, info.channels, options);
+// Reads every frame of an open recording into the pipeline. Checks the header first.
+Result<DecodedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& format,
+                                const AudioDecode& processor, const AudioOptions& options) {
+  Status shape = audio_internal::CheckSourceShape(format.sample_rate_hz, format.channels, options);
   MLC_RETURN_IF_ERROR(shape);
-  if (info.frames != SF_COUNT_MAX) {
-    Status declared = audio_internal::CheckDeclaredFrames(info.frames, info.samplerate, processor);
+  if (format.frames >= 0) {
+    Status declared = audio_internal::CheckDeclaredFrames(format.frames, format.sample_rate_hz, processor);
     MLC_RETURN_IF_ERROR(declared);
   }
-  auto pipeline = MonoPipeline::Create(info.samplerate, processor, options);
+  auto pipeline = MonoPipeline::Create(format.sample_rate_hz, processor, options);
   MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
-  if (info.frames != SF_COUNT_MAX) pipe.ReserveFor(info.frames);
+  if (format.frames >= 0) pipe.ReserveFor(format.frames);
 
-  // Integer PCM as doubles scaled by 1/2^(bits-1) (exact); float data unscaled.
-  sf_command(sf, SFC_SET_NORM_DOUBLE, nullptr, SF_TRUE);
-  sf_command(sf, SFC_SET_SCALE_FLOAT_INT_READ, nullptr, SF_FALSE);
-  const int64_t channels = info.channels;
+  const int64_t channels = format.channels;
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
   std::vector<double> block(static_cast<size_t>(block_frames * channels));
   std::vector<float> mono(static_cast<size_t>(block_frames));
+  MlcAudioError error{};
   for (;;) {
-    sf_count_t got = sf_readf_double(sf, block.data(), block_frames);
-    if (got <= 0) break;
+    const int64_t got = decoder.backend().read(decoder.get(), block.data(), block_frames, &error);
+    if (got < 0) {
+      return Invalid("frame " + std::to_string(pipe.frames()),
+                     std::string("decoding failed: ") + error.message);
+    }
+    if (got == 0) break;
     Status mixed = audio_internal::DownmixDouble(block.data(), got, channels, pipe.frames(),
                                                  mono.data());
     MLC_RETURN_IF_ERROR(mixed);
     Status pushed = pipe.Push(mono.data(), got);
     MLC_RETURN_IF_ERROR(pushed);
   }
-  if (sf_error(sf) != SF_ERR_NO_ERROR) {
-    return Invalid("frame " + std::to_string(pipe.frames()),
-                   std::string("decoding failed: ") + sf_strerror(sf));
-  }
   auto samples = pipe.Finish();
   MLC_RETURN_IF_ERROR(samples);
   DecodedAudio out;
   out.samples = std::move(*samples);
   out.sample_rate_hz = processor.sample_rate_hz;
-  out.source = SourceInfo(info);
+  out.source = SourceInfo(format);
   Finalize(out.source, pipe.frames());
   return out;
+}
+
+// Opens a recording with the audio module and decodes it; not audio: NotAudio's error (file
+// names the input in its hint, "" for bytes in memory).
+Result<DecodedAudio> DecodeWithModule(const MlcAudioSource& source, std::string_view head,
+                                      const std::string& file, const AudioDecode& processor,
+                                      const AudioOptions& options) {
+  auto backend = LoadAudioBackend();
+  MLC_RETURN_IF_ERROR(backend);
+  MlcAudioFormat format{};
+  MlcAudioError error{};
+  MlcAudioDecoder* opened = (*backend)->open(&source, &format, &error);
+  if (!opened) return NotAudio(file, head, processor.sample_rate_hz);
+  Decoder decoder(*backend, opened);
+  return DecodeOpen(decoder, format, processor, options);
 }
 
 // RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
@@ -328,42 +299,14 @@ Result<DecodedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav,
   return out;
 }
 
-// sf_open_virtual callbacks over a byte range.
-struct MemoryStream {
-  const char* data;
-  sf_count_t size;
-  sf_count_t pos;
-};
-
-sf_count_t MemLength(void* user) { return static_cast<MemoryStream*>(user)->size; }
-
-// A seek of a stream of `size` bytes now at *pos: the new position, or -1 (out of range).
-sf_count_t SeekWithin(sf_count_t size, sf_count_t* pos, sf_count_t offset, int whence) {
-  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? *pos : size;
-  sf_count_t target = base + offset;
-  if (offset > 0 && target < base) return -1;  // overflow
-  if (target < 0) return -1;
-  *pos = target;
-  return *pos;
+// The audio module's source over bytes in memory.
+int64_t ReadMemory(void* context, int64_t offset, void* buffer, int64_t n) {
+  const std::string_view bytes = *static_cast<const std::string_view*>(context);
+  if (offset < 0 || static_cast<uint64_t>(offset) >= bytes.size() || n <= 0) return 0;
+  const size_t k = std::min<size_t>(static_cast<size_t>(n), bytes.size() - static_cast<size_t>(offset));
+  std::memcpy(buffer, bytes.data() + offset, k);
+  return static_cast<int64_t>(k);
 }
-
-sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
-  auto* m = static_cast<MemoryStream*>(user);
-  return SeekWithin(m->size, &m->pos, offset, whence);
-}
-
-sf_count_t MemRead(void* ptr, sf_count_t count, void* user) {
-  auto* m = static_cast<MemoryStream*>(user);
-  if (count <= 0 || m->pos >= m->size) return 0;
-  sf_count_t n = std::min(count, m->size - m->pos);
-  std::memcpy(ptr, m->data + m->pos, static_cast<size_t>(n));
-  m->pos += n;
-  return n;
-}
-
-sf_count_t MemWrite(const void*, sf_count_t, void*) { return 0; }
-
-sf_count_t MemTell(void* user) { return static_cast<MemoryStream*>(user)->pos; }
 
 // Reads n bytes at `at` of a file, looping over short reads; fewer only at the end of the file.
 // A read error is kept in *failure (the first one) and ends this and every later read.
@@ -381,32 +324,20 @@ size_t ReadFully(RandomAccessFile& file, Status* failure, uint64_t at, unsigned 
   return got;
 }
 
-// sf_open_virtual callbacks over a file of the Env.
-struct FileStream {
+// The audio module's source over a file of the Env; a read error is kept in *failure.
+struct FileSource {
   RandomAccessFile* file;
-  sf_count_t size;
-  sf_count_t pos;
   Status* failure;
 };
 
-sf_count_t FileLength(void* user) { return static_cast<FileStream*>(user)->size; }
-
-sf_count_t FileSeek(sf_count_t offset, int whence, void* user) {
-  auto* f = static_cast<FileStream*>(user);
-  return SeekWithin(f->size, &f->pos, offset, whence);
+int64_t ReadFileSource(void* context, int64_t offset, void* buffer, int64_t n) {
+  auto* f = static_cast<FileSource*>(context);
+  if (offset < 0 || n <= 0) return 0;
+  const size_t got = ReadFully(*f->file, f->failure, static_cast<uint64_t>(offset),
+                               static_cast<unsigned char*>(buffer), static_cast<size_t>(n));
+  if (got == 0 && !f->failure->ok()) return -1;
+  return static_cast<int64_t>(got);
 }
-
-sf_count_t FileRead(void* ptr, sf_count_t count, void* user) {
-  auto* f = static_cast<FileStream*>(user);
-  if (count <= 0 || f->pos >= f->size) return 0;
-  size_t want = static_cast<size_t>(std::min(count, f->size - f->pos));
-  size_t got = ReadFully(*f->file, f->failure, static_cast<uint64_t>(f->pos),
-                         static_cast<unsigned char*>(ptr), want);
-  f->pos += static_cast<sf_count_t>(got);
-  return static_cast<sf_count_t>(got);
-}
-
-sf_count_t FileTell(void* user) { return static_cast<FileStream*>(user)->pos; }
 
 // The errors of decoding the file at path name it as their document; a read error of the file
 // wins over what the decoder made of it.
@@ -446,17 +377,11 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
   unsigned char head[16] = {};
   size_t head_size = read_file(0, head, sizeof(head));
   MLC_RETURN_IF_ERROR(failure);
-  FileStream stream{&f, static_cast<sf_count_t>(size), 0, &failure};
-  SF_VIRTUAL_IO io{FileLength, FileSeek, FileRead, MemWrite, FileTell};
-  SF_INFO info{};
-  SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
-  MLC_RETURN_IF_ERROR(failure);
-  if (!sf) {
-    return InDocument(Errors{NotAudio(path, std::string_view(reinterpret_cast<const char*>(head), head_size),
-                                      processor.sample_rate_hz)},
-                      path);
-  }
-  return InFile(path, failure, DecodeOpen(sf.get(), info, processor, options));
+  FileSource context{&f, &failure};
+  const MlcAudioSource source{&context, static_cast<int64_t>(size), ReadFileSource};
+  auto decoded = DecodeWithModule(source, std::string_view(reinterpret_cast<const char*>(head), head_size),
+                                  path, processor, options);
+  return InFile(path, failure, std::move(decoded));
 }
 
 Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
@@ -472,12 +397,8 @@ Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode
   Status chunks = CheckRiffChunks(read_mem, bytes.size(), "");
   MLC_RETURN_IF_ERROR(chunks);
   if (auto wav = FindPcm16Wav(read_mem, bytes.size())) return DecodePcm16Wav(read_mem, *wav, processor, options);
-  MemoryStream stream{bytes.data(), static_cast<sf_count_t>(bytes.size()), 0};
-  SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
-  SF_INFO info{};
-  SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
-  if (!sf) return NotAudio("", bytes.substr(0, 16), processor.sample_rate_hz);
-  return DecodeOpen(sf.get(), info, processor, options);
+  const MlcAudioSource source{&bytes, static_cast<int64_t>(bytes.size()), ReadMemory};
+  return DecodeWithModule(source, bytes.substr(0, 16), "", processor, options);
 }
 
 Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int64_t channels,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "media/audio_backend.h"
 #include "mlc_manifest/audio.h"
 
 namespace mlc::audio_internal {
@@ -27,8 +28,8 @@ Status DownmixFloat(const float* in, int64_t frames, int64_t channels, int64_t f
                     float* out);
 
 // Consumes mono blocks at the source rate and yields the canonical output: passes samples
-// through at the same rate, else resamples them with soxr as they arrive. Rejects the
-// recording as soon as it grows past max_samples.
+// through at the same rate, else resamples them with soxr (the audio module) as they arrive.
+// Rejects the recording as soon as it grows past max_samples.
 class MonoPipeline {
  public:
   static Result<std::unique_ptr<MonoPipeline>> Create(int64_t source_rate_hz,
@@ -55,7 +56,8 @@ class MonoPipeline {
 
   int64_t source_rate_hz_;
   AudioDecode processor_;
-  void* soxr_ = nullptr;  // soxr_t; null when the rates are equal
+  const MlcAudioBackend* backend_ = nullptr;
+  MlcResampler* resampler_ = nullptr;  // null when the rates are equal
   int64_t frames_ = 0;
   std::vector<float> out_;
   std::vector<float> scratch_;

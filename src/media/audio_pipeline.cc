@@ -1,11 +1,11 @@
 // The audio frontend's streaming core: canonical lengths (SPEC 6.1), channel averaging with the
-// non-finite check, and soxr resampling fed block by block so memory follows the output size.
-#include <soxr.h>
-
+// non-finite check, and soxr resampling (through the audio module) fed block by block so memory
+// follows the output size.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "media/audio_backend.h"
 #include "media/audio_internal.h"
 
 namespace mlc {
@@ -157,7 +157,7 @@ MonoPipeline::MonoPipeline(int64_t source_rate_hz, const AudioDecode& processor)
     : source_rate_hz_(source_rate_hz), processor_(processor) {}
 
 MonoPipeline::~MonoPipeline() {
-  if (soxr_) soxr_delete(static_cast<soxr_t>(soxr_));
+  if (resampler_) backend_->resampler_delete(resampler_);
 }
 
 Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_hz,
@@ -172,26 +172,21 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
                          std::to_string(processor.sample_rate_hz) +
                          " Hz is over the ratio limit of " + std::to_string(options.max_rate_ratio));
   }
-  ResampleQuality quality = options.quality;
   std::unique_ptr<MonoPipeline> p(new MonoPipeline(source_rate_hz, processor));
   if (source_rate_hz == processor.sample_rate_hz) return p;
-  soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-  // soxr's recipes roll the passband off by up to 0.01 dB towards its edge (0.913 of Nyquist),
-  // which costs 7 kHz tones at 16 kHz output to ~62 dB SNR from 44.1 kHz; ROLLOFF_NONE keeps
-  // the passband flat (>= 130 dB SNR) with the same stopband (>= 125 dB from Nyquist).
-  soxr_quality_spec_t q = soxr_quality_spec(
-      quality == ResampleQuality::kVeryHigh ? SOXR_VHQ : SOXR_HQ, SOXR_ROLLOFF_NONE);
-  soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-  soxr_error_t err = nullptr;
-  soxr_t s = soxr_create(static_cast<double>(source_rate_hz),
-                         static_cast<double>(processor.sample_rate_hz), 1, &err, &io, &q, &rt);
-  if (!s || err) {
-    if (s) soxr_delete(s);
+  auto backend = LoadAudioBackend();
+  MLC_RETURN_IF_ERROR(backend);
+  MlcAudioError error{};
+  MlcResampler* r = (*backend)->resampler_create(
+      static_cast<double>(source_rate_hz), static_cast<double>(processor.sample_rate_hz),
+      options.quality == ResampleQuality::kVeryHigh ? 1 : 0, &error);
+  if (!r) {
     return Error{ErrorCode::kUnsupported, "",
                  std::string("cannot resample ") + std::to_string(source_rate_hz) + " Hz to " +
-                     std::to_string(processor.sample_rate_hz) + " Hz: " + (err ? err : "soxr failed")};
+                     std::to_string(processor.sample_rate_hz) + " Hz: " + error.message};
   }
-  p->soxr_ = s;
+  p->backend_ = *backend;
+  p->resampler_ = r;
   p->scratch_.resize(kScratchSamples);
   return p;
 }
@@ -209,15 +204,16 @@ void MonoPipeline::Append(const float* data, size_t count) {
 }
 
 Status MonoPipeline::Resample(const float* in, size_t count) {
-  soxr_t s = static_cast<soxr_t>(soxr_);
   size_t consumed = 0;
   int idle = 0;
   // in == nullptr flushes: drain until soxr has nothing more to give.
   for (;;) {
     size_t idone = 0, odone = 0;
-    soxr_error_t err = soxr_process(s, in ? in + consumed : nullptr, in ? count - consumed : 0,
-                                    &idone, scratch_.data(), scratch_.size(), &odone);
-    if (err) return Error{ErrorCode::kUnsupported, "", std::string("resampler failed: ") + err};
+    MlcAudioError error{};
+    if (!backend_->resample(resampler_, in ? in + consumed : nullptr, in ? count - consumed : 0,
+                            &idone, scratch_.data(), scratch_.size(), &odone, &error)) {
+      return Error{ErrorCode::kUnsupported, "", std::string("resampler failed: ") + error.message};
+    }
     Append(scratch_.data(), odone);
     consumed += idone;
     if (in == nullptr) {
@@ -238,7 +234,7 @@ Status MonoPipeline::Push(const float* mono, int64_t count) {
     return TooLong(total, source_rate_hz_, processor_, true);
   }
   frames_ = total;
-  if (!soxr_) {
+  if (!resampler_) {
     Append(mono, static_cast<size_t>(count));
     return Status::Ok();
   }
@@ -250,7 +246,7 @@ Result<std::vector<float>> MonoPipeline::Finish() {
   int64_t n = CanonicalAudioLength(frames_, source_rate_hz_, processor_.sample_rate_hz);
   if (n < processor_.min_samples) return TooShort(frames_, source_rate_hz_, processor_);
   if (n > processor_.max_samples) return TooLong(frames_, source_rate_hz_, processor_, false);
-  if (soxr_) {
+  if (resampler_) {
     Status flushed = Resample(nullptr, 0);
     MLC_RETURN_IF_ERROR(flushed);
   }

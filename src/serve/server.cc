@@ -1,9 +1,9 @@
-// The HTTP server (cpp-httplib): routes, limits and the OpenAI wire format around the engine.
+// The HTTP server (cpp-httplib, in the HTTP module: serve/http_backend.h): routes, limits and the
+// OpenAI wire format around the engine.
 // A chat completion is parsed, built into a prompt with the package's conversation template
 // (media parts decoded from data: URLs, or local files when allowed), queued on the engine and
 // answered as one JSON object or as server-sent events; a client that goes away cancels its
 // request. Every failure is an OpenAI-style error object with a 4xx (5xx only for our own faults).
-#include <httplib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,7 +15,7 @@
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/serve.h"
-#include "serve/http_server.h"
+#include "serve/http_backend.h"
 
 namespace mlc {
 namespace {
@@ -53,14 +53,34 @@ std::string Dump(const OrderedJson& j) {
   return j.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
 }
 
-void SendJson(httplib::Response& res, int status, const OrderedJson& body) {
-  res.status = status;
-  res.set_content(Dump(body), "application/json");
+// The response of one request, written through the module's table.
+struct Reply {
+  const MlcHttpBackend* http;
+  MlcHttpResponse* res;
+};
+
+void SendJson(const Reply& res, int status, const OrderedJson& body) {
+  const std::string text = Dump(body);
+  res.http->set_status(res.res, status);
+  res.http->set_content(res.res, text.data(), text.size(), "application/json");
 }
 
-void SendError(httplib::Response& res, int status, const OrderedJson& error) {
+void SendError(const Reply& res, int status, const OrderedJson& error) {
   SendJson(res, status, error);
 }
+
+// The server's routes, in the order of Route's values.
+enum class Route { kHealth, kModels, kChatCompletions };
+constexpr MlcHttpRoute kRoutes[] = {
+    {"GET", "/health"}, {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"}};
+
+// Closes the module's server.
+struct HttpServerCloser {
+  const MlcHttpBackend* http = nullptr;
+  void operator()(MlcHttpServer* s) const {
+    if (s) http->destroy(s);
+  }
+};
 
 // 400 for what the client sent, 413/429 for limits it hit, 500 for our own faults.
 int StatusFor(const Errors& errors) {
@@ -114,21 +134,26 @@ struct Server::Impl {
   std::vector<int32_t> stop_ids;
   SamplerConfig defaults;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<serve::HttpServer> http;
+  const MlcHttpBackend* http_backend = nullptr;
+  MlcHttpHandler handler{};
+  std::unique_ptr<MlcHttpServer, HttpServerCloser> http;
   std::string model_id;
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
   int port = 0;
 
-  void Routes();
-  void ChatCompletions(const httplib::Request& req, httplib::Response& res);
+  // Creates the module's server with the routes and their handler.
+  Status StartHttp();
+  void Handle(Route route, std::string_view body, const Reply& res);
+  void ChatCompletions(std::string_view body, const Reply& res);
   // Messages -> the engine's request (media decoded); errors are the client's.
   Result<GenerationRequest> BuildRequest(const ChatCompletionRequest& r);
   void Answer(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<Channel> channel,
-              const std::string& completion_id, httplib::Response& res);
+              const std::string& completion_id, const Reply& res);
   void Stream(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<Channel> channel,
-              const std::string& completion_id, httplib::Response& res);
+              const std::string& completion_id, const Reply& res);
+  struct StreamState;
   OrderedJson Chunk(const std::string& completion_id, int64_t created, OrderedJson delta,
                     OrderedJson finish_reason) const {
     return {{"id", completion_id},
@@ -171,49 +196,72 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
   auto engine = Engine::Start(impl->model, impl->tokenizer.get(), options.engine);
   MLC_RETURN_IF_ERROR(engine);
   impl->engine = std::move(*engine);
-  impl->http = std::make_unique<serve::HttpServer>(options.request_read_timeout_s);
-  impl->Routes();
+  Status http = impl->StartHttp();
+  MLC_RETURN_IF_ERROR(http);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-void Server::Impl::Routes() {
-  const int threads = options.max_concurrent + 16;
-  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http->set_payload_max_length(options.max_body_bytes);
-  http->set_read_timeout(options.idle_timeout_s, 0);
-  http->set_write_timeout(options.idle_timeout_s, 0);
-  http->set_keep_alive_timeout(options.idle_timeout_s);
-  http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    std::string message = res.status == 413   ? "the request body is larger than this server takes"
-                          : res.status == 404 ? "no such route"
-                                              : "the request could not be read";
-    std::string type = "invalid_request_error";
-    res.set_content(Dump(OpenAiError(message, type)), "application/json");
-  });
-  http->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    SendError(res, 500, OpenAiError("internal error", "server_error"));
-  });
-  http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    auto s = engine->stats();
-    SendJson(res, draining ? 503 : 200,
-             {{"status", draining ? "draining" : "ok"},
-              {"queued", s.queued},
-              {"running", s.running},
-              {"kv_free_pages", s.free_pages},
-              {"kv_total_pages", s.total_pages}});
-  });
-  http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200,
-             {{"object", "list"},
-              {"data", OrderedJson::array({{{"id", model_id},
-                                            {"object", "model"},
-                                            {"created", 0},
-                                            {"owned_by", "mlc-manifest"}}})}});
-  });
-  http->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    ChatCompletions(req, res);
-  });
+Status Server::Impl::StartHttp() {
+  auto backend = LoadHttpBackend();
+  MLC_RETURN_IF_ERROR(backend);
+  http_backend = *backend;
+  handler.context = this;
+  // No exception crosses the module's table: a handler that throws answers 500.
+  handler.handle = [](void* context, const MlcHttpRequest* request, MlcHttpResponse* response) {
+    auto* self = static_cast<Impl*>(context);
+    const Reply res{self->http_backend, response};
+    try {
+      self->Handle(static_cast<Route>(request->route),
+                   std::string_view(request->body, request->body_size), res);
+    } catch (...) {
+      SendError(res, 500, OpenAiError("internal error", "server_error"));
+    }
+  };
+  handler.error_body = [](void* context, int status, int internal, MlcHttpResponse* response) {
+    const Reply res{static_cast<Impl*>(context)->http_backend, response};
+    std::string message = internal        ? "internal error"
+                          : status == 413 ? "the request body is larger than this server takes"
+                          : status == 404 ? "no such route"
+                                          : "the request could not be read";
+    const std::string text = Dump(OpenAiError(message, internal ? "server_error" : "invalid_request_error"));
+    res.http->set_content(res.res, text.data(), text.size(), "application/json");
+  };
+  MlcHttpOptions o{};
+  o.max_body_bytes = options.max_body_bytes;
+  o.threads = options.max_concurrent + 16;
+  o.idle_timeout_s = options.idle_timeout_s;
+  o.request_read_timeout_s = options.request_read_timeout_s;
+  MlcHttpError error{};
+  MlcHttpServer* server = http_backend->create(&o, kRoutes, std::size(kRoutes), &handler, &error);
+  if (!server) return IoError("", error.message);
+  http = std::unique_ptr<MlcHttpServer, HttpServerCloser>(server, HttpServerCloser{http_backend});
+  return Status::Ok();
+}
+
+void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) {
+  switch (route) {
+    case Route::kHealth: {
+      auto s = engine->stats();
+      SendJson(res, draining ? 503 : 200,
+               {{"status", draining ? "draining" : "ok"},
+                {"queued", s.queued},
+                {"running", s.running},
+                {"kv_free_pages", s.free_pages},
+                {"kv_total_pages", s.total_pages}});
+      return;
+    }
+    case Route::kModels:
+      SendJson(res, 200,
+               {{"object", "list"},
+                {"data", OrderedJson::array({{{"id", model_id},
+                                              {"object", "model"},
+                                              {"created", 0},
+                                              {"owned_by", "mlc-manifest"}}})}});
+      return;
+    case Route::kChatCompletions:
+      ChatCompletions(body, res);
+      return;
+  }
 }
 
 Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest& r) {
@@ -244,7 +292,7 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   return g;
 }
 
-void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::ChatCompletions(std::string_view body, const Reply& res) {
   if (draining) {
     SendError(res, 503, OpenAiError("the server is shutting down", "server_error"));
     return;
@@ -266,7 +314,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
   }
   JsonLimits limits;
   limits.max_bytes = options.max_body_bytes;
-  auto doc = ParseJson(req.body, limits);
+  auto doc = ParseJson(body, limits);
   if (!doc) {
     SendError(res, 400, OpenAiError(doc.errors()));
     return;
@@ -299,7 +347,7 @@ void Server::Impl::ChatCompletions(const httplib::Request& req, httplib::Respons
 }
 
 void Server::Impl::Answer(uint64_t id, const ChatCompletionRequest&, std::shared_ptr<Channel> channel,
-                          const std::string& completion_id, httplib::Response& res) {
+                          const std::string& completion_id, const Reply& res) {
   const auto deadline = Clock::now() + std::chrono::seconds(options.request_timeout_s);
   std::string text;
   StreamEvent last;
@@ -334,89 +382,109 @@ void Server::Impl::Answer(uint64_t id, const ChatCompletionRequest&, std::shared
             {"usage", Usage(last)}});
 }
 
+// One streamed answer: the state its chunks are made from, owned by the module's stream until
+// its release.
+struct Server::Impl::StreamState {
+  Impl* server;
+  uint64_t id;
+  std::shared_ptr<Channel> channel;
+  std::string completion_id;
+  int64_t created;
+  Clock::time_point deadline;
+  bool usage;
+  bool started = false;
+  bool finished = false;
+
+  // The next chunks of the answer; false stops the stream (the client went away or it failed).
+  bool Provide(const MlcHttpBackend& backend, MlcHttpSink* sink);
+};
+
+bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSink* sink) {
+  auto write = [&](const std::string& text) {
+    return backend.sink_write(sink, text.data(), text.size()) != 0;
+  };
+  auto send = [&](const OrderedJson& j) { return write("data: " + Dump(j) + "\n\n"); };
+  if (!started) {
+    started = true;
+    if (!send(server->Chunk(completion_id, created, {{"role", "assistant"}, {"content", ""}}, nullptr))) {
+      return false;
+    }
+  }
+  if (Clock::now() > deadline) {
+    server->engine->Cancel(id);
+    send(OpenAiError("the reply took longer than the request timeout", "timeout"));
+    return false;
+  }
+  for (StreamEvent& e : channel->Take(std::chrono::milliseconds(100))) {
+    if (e.done && e.finish_reason == "error") {
+      send(OpenAiError(e.errors));
+      finished = true;
+      backend.sink_done(sink);
+      return true;
+    }
+    if (!e.text.empty() && !send(server->Chunk(completion_id, created, {{"content", e.text}}, nullptr))) {
+      return false;
+    }
+    if (e.done) {
+      if (!send(server->Chunk(completion_id, created, OrderedJson::object(),
+                              FinishReason(e.finish_reason)))) {
+        return false;
+      }
+      if (usage) {
+        OrderedJson u = {{"id", completion_id},
+                         {"object", "chat.completion.chunk"},
+                         {"created", created},
+                         {"model", server->model_id},
+                         {"choices", OrderedJson::array()},
+                         {"usage", Usage(e)}};
+        if (!send(u)) return false;
+      }
+      if (!write("data: [DONE]\n\n")) return false;
+      finished = true;
+      backend.sink_done(sink);
+      return true;
+    }
+  }
+  return backend.sink_writable(sink) != 0;
+}
+
 void Server::Impl::Stream(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<Channel> channel,
-                          const std::string& completion_id, httplib::Response& res) {
+                          const std::string& completion_id, const Reply& res) {
   int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
                         std::chrono::system_clock::now().time_since_epoch()).count();
-  auto started = std::make_shared<bool>(false);
-  auto finished = std::make_shared<bool>(false);
-  const auto deadline = Clock::now() + std::chrono::seconds(options.request_timeout_s);
-  const bool usage = r.include_usage;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, id, channel, completion_id, created, started, finished, deadline, usage](
-          size_t, httplib::DataSink& sink) {
-        auto send = [&sink](const OrderedJson& j) {
-          std::string line = "data: " + Dump(j) + "\n\n";
-          return sink.write(line.data(), line.size());
-        };
-        if (!*started) {
-          *started = true;
-          if (!send(Chunk(completion_id, created, {{"role", "assistant"}, {"content", ""}}, nullptr))) {
-            return false;
-          }
-        }
-        if (Clock::now() > deadline) {
-          engine->Cancel(id);
-          send(OpenAiError("the reply took longer than the request timeout", "timeout"));
-          return false;
-        }
-        for (StreamEvent& e : channel->Take(std::chrono::milliseconds(100))) {
-          if (e.done && e.finish_reason == "error") {
-            send(OpenAiError(e.errors));
-            *finished = true;
-            sink.done();
-            return true;
-          }
-          if (!e.text.empty() && !send(Chunk(completion_id, created, {{"content", e.text}}, nullptr))) {
-            return false;
-          }
-          if (e.done) {
-            if (!send(Chunk(completion_id, created, OrderedJson::object(),
-                            FinishReason(e.finish_reason)))) {
-              return false;
-            }
-            if (usage) {
-              OrderedJson u = {{"id", completion_id},
-                               {"object", "chat.completion.chunk"},
-                               {"created", created},
-                               {"model", model_id},
-                               {"choices", OrderedJson::array()},
-                               {"usage", Usage(e)}};
-              if (!send(u)) return false;
-            }
-            static const std::string kDone = "data: [DONE]\n\n";
-            if (!sink.write(kDone.data(), kDone.size())) return false;
-            *finished = true;
-            sink.done();
-            return true;
-          }
-        }
-        return sink.is_writable();
-      },
-      [this, id, finished](bool) {
-        if (!*finished) engine->Cancel(id);  // the client went away or the stream failed
-        --in_flight;
-      });
+  auto* state = new StreamState{this, id, std::move(channel), completion_id, created,
+                                Clock::now() + std::chrono::seconds(options.request_timeout_s),
+                                r.include_usage};
+  res.http->set_header(res.res, "Cache-Control", "no-cache");
+  MlcHttpStream stream{};
+  stream.context = state;
+  stream.provide = [](void* context, MlcHttpSink* sink) {
+    auto* s = static_cast<StreamState*>(context);
+    try {
+      return s->Provide(*s->server->http_backend, sink) ? 1 : 0;
+    } catch (...) {  // no exception crosses the module's table
+      return 0;
+    }
+  };
+  stream.release = [](void* context, int) {
+    std::unique_ptr<StreamState> s(static_cast<StreamState*>(context));
+    if (!s->finished) s->server->engine->Cancel(s->id);  // the client went away or the stream failed
+    --s->server->in_flight;
+  };
+  res.http->set_stream(res.res, "text/event-stream", stream);
 }
 
 Status Server::Bind() {
   Impl& s = *impl_;
-  if (s.options.port == 0) {
-    s.port = s.http->bind_to_any_port(s.options.host);
-    if (s.port <= 0) return IoError(s.options.host, "cannot bind to any port on this address");
-  } else {
-    if (!s.http->bind_to_port(s.options.host, s.options.port)) {
-      return IoError(s.options.host + ":" + std::to_string(s.options.port),
-                     "cannot bind (address in use or not available)");
-    }
-    s.port = s.options.port;
+  MlcHttpError error{};
+  if (!s.http_backend->bind(s.http.get(), s.options.host.c_str(), s.options.port, &s.port, &error)) {
+    return IoError(s.options.port == 0 ? s.options.host : s.options.host + ":" + std::to_string(s.options.port),
+                   error.message);
   }
   return Status::Ok();
 }
 
-void Server::Run() { impl_->http->listen_after_bind(); }
+void Server::Run() { impl_->http_backend->run(impl_->http.get()); }
 
 void Server::Stop(bool drain) {
   Impl& s = *impl_;
@@ -426,7 +494,7 @@ void Server::Stop(bool drain) {
   for (int i = 0; i < 600 && s.in_flight > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  s.http->stop();
+  s.http_backend->stop(s.http.get());
 }
 
 int Server::port() const { return impl_->port; }

@@ -16,7 +16,12 @@ trap 'rm -rf "$work"' EXIT
 
 /usr/bin/python3 -c "
 from PIL import Image
-Image.new('RGB', (20, 12), (200, 30, 90)).save('$work/red.png')"
+import math, struct, wave
+Image.new('RGB', (20, 12), (200, 30, 90)).save('$work/red.png')
+w = wave.open('$work/tone.wav', 'wb')
+w.setnchannels(1); w.setsampwidth(2); w.setframerate(44100)
+w.writeframes(b''.join(struct.pack('<h', int(8000 * math.sin(i / 7))) for i in range(4410)))
+w.close()"
 
 # Runs the three programs against an installed tree: $1 the tree, $2 its library folder.
 check_tree() {
@@ -39,6 +44,11 @@ check_tree() {
     { echo "libmlc_manifest.so.1 not loaded from $libdir" >&2; return 1; }
   grep -q "calling init: $libdir/mlc_manifest/libmlc_manifest_vips.so\$" "$work/$name-c.err" ||
     { echo "the image module was not loaded from $libdir/mlc_manifest" >&2; return 1; }
+  # The audio and HTTP modules are installed beside the image module.
+  for module in audio http; do
+    [ -f "$libdir/mlc_manifest/libmlc_manifest_$module.so" ] ||
+      { echo "no $libdir/mlc_manifest/libmlc_manifest_$module.so" >&2; return 1; }
+  done
   # C++ with find_package
   cmake -S "$src/tests/capi/external" -B "$work/$name-cxx" -DCMAKE_PREFIX_PATH="$root" \
     -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -54,7 +64,14 @@ b = mlc_manifest.bind('$example', '$example/compiled-program.json')
 print('python: bound', b['executor'], mlc_manifest.__version__)
 a = mlc_manifest.decode_image('$work/red.png', 4, 4)
 assert a.shape == (1, 4, 4, 3), a.shape
+s = mlc_manifest.decode_audio('$work/tone.wav', 16000)
+assert s.shape == (1600,), s.shape
 "
+    # The package links to the installed modules (so a relocated tree finds them).
+    for module in vips audio http; do
+      [ -e "$pydir/mlc_manifest/libmlc_manifest_$module.so" ] ||
+        { echo "no link to the $module module in $pydir/mlc_manifest" >&2; return 1; }
+    done
   else
     echo "python: no package in $pydir (built without pybind11?)" >&2
     return 1

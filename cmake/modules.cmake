@@ -1,0 +1,22 @@
+# The audio and HTTP modules (included from CMakeLists.txt), built like the image module: shared
+# objects the library opens with dlopen when a command first needs them (src/base/module_loader.cc),
+# each exporting one C table (src/media/audio_backend.h, src/serve/http_backend.h), so that only
+# the commands using them load libsndfile's codecs and soxr, or cpp-httplib with OpenSSL.
+function(mlc_add_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
+  add_library(${name} MODULE ${M_SOURCES})
+  set_target_properties(${name} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE ${MLC_WARNINGS})
+  target_link_libraries(${name} PRIVATE nlohmann_json::nlohmann_json ${M_LIBS})
+  if(NOT MLC_SANITIZE AND NOT MLC_FUZZ)
+    # Every symbol resolved at link time (sanitizer runtimes come from the executable).
+    target_link_options(${name} PRIVATE -Wl,--no-undefined)
+  endif()
+endfunction()
+
+mlc_add_module(mlc_manifest_audio SOURCES ${PROJECT_SOURCE_DIR}/src/audio_module/audio_module.cc
+               LIBS PkgConfig::SNDFILE PkgConfig::SOXR)
+file(GLOB MLC_HTTP_MODULE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/http_module/*.cc)
+mlc_add_module(mlc_manifest_http SOURCES ${MLC_HTTP_MODULE_SOURCES}
+               LIBS PkgConfig::HTTPLIB Threads::Threads)

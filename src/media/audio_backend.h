@@ -1,0 +1,72 @@
+// The audio codecs and the resampler live in a module of their own (libmlc_manifest_audio.so,
+// src/audio_module/): libsndfile with its codec libraries (FLAC, Vorbis, Opus, mpg123, LAME) and
+// soxr with OpenMP cost start-up that commands without audio should not pay. This is the table
+// the module exports -- plain C: opaque handles, the caller's byte source as callbacks, error
+// text in caller-provided buffers -- and the loader the audio frontend uses to reach it.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mlc_manifest/error.h"
+
+extern "C" {
+
+// Bumped whenever the table or a struct it passes changes.
+enum { MLC_AUDIO_BACKEND_ABI = 1 };
+
+// What went wrong, NUL-terminated and cut to fit.
+typedef struct MlcAudioError {
+  char message[512];
+} MlcAudioError;
+
+// The bytes a decoder reads: read_at fills up to n bytes at offset and returns the count (0 at
+// the end, -1 when the source failed: the caller keeps the reason).
+typedef struct MlcAudioSource {
+  void* context;
+  int64_t size;
+  int64_t (*read_at)(void* context, int64_t offset, void* buffer, int64_t n);
+} MlcAudioSource;
+
+// The header of an opened recording (frames: -1 when unknown).
+typedef struct MlcAudioFormat {
+  char container[32];      // "WAV", "FLAC", "OGG", "MP3", ...
+  char sample_format[32];  // "pcm_s16", "f32", "vorbis", ...
+  int64_t sample_rate_hz, channels, frames;
+} MlcAudioFormat;
+
+typedef struct MlcAudioDecoder MlcAudioDecoder;
+typedef struct MlcResampler MlcResampler;
+
+typedef struct MlcAudioBackend {
+  int abi;
+  // libsndfile over the source, which must outlive the decoder. NULL when it is not audio
+  // libsndfile reads. Reads give integer PCM as doubles scaled by 1/2^(bits-1), float unscaled.
+  MlcAudioDecoder* (*open)(const MlcAudioSource* source, MlcAudioFormat* format,
+                           MlcAudioError* error);
+  // Reads up to `frames` interleaved frames: the count, 0 at the end, -1 on a decoding error.
+  int64_t (*read)(MlcAudioDecoder* decoder, double* out, int64_t frames, MlcAudioError* error);
+  void (*close)(MlcAudioDecoder* decoder);
+  // soxr, one channel of float32, one thread, flat passband (HQ or, with very_high, VHQ).
+  MlcResampler* (*resampler_create)(double from_hz, double to_hz, int very_high,
+                                    MlcAudioError* error);
+  // Takes up to in_count samples (in NULL: flush) and gives up to out_room: 1, or 0 on failure.
+  int (*resample)(MlcResampler* resampler, const float* in, size_t in_count, size_t* consumed,
+                  float* out, size_t out_room, size_t* produced, MlcAudioError* error);
+  void (*resampler_delete)(MlcResampler* resampler);
+} MlcAudioBackend;
+
+// The module's one exported symbol.
+typedef const MlcAudioBackend* (*MlcAudioBackendEntry)(void);
+
+}  // extern "C"
+
+namespace mlc {
+
+// The module's file name; $MLC_MANIFEST_AUDIO_MODULE names the file to open instead.
+inline constexpr const char* kAudioModuleFile = "libmlc_manifest_audio.so";
+
+// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
+Result<const MlcAudioBackend*> LoadAudioBackend();
+
+}  // namespace mlc

@@ -1,0 +1,113 @@
+// The modules the library opens on demand (base/module_loader.h): a missing module is an I/O
+// error naming every place tried; commands load only the libraries they use (the audio module
+// for `audio`, the HTTP module for `serve`, neither for `version`).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "base/module_loader.h"
+#include "media/audio_backend.h"
+#include "serve/http_backend.h"
+#include "support/test_util.h"
+#include "support/wav_writer.h"
+
+namespace mlc {
+namespace {
+
+using test::TempDir;
+
+TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
+  const ModuleSpec spec{"libmlc_manifest_no_such_module.so", "MLC_MANIFEST_NO_SUCH_MODULE_FOR_TEST",
+                        "mlc_manifest_no_such_entry", "the test module", 1};
+  ::unsetenv(spec.env);
+  auto missing = OpenModule(spec, &CallModuleEntry<int>);
+  ASSERT_FALSE(missing.ok());
+  const Error& e = missing.error();
+  EXPECT_EQ(e.code, ErrorCode::kIo);
+  EXPECT_NE(e.message.find("the test module cannot be loaded; tried:"), std::string::npos) << e.message;
+  // The executable's folder, the build's output folder and the install folder.
+  const std::string exe_dir = std::string(MLC_BINARY_DIR);
+  EXPECT_NE(e.message.find("/libmlc_manifest_no_such_module.so:"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find(exe_dir + "/libmlc_manifest_no_such_module.so"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("/mlc_manifest/libmlc_manifest_no_such_module.so"), std::string::npos)
+      << e.message;
+  EXPECT_GE(std::count(e.message.begin(), e.message.end(), '\n'), 3) << e.message;
+
+  // With the variable set, that file alone is tried.
+  ::setenv(spec.env, "/nonexistent/libmlc_manifest_no_such_module.so", 1);
+  auto named = OpenModule(spec, &CallModuleEntry<int>);
+  ::unsetenv(spec.env);
+  ASSERT_FALSE(named.ok());
+  EXPECT_EQ(named.error().code, ErrorCode::kIo);
+  EXPECT_NE(named.error().message.find("tried:\n  /nonexistent/libmlc_manifest_no_such_module.so: "),
+            std::string::npos) << named.error().message;
+  EXPECT_EQ(std::count(named.error().message.begin(), named.error().message.end(), '\n'), 1);
+}
+
+TEST(ModuleLoader, WrongInterfaceVersionIsRefused) {
+  // The audio module itself, asked for with an interface version it does not have.
+  const ModuleSpec spec{kAudioModuleFile, "MLC_MANIFEST_AUDIO_MODULE_FOR_TEST",
+                        "mlc_manifest_audio_backend", "the audio module", MLC_AUDIO_BACKEND_ABI + 100};
+  auto wrong = OpenModule(spec, &CallModuleEntry<MlcAudioBackend>);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().code, ErrorCode::kIo);
+  EXPECT_NE(wrong.error().message.find("is not the audio module of this build"), std::string::npos)
+      << wrong.error().message;
+}
+
+TEST(ModuleLoader, TheModulesLoad) {
+  auto audio = LoadAudioBackend();
+  ASSERT_TRUE(audio.ok()) << FormatErrors(audio.errors());
+  EXPECT_EQ((*audio)->abi, MLC_AUDIO_BACKEND_ABI);
+  auto http = LoadHttpBackend();
+  ASSERT_TRUE(http.ok()) << FormatErrors(http.errors());
+  EXPECT_EQ((*http)->abi, MLC_HTTP_BACKEND_ABI);
+}
+
+// A 0.25 s stereo 44.1 kHz tone as 16-bit WAV.
+std::string ToneWav(const TempDir& dir) {
+  test::WavLayout l;
+  l.channels = 2;
+  l.sample_rate_hz = 44100;
+  return dir.Write("in.wav", test::EncodeWav(l, test::Tones({{1000, {0.5, 0.5}}}, 2, 44100, 11025)));
+}
+
+// The shared objects the dynamic linker loaded for a run of the CLI (LD_DEBUG=files).
+test::CliResult RunTracingLibraries(const std::vector<std::string>& args, const std::string& env = "") {
+  std::vector<std::string> argv = {"env", "LD_DEBUG=files"};
+  if (!env.empty()) argv.push_back(env);
+  argv.push_back(MLC_CLI_PATH);
+  argv.insert(argv.end(), args.begin(), args.end());
+  return test::RunProgram(argv);
+}
+
+TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
+  auto version = RunTracingLibraries({"version"});
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  for (const char* lib : {"libsndfile", "libsoxr", "libcpp-httplib", "libssl", "libbrotli", "libgomp",
+                          "libmlc_manifest_audio", "libmlc_manifest_http"}) {
+    EXPECT_EQ(version.err.find(lib), std::string::npos) << lib << " loaded by `version`";
+  }
+  TempDir dir;
+  const std::string wav = ToneWav(dir);
+  auto audio = RunTracingLibraries({"audio", wav, "-o", dir.File("a.npy"), "--rate", "16000"});
+  ASSERT_EQ(audio.exit_code, 0) << audio.err;
+  EXPECT_NE(audio.err.find("libmlc_manifest_audio.so"), std::string::npos);
+  EXPECT_NE(audio.err.find("libsoxr"), std::string::npos);
+  EXPECT_EQ(audio.err.find("libcpp-httplib"), std::string::npos) << "cpp-httplib loaded by `audio`";
+}
+
+TEST(ModuleLoader, AudioWithoutItsModuleIsAnIoError) {
+  TempDir dir;
+  const std::string wav = ToneWav(dir);
+  auto missing = RunTracingLibraries({"audio", wav, "-o", dir.File("b.npy"), "--rate", "16000", "--json"},
+                                     "MLC_MANIFEST_AUDIO_MODULE=/nonexistent/libmlc_manifest_audio.so");
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_audio.so"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("the audio module (libsndfile, soxr) cannot be loaded"), std::string::npos)
+      << missing.out;
+}
+
+}  // namespace
+}  // namespace mlc
