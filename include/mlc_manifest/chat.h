@@ -1,0 +1,52 @@
+// Chat over one KV cache (SPEC 7, turn after turn): the request turn of each round of a
+// conversation (the first a whole conversation, each later one the messages that follow the
+// reply before it) and the sampling settings a chat takes from mlc-chat-config.json.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/request.h"
+#include "mlc_manifest/sampler.h"
+#include "mlc_manifest/tokenizer.h"
+
+namespace mlc {
+
+// The request turns of one conversation. Owns its template and the messages prefilled so far;
+// the tokenizer is borrowed and must outlive this object. Media parts keep their bytes in memory
+// (RequestSegment.bytes): nothing is written to disk.
+class ChatTurns {
+ public:
+  ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer);
+
+  // The next turn. The first call takes the conversation (SPEC 7 from the first round); each
+  // later call takes the messages that follow `last_reply`, the text generated for the turn
+  // before (without its stop string), and continues it as a follow-up turn. Media files are
+  // resolved against base_dir. On an error the conversation is unchanged.
+  Result<RequestTurn> Next(const std::vector<ChatMessage>& messages, std::string_view last_reply,
+                           const std::string& base_dir);
+  // The same from a messages file (ReadMessagesFile); media relative to the file's folder.
+  Result<RequestTurn> NextFromFile(const std::string& file, std::string_view last_reply);
+
+  const ConvTemplate& tmpl() const { return tmpl_; }
+  // The messages prefilled so far, replies included.
+  const std::vector<ChatMessage>& history() const { return history_; }
+
+ private:
+  ConvTemplate tmpl_;
+  const Tokenizer& tokenizer_;
+  std::vector<ChatMessage> history_;
+};
+
+// The chat config's sampling fields (temperature, top_p, repetition_penalty, presence_penalty,
+// frequency_penalty) that are numbers, over `given`, except the fields named in `keep` (those
+// the caller was given explicitly). The result is not checked (CheckSamplerConfig).
+SamplerConfig ChatSamplerConfig(const SamplerConfig& given, const ChatConfig& config,
+                                const std::set<std::string>& keep = {});
+
+}  // namespace mlc
