@@ -161,22 +161,14 @@ class Library : public ModelLibrary {
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
   auto params = CpuParamSpecs(config);
   MLC_RETURN_IF_ERROR(params);
-  auto estimate = EstimateResources(*params, &config);
-  MLC_RETURN_IF_ERROR(estimate);
-  auto schema_id = ComputeParameterSchemaId(*params);
-  MLC_RETURN_IF_ERROR(schema_id);
-  CompiledProgram program;
-  program.interface_id = ComputeInterfaceId(cpu::TextTasks());
-  program.parameter_schema_id = *schema_id;
   Program p;
   p.kind = "token_generation";
   p.exports = {{"embed_tokens", "embed"},
                {"prefill_embeds", "prefill"},
                {"decode_embeds", "decode"},
                {"create_kv_cache", "create_tir_paged_kv_cache"}};
-  program.programs["generation"] = p;
-  program.resources = MakeResources(*estimate, {});
-  return program;
+  return AssembleCompiledProgram(ProgramParts{cpu::TextTasks(), {{"generation", p}}, *params, {}, false},
+                                 &config);
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
