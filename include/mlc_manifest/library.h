@@ -146,4 +146,17 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
 Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_dir,
                                                      const std::vector<ParamSpec>& order);
 
+// ---- Choosing a library for a package ----
+
+// Opens the library of a package folder.
+using LibraryOpener = Result<std::unique_ptr<ModelLibrary>> (*)(const std::string& package_dir);
+
+// A kind of library a package folder names by a file in it (the reference runtime's
+// reference-lib.json), registered by the target that implements it when that target is linked
+// in. OpenPackageLibrary (cpu_model.h) tries them in the order registered before the CPU
+// program. Thread-safe; the opener must live as long as the program.
+void RegisterLibraryOpener(const std::string& marker_file, LibraryOpener open);
+// The opener whose marker file the folder holds, or nullptr.
+LibraryOpener FindLibraryOpener(const std::string& package_dir);
+
 }  // namespace mlc

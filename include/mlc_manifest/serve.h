@@ -65,7 +65,7 @@ struct ServeOptions {
 
 class Server {
  public:
-  // Opens the package (the reference runtime), loads the model and starts the engine.
+  // Opens the package with its library (OpenPackageLibrary), loads the model and starts the engine.
   static Result<std::unique_ptr<Server>> Create(const std::string& package_dir,
                                                 const ServeOptions& options);
   ~Server();

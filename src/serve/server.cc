@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <mutex>
 
-#include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/serve.h"
 
 namespace mlc {
@@ -132,7 +132,7 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->dir = package_dir;
-  auto library = OpenReferenceLibrary(package_dir);
+  auto library = OpenPackageLibrary(package_dir);
   MLC_RETURN_IF_ERROR(library);
   impl->library = std::move(*library);
   auto model = LoadModel(package_dir, *impl->library);
