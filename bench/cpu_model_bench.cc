@@ -1,7 +1,8 @@
 // The CPU program beside llama.cpp (issue 10 item 4). Two parts:
 //  1. Kernels: the 4-bit matrix-vector product over the weights of a Qwen2.5-0.5B-shaped model
 //     (one decoded token's ~280 MB) in effective GB/s against a memcpy of the same bytes, and the
-//     matrix-matrix product (prefill) in GFLOP/s, both in this process.
+//     matrix-matrix product (batched decode, prefill) in GFLOP/s on the chosen kernel path and on
+//     each slower vector path the CPU runs, all in this process.
 //  2. Model: writes a Qwen2.5-0.5B-shaped random q4f16_1 package (`mlc-manifest reference-model
 //     --family qwen2 --shape qwen2.5-0.5b`), converts it to a Q4_0 GGUF with the same weights
 //     (tests/support/mlc_to_gguf.py), then times prefill and decode of the same prompt ids with
@@ -115,14 +116,27 @@ void KernelBench() {
   std::printf("  memcpy (1 thread)          %7.2f GB/s\n", bytes / copy_ms / 1e6);
   std::printf("  matrix-vector, all layers  %7.2f GB/s  %.1f ms/token  (%.2fx memcpy)\n",
               bytes / decode_ms / 1e6, decode_ms, copy_ms / decode_ms);
-  for (int64_t n : {16, 64}) {
-    const double ms = BestOf(2, [&] {
-      for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), n, y.data());
-    });
-    std::printf("  matrix-matrix, n=%-3lld      %7.1f GFLOP/s  (layers only: %.0f tokens/s)\n",
-                static_cast<long long>(n), flops_per_token * static_cast<double>(n) / ms / 1e6,
-                static_cast<double>(n) * 1000.0 / ms);
+  // Batched decode (n = 8) and prefill sizes, on the chosen path and then on each other vector path
+  // this CPU runs (same process, so the ratios hold under load).
+  const std::string chosen = mlc::cpu::KernelIsa();
+  double chosen_ms[3] = {0, 0, 0};
+  const int64_t sizes[3] = {8, 16, 64};
+  for (const char* isa : {"auto", "avx512", "avxvnni", "avx2"}) {
+    if (std::string(isa) == chosen || !mlc::cpu::SetKernelIsa(isa)) continue;
+    for (int k = 0; k < 3; ++k) {
+      const int64_t n = sizes[k];
+      const double ms = BestOf(2, [&] {
+        for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), n, y.data());
+      });
+      if (std::string(isa) == "auto") chosen_ms[k] = ms;
+      std::printf("  matrix-matrix, %-8s n=%-3lld %7.1f GFLOP/s  (layers only: %.0f tokens/s", mlc::cpu::KernelIsa(),
+                  static_cast<long long>(n), flops_per_token * static_cast<double>(n) / ms / 1e6,
+                  static_cast<double>(n) * 1000.0 / ms);
+      if (std::string(isa) != "auto") std::printf("; %s is %.2fx this", chosen.c_str(), ms / chosen_ms[k]);
+      std::printf(")\n");
+    }
   }
+  mlc::cpu::SetKernelIsa("auto");
 }
 
 // ---- part 2: the model beside llama.cpp -------------------------------------------------------

@@ -140,6 +140,15 @@ TEST(AudioCli, ExitCodesForBadInputs) {
   EXPECT_EQ(j["ok"], false);
   EXPECT_NE(j["errors"][0]["message"].get<std::string>().find("not a recognized audio file"),
             std::string::npos);
+  // Issue 12.5: an M4A (an MP4 container) names the formats taken and the ffmpeg conversion.
+  std::string m4a = dir.Write("voice.m4a", std::string("\0\0\0\x20" "ftypM4A \0\0\0\0M4A isom", 24) +
+                                               std::string(200, '\x11'));
+  auto mp4 = RunCli({"audio", m4a, "-o", dir.File("m.npy"), "--rate", "16000", "--json"});
+  EXPECT_EQ(mp4.exit_code, 1) << mp4.out;
+  const std::string msg = ParseOut(mp4)["errors"][0]["message"].get<std::string>();
+  EXPECT_NE(msg.find("(an MP4/M4A (AAC) container)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("WAV, FLAC, Ogg (Vorbis, Opus) or MP3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("`ffmpeg -i " + m4a + " -ar 16000 out.wav`"), std::string::npos) << msg;
   std::string in = ToneWav(dir, "tone.wav");  // 8000 samples at 16 kHz
   auto too_long = RunCli({"audio", in, "-o", dir.File("c.npy"), "--rate", "16000", "--max", "7999"});
   EXPECT_EQ(too_long.exit_code, 1);

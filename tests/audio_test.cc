@@ -473,6 +473,11 @@ TEST(AudioReject, NotAudio) {
     EXPECT_EQ(r.error().code, ErrorCode::kInvalid);
     EXPECT_NE(r.error().message.find("not a recognized audio file"), std::string::npos)
         << r.error().message;
+    // Issue 12.5: the formats taken and how to convert (at the processor's rate).
+    EXPECT_NE(r.error().message.find("WAV, FLAC, Ogg (Vorbis, Opus) or MP3"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("ffmpeg -i in.m4a -ar 16000 out.wav"), std::string::npos)
+        << r.error().message;
   }
 }
 
@@ -699,7 +704,8 @@ TEST(AudioHeaders, ChunkPastTheEndIsRejectedQuickly) {
   std::string path = d.Write("bad.wav", bytes);
   auto f = DecodeAudioFile(path, Processor(16000));
   ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.error().path, path + ": byte 12");
+  EXPECT_EQ(f.error().path, "byte 12");
+  EXPECT_EQ(f.error().document, path);
 }
 
 }  // namespace

@@ -202,6 +202,15 @@ TEST(CApi, ImageTensorMatchesTheLibrary) {
   buffer.resize(nbytes);
   ASSERT_EQ(mlc_image_copy(image, buffer.data(), buffer.size(), &nbytes), MLC_OK);
   EXPECT_EQ(std::string(buffer.begin(), buffer.end()), expected.data);
+  // colour_manage is 0 (the default: an embedded profile ignored) or 1; an untagged image is
+  // the same either way.
+  EXPECT_EQ(params.colour_manage, 0);
+  params.colour_manage = 2;
+  EXPECT_EQ(mlc_image_decode_memory(image, png.data(), png.size(), &params), MLC_ERR_ARGUMENT);
+  params.colour_manage = 1;
+  ASSERT_EQ(mlc_image_decode_memory(image, png.data(), png.size(), &params), MLC_OK);
+  ASSERT_EQ(mlc_image_tensor(image, &t), MLC_OK);
+  EXPECT_EQ(std::string(static_cast<const char*>(t.data), expected.data.size()), expected.data);
   EXPECT_EQ(mlc_image_decode_file(image, "/nonexistent.png", &params), MLC_ERR_IO);
   EXPECT_EQ(mlc_image_tensor(image, &t), MLC_ERR_STATE);
 }

@@ -3,12 +3,18 @@
 // turns on one KV cache, and stop strings that end the decode loop at the token that completes them.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/tokenizer.h"
+#include "support/sanitizer.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -127,6 +133,84 @@ TEST(PromptCli, RejectsBadMessagesWithTheirPointer) {
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
 }
 
+// Issue 11.11: `prompt` on a 10 MB message in a child limited to 512 MB of address space (the
+// old code took ~61x the message in RSS: 1.28 GB for 20 MB), and its peak RSS above a one-line
+// message's is at most 6x the message. Not under sanitizers (their shadow memory is not the
+// program's).
+struct Peak {
+  int exit_code = -1;
+  long max_rss_kb = 0;
+  std::string out;
+};
+
+Peak RunPromptLimited(const std::vector<std::string>& args, const std::string& out_file,
+                      rlim_t address_space) {
+  std::vector<std::string> argv_s = {MLC_CLI_PATH};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& x : argv_s) argv.push_back(x.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    rlimit lim{address_space, address_space};
+    ::setrlimit(RLIMIT_AS, &lim);
+    int o = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  Peak p;
+  int status = 0;
+  rusage usage{};
+  if (::wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status)) p.exit_code = WEXITSTATUS(status);
+  p.max_rss_kb = usage.ru_maxrss;
+  p.out = test::ReadText(out_file);
+  return p;
+}
+
+TEST(PromptCli, LongMessageInBoundedMemory) {
+  if (test::kSanitized) GTEST_SKIP() << "address-space limits do not apply under sanitizers";
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  std::string program = JoinPath(pkg, kReferenceProgramFile);
+  const char* words[] = {"the ", "quick ", "brown ", "fox, ", "caf\xC3\xA9 ", "42 ", "\"quoted\" ", "line\n"};
+  std::string text;
+  const size_t kSize = 10u << 20;
+  text.reserve(kSize + 16);
+  for (size_t i = 0; text.size() < kSize; i = i * 7 + 3) text += words[i % 8];
+  Json doc = {{"messages", {{{"role", "user"}, {"content", text}}}}};
+  std::string big = dir.Write("big.json", doc.dump());
+  std::string small = dir.Write("small.json", R"({"messages": [{"role": "user", "content": "hi"}]})");
+  const rlim_t kLimit = rlim_t{512} << 20;
+  Peak base = RunPromptLimited({"prompt", pkg, "--program", program, "--messages", small, "--json"},
+                               dir.File("small.out"), kLimit);
+  ASSERT_EQ(base.exit_code, 0) << base.out;
+  Peak p = RunPromptLimited({"prompt", pkg, "--program", program, "--messages", big, "--json"},
+                            dir.File("big.out"), kLimit);
+  ASSERT_EQ(p.exit_code, 0) << p.out.substr(0, 400);
+  const double ratio = static_cast<double>(p.max_rss_kb - base.max_rss_kb) * 1024.0 /
+                       static_cast<double>(std::filesystem::file_size(big));
+  EXPECT_LE(ratio, 6.0) << "peak RSS " << p.max_rss_kb << " kB, one-line message " << base.max_rss_kb
+                        << " kB";
+  // The streamed answer is the same JSON: the prompt text and every id.
+  JsonLimits large;
+  large.max_bytes = uint64_t{1} << 30;
+  auto j = ParseJson(p.out, large);
+  ASSERT_TRUE(j.ok()) << p.out.substr(0, 400);
+  EXPECT_NE((*j)["prompt"].get<std::string>().find(text), std::string::npos);
+  auto tok = LoadTokenizer(pkg);
+  ASSERT_TRUE(tok);
+  std::string joined;
+  for (const Json& s : (*j)["segments"]) {
+    if (!s.contains("text")) continue;
+    joined += s["text"].get<std::string>();
+    if (s["text"].get<std::string>().find(text) != std::string::npos) {
+      EXPECT_EQ(s["token_ids"].get<Ids>(), tok->Encode(s["text"].get<std::string>()));
+    }
+  }
+  EXPECT_EQ(joined, (*j)["prompt"].get<std::string>());
+}
+
 // ---- run --messages
 
 TEST(RunMessagesCli, FollowUpTurnsShareTheCache) {
@@ -202,6 +286,77 @@ TEST(RunMessagesCli, StopStringEndsTheDecodeLoop) {
   EXPECT_EQ(turn["text"], before) << "the text before the stop string " << Json(stop).dump();
   EXPECT_EQ(turn["tokens"].get<Ids>(), Ids(tokens.begin(), tokens.begin() + stop_index + 1))
       << "decoding stops at the token that completes the stop string";
+}
+
+// Issue 11.9: a context overflow caused by a long message points at that message's content in
+// the messages document, not at the template's system_prefix_token_ids.
+TEST(RunMessagesCli, ContextOverflowNamesTheLongMessage) {
+  test::TempDir dir;
+  std::string pkg = dir.File("pkg");
+  auto made = test::RunCli({"reference-model", pkg, "--context-window", "64", "--json"});
+  ASSERT_EQ(made.exit_code, 0) << made.err << made.out;
+  std::string long_text;
+  for (int i = 0; i < 100; ++i) long_text += "word" + std::to_string(i) + " ";
+  Json doc = {{"messages",
+               {{{"role", "user"}, {"content", "Hi"}},
+                {{"role", "assistant"}, {"content", "Hello"}},
+                {{"role", "user"}, {"content", "Read this"}},
+                {{"role", "user"}, {"content", long_text}}}}};
+  std::string m = dir.Write("m.json", doc.dump());
+  auto r = test::RunCli({"run", pkg, "--messages", m, "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto j = ParseJson(r.out);
+  ASSERT_TRUE(j.ok()) << r.out;
+  ASSERT_FALSE((*j)["errors"].empty()) << r.out;
+  EXPECT_EQ((*j)["errors"][0]["path"], "/messages/3/content") << r.out;
+  // As a content part, the pointer names the part.
+  doc["messages"][3]["content"] = Json::array({{{"type", "text"}, {"text", long_text}}});
+  m = dir.Write("m.json", doc.dump());
+  r = test::RunCli({"run", pkg, "--messages", m, "--json"});
+  j = ParseJson(r.out);
+  ASSERT_TRUE(j.ok()) << r.out;
+  EXPECT_EQ((*j)["errors"][0]["path"], "/messages/3/content/0") << r.out;
+}
+
+// Issue 12.5: run names a Git LFS pointer in place of a shard and the command that fetches it.
+TEST(RunMessagesCli, GitLfsPointerShardIsNamed) {
+  test::TempDir dir;
+  std::string pkg = MakePackage(dir);
+  std::string shard;
+  for (const auto& e : std::filesystem::directory_iterator(pkg)) {
+    if (e.path().filename().string().rfind("params_shard_", 0) == 0) shard = e.path().string();
+  }
+  ASSERT_FALSE(shard.empty());
+  ASSERT_TRUE(WriteFileAtomic(shard, "version https://git-lfs.github.com/spec/v1\n"
+                                     "oid sha256:0000000000000000000000000000000000000000000000000000000000000000\n"
+                                     "size 65536\n", true).ok());
+  std::string ok = dir.Write("ok.json", R"([{"role": "user", "content": "hi"}])");
+  auto r = test::RunCli({"run", pkg, "--messages", ok, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("a Git LFS pointer, not the data"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("`git lfs pull` inside " + pkg), std::string::npos) << r.out;
+}
+
+// Issue 12.7: control bytes of a reply are escaped on a terminal, raw to a pipe.
+TEST(EscapeForTerminal, ControlBytesBecomeEscapes) {
+  EXPECT_EQ(EscapeForTerminal("plain\ttext\n"), "plain\ttext\n");
+  EXPECT_EQ(EscapeForTerminal("\x1b]0;owned\x07\x1b[2J"), "\\x1b]0;owned\\x07\\x1b[2J");
+  EXPECT_EQ(EscapeForTerminal(std::string("a\0b\x7f", 4)), "a\\x00b\\x7f");
+  EXPECT_EQ(EscapeForTerminal("\xC2\x9B" "31m"), "\\xc2\\x9b31m");  // C1 CSI, UTF-8 encoded
+  EXPECT_EQ(EscapeForTerminal("caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC"), "caf\xC3\xA9 \xC2\xA0\xE2\x82\xAC");
+}
+
+// Issue 12.7: run --help shows every option's default.
+TEST(RunMessagesCli, HelpShowsDefaults) {
+  auto r = test::RunCli({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"--max-tokens INT=16", "--top-k INT=0", "--seed UINT=0",
+                           "--top-p FLOAT=1"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in\n" << r.out;
+  }
+  auto plan = test::RunCli({"plan", "--help"});
+  EXPECT_NE(plan.out.find("--task TEXT=chat.completions"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("--kv-length INT=0"), std::string::npos) << plan.out;
 }
 
 TEST(RunMessagesCli, ErrorsAndUsage) {

@@ -118,19 +118,41 @@ TEST(ChatTurns, MediaBytesStayInMemoryAndFilesResolveFromTheMessagesFile) {
 }
 
 TEST(ChatSamplerConfig, ConfigFieldsUnderTheGivenOnes) {
-  ChatConfig config;
-  config.raw = Json{{"temperature", 0.7}, {"top_p", 0.9}, {"repetition_penalty", "high"},
-                    {"presence_penalty", 0.5}};
+  ChatConfig::Sampling config;
+  config.temperature = 0.7;
+  config.top_p = 0.9;
+  config.presence_penalty = 0.5;
   SamplerConfig given;
   given.top_k = 5;
   given.top_p = 0.5;
-  SamplerConfig s = ChatSamplerConfig(given, config, {"top_p"});
+  ChatSamplingOptions options;
+  options.keep = {"top_p"};
+  SamplerConfig s = ChatSamplerConfig(given, config, options);
   EXPECT_DOUBLE_EQ(s.temperature, 0.7);
   EXPECT_DOUBLE_EQ(s.top_p, 0.5);               // given explicitly
-  EXPECT_DOUBLE_EQ(s.repetition_penalty, 1.0);  // not a number in the config
+  EXPECT_DOUBLE_EQ(s.repetition_penalty, 1.0);  // absent
   EXPECT_DOUBLE_EQ(s.presence_penalty, 0.5);
   EXPECT_DOUBLE_EQ(s.frequency_penalty, 0.0);   // absent
   EXPECT_EQ(s.top_k, 5);
+}
+
+TEST(ChatSamplerConfig, RefusedValuesTakenOrSkipped) {
+  ChatConfig::Sampling config;
+  config.temperature = 0.3;
+  config.top_p = 1.5;               // outside (0, 1]
+  config.presence_penalty = -7.0;   // outside [-2, 2]
+  SamplerConfig given;
+  given.temperature = 1.0;
+  SamplerConfig all = ChatSamplerConfig(given, config);
+  EXPECT_DOUBLE_EQ(all.top_p, 1.5);
+  EXPECT_FALSE(CheckSamplerConfig(all).ok());
+  ChatSamplingOptions skip;
+  skip.skip_refused = true;
+  SamplerConfig checked = ChatSamplerConfig(given, config, skip);
+  EXPECT_DOUBLE_EQ(checked.temperature, 0.3);
+  EXPECT_DOUBLE_EQ(checked.top_p, 1.0);
+  EXPECT_DOUBLE_EQ(checked.presence_penalty, 0.0);
+  EXPECT_TRUE(CheckSamplerConfig(checked).ok());
 }
 
 }  // namespace

@@ -204,6 +204,62 @@ TEST(Check, SmallPackageWithRealShards) {
   EXPECT_EQ((*Check(lenient_report, "shards"))["verdict"], "skip");
 }
 
+// Issue 12.5: a Git LFS pointer in place of a shard (a clone without Git LFS) is named as such,
+// with the command that fetches the real file.
+TEST(Check, GitLfsPointerInPlaceOfAShard) {
+  TempDir d;
+  std::string dir = MakeSmallPackage(d);
+  std::ofstream(dir + "/params_shard_1.bin", std::ios::binary)
+      << "version https://git-lfs.github.com/spec/v1\n"
+         "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+         "size 32\n";
+  for (bool verify : {false, true}) {
+    std::vector<std::string> args = {"check", dir, "--json"};
+    if (verify) args.push_back("--verify-shards");
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    Json j = Out(r);
+    const Json* shards = Check(j, "shards");
+    ASSERT_NE(shards, nullptr) << r.out;
+    EXPECT_EQ((*shards)["verdict"], "fail");
+    const Json& s1 = (*shards)["details"]["shards"][1];
+    EXPECT_EQ(s1["status"], "Git LFS pointer") << s1.dump();
+    EXPECT_NE(s1["message"].get<std::string>().find("a Git LFS pointer, not the data"),
+              std::string::npos) << s1.dump();
+    EXPECT_NE(s1["message"].get<std::string>().find("`git lfs pull` inside " + dir),
+              std::string::npos) << s1.dump();
+  }
+  auto human = RunCli({"check", dir});
+  EXPECT_NE(human.out.find("git lfs pull"), std::string::npos) << human.out;
+}
+
+// Issue 12.5: a shard with no md5sum recorded is verified by size only, and check says so.
+TEST(Check, ShardsWithoutMd5AreCheckedBySizeOnly) {
+  TempDir d;
+  std::string dir = MakeSmallPackage(d);
+  Json cache = *ReadJsonFile(dir + "/tensor-cache.json");
+  cache["records"][0].erase("md5sum");
+  std::ofstream(dir + "/tensor-cache.json") << cache.dump(2);
+  auto some = RunCli({"check", dir, "--verify-shards", "--json"});
+  EXPECT_EQ(some.exit_code, 0) << some.out;
+  Json j = Out(some);
+  const Json* shards = Check(j, "shards");
+  ASSERT_NE(shards, nullptr) << some.out;
+  EXPECT_EQ((*shards)["verdict"], "pass");
+  EXPECT_NE((*shards)["message"].get<std::string>().find("1 by size only (no md5sum recorded)"),
+            std::string::npos) << shards->dump();
+  EXPECT_EQ((*shards)["details"]["shards"][0]["status"], "size only");
+  EXPECT_NE((*shards)["details"]["shards"][0]["message"].get<std::string>().find(
+                "size only (no md5sum recorded)"),
+            std::string::npos);
+  for (auto& r : cache["records"]) r.erase("md5sum");
+  std::ofstream(dir + "/tensor-cache.json") << cache.dump(2);
+  auto none = RunCli({"check", dir, "--verify-shards"});
+  EXPECT_EQ(none.exit_code, 0) << none.out;
+  EXPECT_NE(none.out.find("size only (no md5sum recorded)"), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("with their recorded size and md5"), std::string::npos) << none.out;
+}
+
 TEST(Check, ShardOutsideThePackageViaSymlink) {
   TempDir d;
   std::string dir = MakeSmallPackage(d);
@@ -302,7 +358,7 @@ TEST(Check, LegacyPackageAndInspect) {
   EXPECT_EQ(i["config"]["context_window_size"], 8192);
   auto human = RunCli({"inspect", test::SourcePath(kExample)});
   EXPECT_EQ(human.exit_code, 0);
-  EXPECT_NE(human.out.find("language_model.embed_tokens.q_weight  201326592 bytes"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("language_model.embed_tokens.q_weight  192 MiB"), std::string::npos) << human.out;
 }
 
 }  // namespace

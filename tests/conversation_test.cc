@@ -273,17 +273,22 @@ TEST(ConvTemplateReal, MediaSegmentsResolveFilesAndDataUrls) {
   ASSERT_TRUE(p.ok());
   auto turn = PromptTurn(*p, m.tmpl, *m.tokenizer, "/base");
   ASSERT_TRUE(turn.ok()) << FormatErrors(turn.errors());
-  ASSERT_EQ(turn->size(), 5u);
-  EXPECT_EQ((*turn)[1].kind, SegmentKind::kAudio);
+  // Token runs stay apart per pointer: the system prompt, the message's text, the reply header.
+  ASSERT_EQ(turn->size(), 7u);
+  EXPECT_EQ((*turn)[0].path, "/conv_template/system_message");
+  EXPECT_EQ((*turn)[1].path, "/0/content/1");
+  EXPECT_EQ((*turn)[2].kind, SegmentKind::kAudio);
   // Inline media is carried in memory: nothing is written to a file.
-  ASSERT_TRUE((*turn)[1].bytes);
-  EXPECT_EQ(*(*turn)[1].bytes, "RIFF");
-  EXPECT_EQ((*turn)[1].file, "");
-  EXPECT_EQ((*turn)[1].path, "/0/content/0");
-  EXPECT_EQ((*turn)[2].kind, SegmentKind::kTokens);
-  EXPECT_EQ(m.tokenizer->Decode((*turn)[2].token_ids), "Transcribe");
-  EXPECT_EQ((*turn)[3].kind, SegmentKind::kImage);
-  EXPECT_EQ((*turn)[3].file, "/base/pics/cat.png");
+  ASSERT_TRUE((*turn)[2].bytes);
+  EXPECT_EQ(*(*turn)[2].bytes, "RIFF");
+  EXPECT_EQ((*turn)[2].file, "");
+  EXPECT_EQ((*turn)[2].path, "/0/content/0");
+  EXPECT_EQ((*turn)[3].kind, SegmentKind::kTokens);
+  EXPECT_EQ(m.tokenizer->Decode((*turn)[3].token_ids), "Transcribe");
+  EXPECT_EQ((*turn)[3].path, "/0/content/1");
+  EXPECT_EQ((*turn)[4].kind, SegmentKind::kImage);
+  EXPECT_EQ((*turn)[4].file, "/base/pics/cat.png");
+  EXPECT_EQ((*turn)[6].path, "/conv_template/roles/assistant");
 }
 
 TEST(InlineMedia, RawBase64AudioDataUrlsAndFiles) {

@@ -1,5 +1,5 @@
 // The CPU program's kernels (src/runtime/cpu/kernels.h): every weight format on every kernel path
-// (portable, AVX2, AVX-VNNI, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
+// (portable, AVX2, AVX-VNNI, AVX-512 VNNI, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
 // against each other, half / bfloat16 conversions (exhaustive round trip, subnormals, infinities,
 // NaN, rounding to nearest even), and the thread pool's coverage, nesting and concurrent callers.
 #include <gtest/gtest.h>
@@ -251,8 +251,10 @@ struct Shape {
   int64_t out, in, n;
 };
 
+// Tails of every tile: rows past a multiple of 4 and of 16 (the AVX-512 panels), tokens past a
+// multiple of 2 and of 8, and exact multiples of both.
 const Shape kShapes[] = {{1, 32, 1}, {7, 96, 3}, {33, 160, 5}, {130, 288, 1}, {67, 64, 9},
-                         {5, 32, 2}, {258, 224, 1}, {19, 320, 4}};
+                         {5, 32, 2}, {258, 224, 1}, {19, 320, 4}, {16, 64, 8}, {50, 128, 19}};
 const WeightFormat kFormats[] = {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16,
                                  WeightFormat::kQ4F16, WeightFormat::kQ4F32};
 
@@ -291,6 +293,15 @@ TEST(CpuLinear, AvxVnniPathMatchesFloat64) {
   CheckEveryFormat();
 }
 
+TEST(CpuLinear, Avx512PathMatchesFloat64) {
+  KernelPath path("avx512");
+  if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
+  EXPECT_STREQ(KernelIsa(), "avx512");
+  CheckEveryFormat();
+  // Several panels and token tiles per thread, on a prefill-sized input.
+  CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
+}
+
 // The paths round activations the same way and sum each block exactly, so they differ only by
 // float32 rounding order.
 void CheckPathAgainstPortable(const std::string& isa) {
@@ -318,7 +329,7 @@ void CheckPathAgainstPortable(const std::string& isa) {
 
 TEST(CpuLinear, VectorPathsAgreeWithPortable) {
   int checked = 0;
-  for (const char* isa : {"avx2", "avxvnni"}) {
+  for (const char* isa : {"avx2", "avxvnni", "avx512"}) {
     if (!SetKernelIsa(isa)) continue;
     CheckPathAgainstPortable(isa);
     ++checked;
@@ -356,7 +367,7 @@ TEST(CpuLinear, DequantizeRowDecodesEveryFormat) {
 TEST(CpuVector, DotAndAddScaledOnEveryPath) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
-  for (const char* isa : {"portable", "avx2", "avxvnni"}) {
+  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512"}) {
     KernelPath path(isa);
     if (!path.ok()) continue;
     for (int64_t n : {0, 1, 7, 8, 9, 16, 17, 64, 100}) {
@@ -374,6 +385,26 @@ TEST(CpuVector, DotAndAddScaledOnEveryPath) {
       for (int64_t i = 0; i < n; ++i) {
         const auto k = static_cast<size_t>(i);
         EXPECT_NEAR(y[k], b[k] + 0.5 * a[k], 1e-6 * (std::fabs(b[k]) + std::fabs(a[k]))) << isa << " " << n;
+      }
+    }
+  }
+}
+
+TEST(CpuVector, SiluMulOnEveryPath) {
+  // Gates across the whole float range that matters (and past exp's clamp), lengths with tails.
+  std::vector<float> gate, up;
+  for (float g = -100.0f; g <= 100.0f; g += 0.37f) gate.push_back(g);
+  for (float g : {-1e-30f, 0.0f, 1e-30f, 1e-3f, -1e-3f, 87.0f, -87.0f, 89.0f, -89.0f}) gate.push_back(g);
+  for (size_t i = 0; i < gate.size(); ++i) up.push_back(0.5f + static_cast<float>(i % 7) - 3.0f);
+  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512"}) {
+    KernelPath path(isa);
+    if (!path.ok()) continue;
+    for (size_t n : {gate.size(), size_t{7}, size_t{1}}) {
+      std::vector<float> out(n, std::nanf(""));
+      SiluMul(gate.data(), up.data(), out.data(), static_cast<int64_t>(n));
+      for (size_t i = 0; i < n; ++i) {
+        const double g = gate[i], ref = g / (1.0 + std::exp(-g)) * up[i];
+        ASSERT_NEAR(out[i], ref, 1e-6 * std::fabs(ref) + 1e-30) << isa << " gate " << g;
       }
     }
   }

@@ -15,15 +15,18 @@
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/runtime.h"
+#include "support/batch_util.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
 
-struct Model {
-  test::TempDir dir;
-  std::unique_ptr<ModelLibrary> library;
-  LoadedModel loaded;
+using test::Alone;
+using test::Greedy;
+using test::PrefillAll;
+using test::Text;
+
+struct Model : test::LoadedPackage {
   std::unique_ptr<Tokenizer> tokenizer;
 };
 
@@ -37,13 +40,7 @@ std::unique_ptr<Model> MakeModel(ReferencePairs pairs, int64_t chunk = 32) {
   o.context_window_size = 512;
   auto w = WriteReferenceModel(m->dir.path(), o);
   EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
-  auto lib = OpenReferenceLibrary(m->dir.path());
-  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
-  if (!lib.ok()) return m;
-  m->library = std::move(*lib);
-  auto loaded = LoadModel(m->dir.path(), *m->library);
-  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
-  if (loaded.ok()) m->loaded = std::move(*loaded);
+  test::LoadInto(*m, OpenReferenceLibrary(m->dir.path()));
   auto tok = Tokenizer::FromDirectory(m->dir.path());
   if (tok.ok()) m->tokenizer = std::move(*tok);
   return m;
@@ -61,12 +58,6 @@ NDArray Pixels(int64_t size, int salt) {
   return a;
 }
 
-TurnInput Text(std::vector<int32_t> ids) {
-  TurnInput in;
-  in.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/0"});
-  in.media.emplace_back();
-  return in;
-}
 
 // Prompts of mixed lengths and modalities.
 std::vector<TurnInput> Prompts(const BoundContract& c) {
@@ -95,18 +86,7 @@ std::vector<TurnInput> Prompts(const BoundContract& c) {
   return out;
 }
 
-std::vector<int32_t> Alone(const LoadedModel& m, const TurnInput& in, int64_t max_tokens) {
-  Session s = m.NewSession();
-  GenerationOptions o;
-  o.max_tokens = max_tokens;
-  auto r = s.Generate(in, o);
-  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : FormatErrors(r.errors()));
-  return r.ok() ? r->tokens : std::vector<int32_t>{};
-}
 
-int32_t Greedy(const std::vector<float>& logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
-}
 
 class BatchPairs : public ::testing::TestWithParam<ReferencePairs> {};
 
@@ -123,33 +103,11 @@ TEST_P(BatchPairs, EachSequenceMatchesItsRunAlone) {
   auto batch = BatchModel::Create(m->loaded, bo);
   ASSERT_TRUE(batch.ok()) << FormatErrors(batch.errors());
   BatchModel& b = **batch;
+  std::vector<int64_t> seq_ids;
+  for (size_t i = 0; i < prompts.size(); ++i) seq_ids.push_back(static_cast<int64_t>(i) * 10);
   std::vector<PreparedPrompt> prepared;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    ASSERT_TRUE(b.kv().AddSequence(static_cast<int64_t>(i) * 10).ok());
-    auto p = b.Prepare(prompts[i], 0);
-    ASSERT_TRUE(p.ok()) << FormatErrors(p.errors());
-    prepared.push_back(std::move(*p));
-  }
-  // Prefill: each call takes the next chunk of every sequence that has one, laid end to end.
-  std::vector<size_t> next(prompts.size(), 0);
-  std::vector<std::vector<float>> last(prompts.size());
-  for (;;) {
-    std::vector<SequenceChunk> chunks;
-    std::vector<size_t> who;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      if (next[i] == prepared[i].plan.chunks.size()) continue;
-      const PrefillChunk& c = prepared[i].plan.chunks[next[i]++];
-      auto e = b.ChunkEmbeddings(c, prepared[i]);
-      ASSERT_TRUE(e.ok()) << FormatErrors(e.errors());
-      chunks.push_back(SequenceChunk{static_cast<int64_t>(i) * 10, &c, *e});
-      who.push_back(i);
-    }
-    if (chunks.empty()) break;
-    auto logits = b.Prefill(chunks);
-    ASSERT_TRUE(logits.ok()) << FormatErrors(logits.errors());
-    ASSERT_EQ(logits->size(), chunks.size());
-    for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
-  }
+  auto last = PrefillAll(b, prompts, seq_ids, &prepared);
+  ASSERT_EQ(last.size(), prompts.size());
   std::vector<std::vector<int32_t>> batched(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) batched[i].push_back(Greedy(last[i]));
   // Decode all together; the fork of sequence 2 joins after two steps and must continue alike.

@@ -45,7 +45,8 @@ TEST(ReadFileBytes, LimitsAndErrors) {
   auto missing = ReadFileBytes(dir.File("nope"));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.errors()[0].code, ErrorCode::kIo);
-  EXPECT_EQ(missing.errors()[0].path, dir.File("nope"));
+  EXPECT_EQ(missing.errors()[0].document, dir.File("nope"));  // the file is the document
+  EXPECT_EQ(missing.errors()[0].path, "");
   auto folder = ReadFileBytes(dir.path());
   ASSERT_FALSE(folder.ok());
   EXPECT_EQ(folder.errors()[0].code, ErrorCode::kIo);
@@ -79,7 +80,7 @@ TEST(OpenForRead, RefusesControlCharacters) {
   auto nul = ReadFile(dir.File(std::string("a.bin\0x", 7)));
   ASSERT_FALSE(nul.ok());
   EXPECT_EQ(nul.errors()[0].code, ErrorCode::kInvalid);
-  EXPECT_NE(nul.errors()[0].path.find("\\x00"), std::string::npos);  // escaped, not cut
+  EXPECT_NE(nul.errors()[0].document.find("\\x00"), std::string::npos);  // escaped, not cut
   EXPECT_FALSE(ReadFile(dir.File("a.bin\n")).ok());
 }
 

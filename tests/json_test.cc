@@ -71,7 +71,9 @@ TEST(JsonReader, SizeLimit) {
 
 TEST(JsonReader, MalformedTextNamesTheByte) {
   Error e = ParseError(R"({"a": [1, 2,)");
-  EXPECT_NE(e.message.find("malformed JSON at byte"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("malformed JSON at line 1, column 13 (byte 12, the end of input): "
+                           "syntax error"),
+            std::string::npos) << e.message;
   EXPECT_EQ(e.path, "/a/2");
   EXPECT_FALSE(ParseJson("").ok());
   EXPECT_FALSE(ParseJson("{} trailing").ok());
@@ -79,6 +81,35 @@ TEST(JsonReader, MalformedTextNamesTheByte) {
   EXPECT_FALSE(ParseJson(std::string("\x00\x01\xff\xfe", 4)).ok());
   EXPECT_FALSE(ParseJson("[1e400]").ok());  // overflows a double
   EXPECT_FALSE(ParseJson("NaN").ok());
+}
+
+// Issue 11.9: a cut document names where it ends (line, column, byte) and the member left
+// unfinished, not an empty key "/".
+TEST(JsonReader, TruncatedTextNamesTheEndAndTheUnfinishedMember) {
+  Error e = ParseError("{");
+  EXPECT_EQ(e.path, "");
+  EXPECT_NE(e.message.find("line 1, column 2 (byte 1, the end of input)"), std::string::npos)
+      << e.message;
+  e = ParseError(R"({"audio": {)");
+  EXPECT_EQ(e.path, "/audio");
+  EXPECT_NE(e.message.find("(byte 11, the end of input)"), std::string::npos) << e.message;
+  e = ParseError("{\n  \"a\": {\"b\": [1,\n");
+  EXPECT_EQ(e.path, "/a/b/1");
+  EXPECT_NE(e.message.find("line 3, column 1 (byte 19, the end of input)"), std::string::npos)
+      << e.message;
+  e = ParseError(R"({"a": 1)");
+  EXPECT_EQ(e.path, "");
+  e = ParseError(R"({"a": {"b": 1}, "c")");
+  EXPECT_EQ(e.path, "/c");
+  e = ParseError(R"({"a": "unterminated)");
+  EXPECT_EQ(e.path, "/a");
+  EXPECT_NE(e.message.find("the end of input"), std::string::npos) << e.message;
+  // A bad byte inside the text is not the end of input.
+  e = ParseError("{\"a\": x}");
+  EXPECT_EQ(e.path, "/a");
+  EXPECT_NE(e.message.find("line 1, column 7 (byte 6)"), std::string::npos) << e.message;
+  e = ParseError("");
+  EXPECT_NE(e.message.find("the end of input"), std::string::npos) << e.message;
 }
 
 TEST(JsonReader, RejectsInvalidUtf8) {

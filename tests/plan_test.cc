@@ -179,7 +179,8 @@ TEST_P(ChunkSizes, MultiTurnContinuesTheCache) {
   // The second turn no longer fits once the cache holds more.
   auto over = PlanPrefill(Limits(cs, 64), kv + 20, second);
   ASSERT_FALSE(over.ok());
-  EXPECT_NE(over.error().message.find("overflows by " + std::to_string(kv + 20 + p2.prompt_length - 64)),
+  // (one position is kept for the first generated token)
+  EXPECT_NE(over.error().message.find("overflows by " + std::to_string(kv + 20 + p2.prompt_length + 1 - 64)),
             std::string::npos) << over.error().message;
 }
 
@@ -199,12 +200,13 @@ TEST(Plan, ExactChunksForSizeSeven) {
 
 TEST(Plan, ImageThatCannotFitIsRejectedWithTheOverflow) {
   std::vector<PromptPiece> pieces = {Text(Range(10, 10)), Image(), Text({1})};
-  // 10 + 19 + 1 = 30 positions; the cache holds 5 of a 32-position window.
+  // 10 + 19 + 1 = 30 positions and one for the reply; the cache holds 5 of a 32-position window.
   Status s = CheckContext(Limits(8, 32), 5, pieces);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().path, "/i");
-  EXPECT_NE(s.error().message.find("overflows by 3 positions"), std::string::npos) << s.error().message;
-  EXPECT_TRUE(CheckContext(Limits(8, 35), 5, pieces).ok());
+  EXPECT_NE(s.error().message.find("overflows by 4 positions"), std::string::npos) << s.error().message;
+  EXPECT_TRUE(CheckContext(Limits(8, 36), 5, pieces).ok());
+  EXPECT_FALSE(CheckContext(Limits(8, 35), 5, pieces).ok()) << "no room for the reply";
   // A sliding window lifts the check.
   PlanLimits sliding = Limits(8, 32);
   sliding.sliding_window_size = 16;
@@ -215,13 +217,57 @@ TEST(Plan, AudioWithoutRowsCountsItsLeastSizeAndCannotBeCut) {
   std::vector<PromptPiece> pieces = {Text(Range(10, 4)), Audio(0)};
   std::get<MediaPiece>(pieces[1].value).rows.reset();
   EXPECT_EQ(pieces[1].MinPositions(), 3);
-  EXPECT_TRUE(CheckContext(Limits(8, 7), 0, pieces).ok());
-  Status s = CheckContext(Limits(8, 6), 0, pieces);
+  EXPECT_TRUE(CheckContext(Limits(8, 8), 0, pieces).ok());
+  Status s = CheckContext(Limits(8, 7), 0, pieces);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("at least 7"), std::string::npos) << s.error().message;
   auto plan = PlanPrefill(Limits(8, 100), 0, pieces);
   ASSERT_FALSE(plan.ok());
   EXPECT_NE(plan.error().message.find("adapter"), std::string::npos);
+}
+
+// Issue 11.10: the prompt leaves one position for the first generated token, so a prompt of
+// exactly the context length is refused (run would have no position to feed its reply at).
+TEST(Plan, PromptLeavesRoomForOneGeneratedToken) {
+  EXPECT_TRUE(CheckContext(Limits(8, 10), 0, std::vector<PromptPiece>{Text(Range(1, 9))}).ok());
+  Status s = CheckContext(Limits(8, 10), 0, std::vector<PromptPiece>{Text(Range(1, 10))});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().path, "/t");
+  EXPECT_NE(s.error().message.find("needs 10 positions and one for the reply"), std::string::npos)
+      << s.error().message;
+  EXPECT_NE(s.error().message.find("overflows by 1 positions"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(CheckContext(Limits(8, 10), 1, std::vector<PromptPiece>{Text(Range(1, 9))}).ok());
+}
+
+// Issue 11.10: nothing to prefill is an error, not generation from nothing.
+TEST(Plan, EmptyPromptIsRefused) {
+  Status none = CheckContext(Limits(8), 0, std::vector<PromptPiece>{});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, ErrorCode::kUsage);
+  Status empty = CheckContext(Limits(8), 0, std::vector<PromptPiece>{Text({}), Text({})});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.error().message.find("empty"), std::string::npos) << empty.error().message;
+  EXPECT_FALSE(PlanPrefill(Limits(8), 0, std::vector<PromptPiece>{Text({})}).ok());
+}
+
+// Issue 11.10: with vocab_size known, every id fed as text must be below it.
+TEST(Plan, TokenIdsBelowVocabSize) {
+  PlanLimits l = Limits(8);
+  l.vocab_size = 100;
+  EXPECT_TRUE(CheckContext(l, 0, std::vector<PromptPiece>{Text({0, 99})}).ok());
+  Status s = CheckContext(l, 0, std::vector<PromptPiece>{Text({5}), Text({1, 100})});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().path, "/t");
+  EXPECT_NE(s.error().message.find("token id 100 (this text, index 1) is not below vocab_size 100"),
+            std::string::npos) << s.error().message;
+  l.vocab_size = 50;  // the image's prefix ids are {6, 60}
+  Status image = CheckContext(l, 0, std::vector<PromptPiece>{Image()});
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.error().path, "/i");
+  EXPECT_NE(image.error().message.find("prefix_token_ids, index 1"), std::string::npos)
+      << image.error().message;
+  l.vocab_size.reset();  // unknown: not checked
+  EXPECT_TRUE(CheckContext(l, 0, std::vector<PromptPiece>{Text({1000000})}).ok());
 }
 
 TEST(Plan, HugeRowCountsHitTheLimitNotMemory) {
@@ -323,7 +369,7 @@ TEST(PlanCli, PrintsChunksAndRejectsOverflow) {
   auto over = test::RunCli({"plan", dir.File("pkg"), "--program", program, "--request", req,
                             "--kv-length", "10"});
   EXPECT_EQ(over.exit_code, 1);
-  EXPECT_NE(over.err.find("overflows by 3 positions"), std::string::npos) << over.err;
+  EXPECT_NE(over.err.find("overflows by 4 positions"), std::string::npos) << over.err;
   std::string bad = dir.Write("bad.json", R"([{"tokens": [1, "x"]}])");
   auto b = test::RunCli({"plan", dir.File("pkg"), "--program", program, "--request", bad});
   EXPECT_EQ(b.exit_code, 1);
@@ -332,6 +378,66 @@ TEST(PlanCli, PrintsChunksAndRejectsOverflow) {
   auto c = test::RunCli({"plan", dir.File("pkg"), "--program", program, "--request", clip});
   EXPECT_EQ(c.exit_code, 2);
   EXPECT_NE(c.err.find("audio_rows"), std::string::npos) << c.err;
+}
+
+// Issue 11.10: plan and run give the same verdict, with the same message, on edge prompts: a
+// prompt one short of the window, exactly the window, over it, the last id of the vocabulary,
+// the first id past it, and an empty token list.
+TEST(PlanCli, AgreesWithRunOnEdgePrompts) {
+  test::TempDir dir;
+  ReferenceModelOptions o;
+  o.prefill_chunk_size = 8;
+  o.context_window_size = 24;
+  o.vocab_size = 64;
+  ASSERT_TRUE(WriteReferenceModel(dir.File("pkg"), o).ok());
+  std::string program = dir.File("pkg/") + kReferenceProgramFile;
+  auto tokens = [](int n, int id) {
+    std::string out = "[{\"tokens\": [";
+    for (int i = 0; i < n; ++i) out += (i ? ", " : "") + std::to_string(id);
+    return out + "]}]";
+  };
+  struct Case {
+    std::string name, request;
+    bool ok;
+  };
+  const std::vector<Case> cases = {
+      {"one short of the window", tokens(23, 7), true},
+      {"exactly the window", tokens(24, 7), false},
+      {"over the window", tokens(25, 7), false},
+      {"the last id", tokens(3, 63), true},
+      {"past the vocabulary", tokens(3, 64), false},
+      {"an empty token list", "[{\"tokens\": []}]", false},
+      {"no segments", "[]", false},
+  };
+  for (const Case& c : cases) {
+    std::string req = dir.Write("req.json", c.request);
+    auto plan = test::RunCli({"plan", dir.File("pkg"), "--program", program, "--request", req, "--json"});
+    auto run = test::RunCli({"run", dir.File("pkg"), "--request", req, "--max-tokens", "4",
+                             "--temperature", "0", "--json"});
+    EXPECT_EQ(plan.exit_code == 0, c.ok) << c.name << ": " << plan.out << plan.err;
+    EXPECT_EQ(run.exit_code, plan.exit_code) << c.name << ": " << run.out << run.err;
+    auto pj = ParseJson(plan.out);
+    auto rj = ParseJson(run.out);
+    ASSERT_TRUE(pj.ok() && rj.ok()) << c.name << ": " << plan.out << " / " << run.out;
+    if (!c.ok) {
+      EXPECT_EQ((*pj)["errors"], (*rj)["errors"]) << c.name;
+    }
+  }
+  // A prompt one short of the window leaves one position: run generates into it and then stops
+  // with "length" (the full context ends the turn; no error).
+  std::string req = dir.Write("req.json", tokens(23, 7));
+  auto run = test::RunCli({"run", dir.File("pkg"), "--request", req, "--max-tokens", "16",
+                           "--temperature", "0", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  auto j = ParseJson(run.out);
+  ASSERT_TRUE(j.ok()) << run.out;
+  const Json& turn = (*j)["turns"][0];
+  if (turn["stop_reason"] == "length") {
+    EXPECT_EQ(turn["tokens"].size(), 2u) << "one fed at the last position, one sampled after it";
+    EXPECT_EQ((*j)["kv_length"], 24);
+  } else {
+    EXPECT_EQ(turn["stop_reason"], "stop_token");  // the model chose to end first
+  }
 }
 
 }  // namespace

@@ -223,7 +223,7 @@ TEST(Bind, MalformedOrMismatchedManifestIsAnErrorNotAFallback) {
   ASSERT_TRUE(WriteFileAtomic(manifest, "{\"schema\": \"mlc.model-package\",", true).ok());
   auto b1 = BindModel(p->path(), *p->library);
   ASSERT_FALSE(b1.ok());
-  EXPECT_NE(b1.error().path.find(kManifestFileName), std::string::npos) << b1.error().ToString();
+  EXPECT_NE(b1.error().document.find(kManifestFileName), std::string::npos) << b1.error().ToString();
   // Well-formed, but its interface does not match the library's program.
   auto doc = ParseJson(good);
   Json j = *doc;
@@ -414,18 +414,19 @@ TEST(Generate, ImageThatCannotFitIsRejectedBeforeItsAdapterRuns) {
   auto r = s.Prefill(in);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().path, "/1");
-  EXPECT_NE(r.error().message.find("overflows by 3 positions"), std::string::npos) << r.error().message;
+  // (one position is kept for the reply)
+  EXPECT_NE(r.error().message.find("overflows by 4 positions"), std::string::npos) << r.error().message;
   EXPECT_EQ(spy.calls["image_embed"], 0);
   EXPECT_EQ(s.adapter_calls(), 0);
   EXPECT_EQ(spy.calls["prefill_tokens"], 0);
-  // Audio is checked once its adapter reports the rows: 25 + 1 + 20 + 1 > 40.
+  // Audio is checked once its adapter reports the rows: 25 + 1 + 20 + 1 + 1 > 40.
   TurnInput audio;
   audio.pieces.push_back(PromptPiece{TextPiece{std::vector<int32_t>(25, 11)}, "/0"});
   audio.pieces.push_back(PromptPiece{AudioPiece(*m.bound.contract.audio, std::nullopt), "/1"});
   audio.media = {NDArray(), Pcm(640 * 20)};
   auto ra = s.Prefill(audio);
   ASSERT_FALSE(ra.ok());
-  EXPECT_NE(ra.error().message.find("overflows by 7 positions"), std::string::npos) << ra.error().message;
+  EXPECT_NE(ra.error().message.find("overflows by 8 positions"), std::string::npos) << ra.error().message;
   EXPECT_EQ(spy.calls["audio_embed"], 1);
   EXPECT_EQ(spy.calls["prefill_tokens"], 0);
 }
@@ -453,6 +454,33 @@ TEST(Generate, AdapterOutputOfTheWrongShapeIsNamed) {
   EXPECT_NE(r2.error().message.find("adapter \"image\""), std::string::npos) << r2.error().message;
   EXPECT_NE(r2.error().message.find("[15, 64] float32, expected [16, 64]"), std::string::npos)
       << r2.error().message;
+}
+
+// Issue 12.7: a full context ends the turn as max_tokens does (stop reason "length"), not with
+// an error: the last position is fed, one more token is sampled, and the next turn (which would
+// start with that token) no longer fits.
+TEST(Generate, FullContextEndsTheTurnWithLength) {
+  ReferenceModelOptions o;
+  o.seed = 3;
+  o.prefill_chunk_size = 8;
+  o.context_window_size = 16;
+  auto p = MakePackage(o);
+  LoadedModel m = MustLoad(*p, *p->library);
+  Session s = m.NewSession();
+  GenerationOptions opt{100, {}, {}, {}};
+  TurnInput in;
+  in.pieces.push_back(PromptPiece{TextPiece{std::vector<int32_t>(10, 11)}, "/0"});
+  auto t = s.Generate(in, opt);
+  ASSERT_TRUE(t.ok()) << FormatErrors(t.errors());
+  EXPECT_EQ(t->stop_reason, "length");
+  EXPECT_EQ(s.KvLength(), 16);
+  EXPECT_EQ(t->tokens.size(), 16u - 10u + 1u) << "6 fed at positions 10..15, one sampled after";
+  TurnInput next;
+  next.pieces.push_back(PromptPiece{TextPiece{{12}}, "/0"});
+  auto t2 = s.Generate(next, opt);
+  ASSERT_FALSE(t2.ok());
+  EXPECT_NE(t2.error().message.find("does not fit the context window"), std::string::npos)
+      << t2.error().message;
 }
 
 TEST(Generate, TurnsContinueTheKvCache) {
@@ -566,7 +594,7 @@ TEST(RunCli, GeneratesFromAWavAndAnImageFile) {
                            "--seed", "3", "--json"});
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   auto again = test::RunCli({"reference-model", pkg});
-  EXPECT_EQ(again.exit_code, 2) << "existing files are kept without --force";
+  EXPECT_EQ(again.exit_code, 1) << "existing files are kept without --force";
   std::vector<double> tone;
   for (int i = 0; i < 8000; ++i) tone.push_back(0.3 * std::sin(i * 0.07));
   test::WavLayout layout;

@@ -1,8 +1,9 @@
 // `mlc-manifest serve` as a process on loopback: routes and OpenAI-style errors, hostile clients
-// (malformed JSON, a 100 MB body, a client sending one byte a second, a client leaving
-// mid-stream) while others are served, SIGTERM draining a stream, the official `openai` npm
-// client (streamed and not, audio and image parts), and a 32-client streaming load test that
-// checks every stream against the same request run alone.
+// (malformed JSON, a 100 MB body, a client sending one byte a second, one trickling a request
+// past the read timeout, a client leaving mid-stream) while others are served, SIGTERM draining a
+// stream, the official `openai` npm client (streamed and not, audio and image parts; a CPU-program
+// package, batched), and a 32-client streaming load test that checks every stream against the
+// same request run alone.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +21,7 @@
 #include <regex>
 #include <thread>
 
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
@@ -299,6 +302,39 @@ TEST(Serve, HostileClientsGetErrorsAndOthersAreServed) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// A request whose bytes trickle in, each well within the idle timeout, is cut off once reading it
+// has taken longer than --read-timeout; the server keeps serving.
+TEST(Serve, SlowSenderIsCutOffAfterTheReadTimeout) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--read-timeout", "2", "--idle-timeout", "30"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  std::string body = Chat("slow", 4);
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_GT(req.size(), 120u);
+  int fd = Connect(server.port());
+  ASSERT_GE(fd, 0);
+  // Four bytes a second: without a total deadline the request would take half a minute or more.
+  size_t sent = 0;
+  bool cut = false;
+  for (; sent < 120 && !cut; ++sent) {
+    if (!SendAll(fd, req.substr(sent, 1))) {
+      cut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    char byte;
+    ssize_t n = recv(fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+    // Closed (0 or a reset), or an answer before the request was complete: cut off.
+    cut = n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+  close(fd);
+  EXPECT_TRUE(cut) << "the server still read the request after " << sent << " bytes";
+  HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", Chat("after", 4));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Serve, SigtermLetsAStreamFinish) {
   Package p;
   ServerProcess server(p.dir.path());
@@ -349,6 +385,51 @@ TEST(Serve, OpenAiClientStreamsTextAudioAndImage) {
   EXPECT_GT(replies[3]["plain"]["usage"]["prompt_tokens"].get<int>(), 16);
   EXPECT_EQ((*doc)["error"]["status"], 400);
   EXPECT_EQ((*doc)["models"].size(), 1u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A package the built-in CPU program runs (Qwen2 layout, 4-bit weights): the openai client gets
+// the same text streamed and not, and eight clients at once (batched) each get the reply the
+// request gets alone.
+TEST(Serve, CpuProgramPackageThroughTheOpenAiClient) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.family = "qwen2";
+  o.quantization = "q4f16_1";
+  o.shape = "tiny";
+  o.seed = 4;
+  auto w = WriteFamilyModel(dir.path(), o);
+  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  ServerProcess server(dir.path(), {"--max-batch-size", "4"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "text", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const Json& replies = (*doc)["replies"];
+  ASSERT_EQ(replies.size(), 3u);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const Json& plain = replies[i]["plain"];
+    EXPECT_EQ(plain["content"], replies[i]["streamed"]["content"]) << "prompt " << i;
+    EXPECT_EQ(plain["usage"], replies[i]["streamed"]["usage"]) << "prompt " << i;
+    EXPECT_GT(plain["usage"]["prompt_tokens"].get<int>(), 0);
+    EXPECT_LE(plain["usage"]["completion_tokens"].get<int>(), 10);
+  }
+  const Json& concurrent = (*doc)["concurrent"];
+  EXPECT_EQ(concurrent["ok"], 8) << concurrent.dump();
+  EXPECT_EQ(concurrent["failed"], 0);
+  EXPECT_EQ(concurrent["mismatched"], 0);
+  EXPECT_EQ((*doc)["models"][0], dir.path().substr(dir.path().rfind('/') + 1));
+  // The package takes text only: an audio part is the client's error.
+  OrderedJson audio = {{"messages", OrderedJson::array({{{"role", "user"},
+                                                        {"content", OrderedJson::array({{{"type", "input_audio"},
+                                                                                         {"input_audio", {{"data", "UklGRg=="}, {"format", "wav"}}}}})}}})}};
+  HttpReply refused = Http(server.port(), "POST", "/v1/chat/completions", audio.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(ErrorMessage(refused), "");
   EXPECT_EQ(server.Stop(), 0);
 }
 

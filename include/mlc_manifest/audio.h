@@ -54,8 +54,9 @@ int64_t CanonicalAudioLength(int64_t frames, int64_t source_rate_hz, int64_t tar
 // Checks the processor itself (rate >= 1, channels == 1, 1 <= min <= max); kUsage otherwise.
 Status CheckAudioProcessor(const AudioDecode& processor);
 
-// Decodes a file. An unreadable file is ErrorCode::kIo; a file that is not audio, or a recording
-// the processor rejects, is kInvalid (kLimit for AudioOptions limits).
+// Decodes a file ("-": standard input, up to 1 GiB). An unreadable file is ErrorCode::kIo; a file
+// that is not audio, or a recording the processor rejects, is kInvalid (kLimit for AudioOptions
+// limits). Errors name the file as their document.
 Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
                                      const AudioOptions& options = {});
 

@@ -69,10 +69,13 @@ struct BindOptions {
   std::optional<std::string> weights_parameter_schema_id;
   // Checked when set (SPEC 5 rule 8).
   std::optional<DeviceLimits> device;
+  // The names errors give the two documents (their files, when the caller knows them).
+  std::string package_document = "mlc-model-manifest.json";
+  std::string program_document = "compiled program";
 };
 
-// Every rule of SPEC 5 that fails is reported (path: the JSON Pointer in the document the rule is
-// about; the message names the rule and the documents).
+// Every rule of SPEC 5 that fails is reported (document: the package's or the program's, as the
+// rule is about; path: the JSON Pointer in it; the message names the rule and the documents).
 Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& compiled,
                            const BindOptions& options = {});
 

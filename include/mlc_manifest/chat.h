@@ -43,10 +43,18 @@ class ChatTurns {
   std::vector<ChatMessage> history_;
 };
 
-// The chat config's sampling fields (temperature, top_p, repetition_penalty, presence_penalty,
-// frequency_penalty) that are numbers, over `given`, except the fields named in `keep` (those
-// the caller was given explicitly). The result is not checked (CheckSamplerConfig).
-SamplerConfig ChatSamplerConfig(const SamplerConfig& given, const ChatConfig& config,
-                                const std::set<std::string>& keep = {});
+// How ChatSamplerConfig takes the chat config's sampling fields.
+struct ChatSamplingOptions {
+  // The fields the caller was given explicitly ("temperature", "top_p", ...): kept as given.
+  std::set<std::string> keep;
+  // Leave out a value the sampler would refuse (CheckSamplerConfig), keeping the given one, as
+  // defaults for requests do; otherwise every value is taken and the caller checks the result.
+  bool skip_refused = false;
+};
+
+// The chat config's sampling fields (ChatConfig::Sampling: temperature, top_p,
+// repetition_penalty, presence_penalty, frequency_penalty) that are set, over `given`.
+SamplerConfig ChatSamplerConfig(const SamplerConfig& given, const ChatConfig::Sampling& config,
+                                const ChatSamplingOptions& options = {});
 
 }  // namespace mlc

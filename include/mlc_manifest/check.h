@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlc_manifest/device.h"
@@ -14,8 +15,17 @@ namespace mlc {
 
 // ---- shards ----
 
-enum class ShardStatus { kOk, kNotVerified, kMissing, kOutside, kSizeMismatch, kMd5Mismatch, kIoError };
+// kSizeOnly: verified, but only by size (tensor-cache.json records no md5sum for it).
+// kLfsPointer: the file is a Git LFS pointer in place of the shard (fetch with `git lfs pull`).
+enum class ShardStatus {
+  kOk, kNotVerified, kMissing, kOutside, kSizeMismatch, kMd5Mismatch, kIoError, kSizeOnly,
+  kLfsPointer
+};
 const char* ShardStatusName(ShardStatus s);
+
+// The message for a Git LFS pointer found where `what` (a shard) should be, or "" when the
+// first bytes (`head`) are not one: names the command that fetches the real file in `dir`.
+std::string GitLfsPointerNote(std::string_view head, const std::string& what, const std::string& dir);
 
 struct ShardResult {
   std::string data_path;

@@ -78,6 +78,10 @@ struct PromptSegment {
   PartKind kind = PartKind::kText;
   std::string text;  // kText: the string to encode
   ContentPart media;  // media segments: the part it came from
+  // kText: JSON Pointer of what the text carries -- the message's text part, the message (no
+  // text), or the template field (the system prompt, the reply header). Errors about the
+  // segment's tokens (a context overflow) point here.
+  std::string path;
 };
 
 struct ChatPrompt {
@@ -119,6 +123,23 @@ Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path)
 // (MediaFile) or carries its inline bytes in memory (nothing is written to disk).
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
                                const Tokenizer& tokenizer, const std::string& base_dir);
+
+// A media segment of a prompt under a bound contract: the input it feeds, where its bytes are
+// (`file`, or `inline_bytes` for a data: URL), its prefix / placeholder / suffix ids and row
+// count (null for audio: its adapter decides).
+Result<OrderedJson> PromptMediaJson(const BoundContract& bound, const PromptSegment& seg,
+                                    const std::string& base_dir);
+
+// The report of a prompt: {"template", "prompt" (PromptText), "segments", "stop_token_ids",
+// "stop_str"}. Segments: {"system_prefix_token_ids"} first on a first round when the template has
+// them, {"text", "token_ids"} per text segment, {"media", "part", ...} per media segment. With a
+// bound contract a media segment also names its "input", where its bytes are ("inline_bytes" or
+// "file", relative to base_dir) and the ids it takes ("prefix_token_ids",
+// "placeholder_token_id", "image_rows" / "audio_rows" (null: the adapter decides),
+// "suffix_token_ids"); a media part the contract has no input for is an error at the part.
+Result<OrderedJson> PromptReportJson(const ChatPrompt& prompt, const ConvTemplate& tmpl,
+                                     const Tokenizer& tokenizer, const BoundContract* bound,
+                                     const std::string& base_dir);
 
 // ---- Stopping ----
 
@@ -163,5 +184,10 @@ class ReplyStream {
   size_t read_ = 0;
   std::string text_;
 };
+
+// Generated text as a terminal may show it: control bytes other than newline and tab (C0, DEL,
+// and C1 controls U+0080..U+009F, such as the CSI that starts a terminal command) become \xNN
+// escapes, so a reply cannot move the cursor, retitle the window or clear the screen.
+std::string EscapeForTerminal(std::string_view text);
 
 }  // namespace mlc

@@ -32,10 +32,11 @@ Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config);
 
 // The CPU program for DIR/mlc-chat-config.json. Functions (with the shapes MLC libraries use):
 //   embed(ids int32 [n], params) -> [n, hidden] float32
-//   prefill(embeds float32 [1, n, hidden], kv, params) -> (logits [1, 1, vocab], kv)
+//   prefill(embeds float32 [1, total_len, hidden], kv, params) -> (logits [1, n_seq, vocab], kv)
+//     (the sequences the cache's BeginForward named, laid end to end; else its only sequence)
 //   decode(embeds float32 [1, 1, hidden], kv, params) -> (logits [1, 1, vocab], kv)
 //   create_tir_paged_kv_cache(max_batch_size, max_total_seq_len, prefill_chunk_size, page_size,
-//                             support_sliding_window) -> kv
+//                             support_sliding_window) -> kv (a PagedKvState: several sequences)
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir);
 
 // The library a package folder runs with: a registered kind whose marker file the folder holds

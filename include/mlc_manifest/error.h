@@ -1,5 +1,6 @@
-// Errors as values: every failure from untrusted input is an Error with a code, a location
-// (a JSON Pointer or a file position) and a message that says what was expected there.
+// Errors as values: every failure from untrusted input is an Error with a code, the document it
+// is about (a file name), a location in it (a JSON Pointer or a position such as "byte 12") and a
+// message that says what was expected there.
 #pragma once
 
 #include <cstddef>
@@ -28,17 +29,22 @@ const char* ErrorCodeName(ErrorCode code);
 
 struct Error {
   ErrorCode code = ErrorCode::kInvalid;
-  std::string path;     // JSON Pointer ("" is the whole document), file position or file name
+  // Where in the document: a JSON Pointer ("" is the whole document) or a position in a binary
+  // file ("byte 123", "frame 4", "sample 9"). Never a file name, a function or an option name.
+  std::string path;
   std::string message;  // what was expected / what went wrong
   std::string document{};  // the file or document `path` points into, when known ("" otherwise)
 
-  // "path: message", or just the message when there is no path.
+  // "document: path: message", leaving out the parts that are empty.
   std::string ToString() const;
 };
 
 // Convenience constructors.
 Error Invalid(std::string path, std::string message);
-Error IoError(std::string path, std::string message);
+// An I/O failure on a file or folder: `document` names it, the path is "" (the whole of it).
+Error IoError(std::string document, std::string message);
+// A failure of `code` about the whole of a file or folder named by `document`.
+Error FileError(ErrorCode code, std::string document, std::string message);
 
 // One or more errors (never empty when it stands for a failure).
 using Errors = std::vector<Error>;
@@ -110,6 +116,14 @@ void AddError(Errors& errors, Error e);
 void AddErrors(Errors& errors, const Errors& more);
 // errors cut to the kMaxErrors bound (a longer list ends in one "and N more errors" entry).
 Errors CapErrors(Errors errors);
+
+// errors with `document` set on each that names none (a reader stamps the file it parsed).
+Errors InDocument(Errors errors, const std::string& document);
+template <class T>
+Result<T> InDocument(Result<T> r, const std::string& document) {
+  if (r) return r;
+  return InDocument(r.take_errors(), document);
+}
 
 // All messages joined by newlines, for human output.
 std::string FormatErrors(const Errors& errors);

@@ -1,4 +1,5 @@
-// File access used by every part: bounded reads and atomic, no-clobber writes.
+// File access used by every part: bounded reads and atomic, no-clobber writes. Everything here
+// but OpenForRead goes through the process's Env (env.h: DefaultEnv()), so tests can inject faults.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +42,13 @@ Result<OpenedFile> OpenForRead(const std::string& path, const std::string& insid
 // True when s holds a byte below 0x20 or 0x7f (NUL included): such a string is never a path.
 bool HasControlChar(std::string_view s);
 
+// The name errors give a file read by ReadFile: "<stdin>" for "-", else path itself.
+std::string DocumentName(const std::string& path);
+
 // Reads a whole file (OpenForRead's rule); refuses one larger than max_bytes (ErrorCode::kLimit)
-// and reports unreadable files as ErrorCode::kIo with the file name as the path.
+// and reports unreadable files, and files that shrink while being read, as ErrorCode::kIo with
+// the file name as the document. "-" (when `inside` is empty) is standard input, read to its end
+// ("<stdin>" in errors).
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes = 64ull << 20,
                              const std::string& inside = "");
 
@@ -71,6 +77,8 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64
                                 const std::string& inside = "");
 
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
+// When a write, fsync, close or rename fails the temporary file is removed and whatever was at
+// path before is left as it was (kIo naming path, with the system's reason).
 // Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
 // Whatever is at path must be a regular file: a symlink, device, pipe or folder is refused (kIo),
 // never replaced. Temporary files "<path>.tmp-PID-RAND" of a writer that was killed (PID no longer
@@ -81,6 +89,9 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
                             bool overwrite);
 
 bool FileExists(const std::string& path);
+
+// Ok when dir names a folder that can be listed; else kIo naming it (missing, a file, no access).
+Status CheckFolder(const std::string& dir);
 
 // The folder a path names a file in ("." for a bare name): the `inside` of a package document.
 std::string FolderOf(const std::string& path);

@@ -1,5 +1,6 @@
 // The image frontend (SPEC 6.2): turns an image file into exactly what an `image_decode`
-// processor declares. Decoding (libvips) yields upright 8-bit sRGB RGB with alpha dropped; the
+// processor declares. Decoding (libvips) yields upright 8-bit RGB with alpha dropped (an embedded
+// ICC profile ignored, as Pillow's convert("RGB"), unless ImageOptions::colour_manage); the
 // resize is ours and follows Pillow's resampling conventions so the pixels match the Pillow-based
 // preprocessing the models were trained with; the result is a uint8 (or widened uint32)
 // [1, height, width, 3] NHWC tensor.
@@ -102,6 +103,10 @@ struct ImageOptions {
   bool composite_on_white = false;     // blend alpha onto white instead of dropping it
   bool shrink_on_load = true;          // JPEG DCT scaling for large reductions (>= 45 dB)
   ResizeFilter filter = ResizeFilter::kBicubic;
+  // Convert through an embedded ICC profile to sRGB, as browsers do. Off by default (SPEC 6.2):
+  // the models' reference processors (Pillow's convert("RGB"), Hugging Face's load_image,
+  // stb_image) take the encoded values and ignore the profile.
+  bool colour_manage = false;
 };
 
 struct ImageInfo {
@@ -116,7 +121,7 @@ struct ImageInfo {
   std::string colour;             // "srgb", "grey", "cmyk", ... (libvips interpretation)
   bool has_alpha = false;
   bool has_icc = false;           // an embedded ICC profile was present
-  bool icc_applied = false;       // ... and was used to convert to sRGB
+  bool icc_applied = false;       // ... and was used to convert to sRGB (colour_manage)
   int shrink = 1;                 // JPEG DCT shrink-on-load factor used (1 = full decode)
   std::string chroma_subsampling; // JPEG: "4:2:0", "4:4:4", ...; "" for other formats
 };
@@ -127,7 +132,7 @@ Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options
 
 struct DecodedImage {
   ImageInfo info;
-  RgbImage rgb;       // upright, 8-bit sRGB, alpha dropped (or composited)
+  RgbImage rgb;       // upright, 8-bit RGB (sRGB when colour managed), alpha dropped (or composited)
   SourceBox box;      // the full-resolution extent the pixels stand for (see SourceBox)
 };
 

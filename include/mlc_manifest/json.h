@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,11 +33,15 @@ inline constexpr int64_t kMaxSafeInteger = (int64_t{1} << 53) - 1;
 // message gives the byte offset and what was expected.
 Result<Json> ParseJson(std::string_view text, const JsonLimits& limits = {});
 
-// ReadFile + ParseJson. I/O failures have code kIo and the file name as the path.
+// ReadFile + ParseJson ("-": standard input). Every error names the file as its document.
 Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits = {},
                           const std::string& inside = "");
 
 // RFC 6901: base + "/" + token with "~" -> "~0" and "/" -> "~1".
+// [{"code", "document", "path", "message"}, ...] for errors cut to kMaxErrors (code: its
+// ErrorCodeName): the one shape errors take in every JSON report.
+OrderedJson ErrorsJson(const Errors& errors);
+
 std::string PointerAppend(const std::string& base, std::string_view token);
 std::string PointerAppend(const std::string& base, size_t index);
 
@@ -54,6 +59,11 @@ std::string CanonicalJson(const OrderedJson& value);
 // Python's json.dumps(value, indent=2) (ensure_ascii, ", " / ": " separators) with keys in the
 // order the document holds them, plus a final newline.
 std::string PythonIndentJson(const OrderedJson& value, int indent = 2);
+
+// Writes s (valid UTF-8) to out as the body of a JSON string, without the quotes, escaped as
+// CanonicalJson escapes strings (JSON.stringify's rule), a block at a time: a long text is
+// written without a second copy of it.
+void WriteJsonStringBody(std::ostream& out, std::string_view s);
 
 // "sha256:" + lowercase hex SHA-256 of bytes.
 std::string Sha256Id(std::string_view bytes);

@@ -210,6 +210,8 @@ typedef struct mlc_image_params {
   int dtype;             /* an mlc_pixel_dtype (default uint8) */
   int filter;            /* an mlc_resize_filter (default bicubic) */
   int64_t max_pixels;    /* default 100000000 */
+  int colour_manage;     /* 1: convert through an embedded ICC profile to sRGB, as browsers do;
+                            0 (default): ignore the profile, as Pillow's convert("RGB") (SPEC 6.2) */
 } mlc_image_params;
 MLC_API mlc_image_params mlc_image_params_default(void);
 

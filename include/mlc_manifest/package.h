@@ -34,6 +34,14 @@ struct ChatConfig {
   std::optional<int64_t> sliding_window_size;   // -1 or absent: none
   std::optional<int64_t> attention_sink_size;
   std::optional<int64_t> tensor_parallel_shards;
+  // The generation defaults MLC writes beside the model (numbers; absent or null: not set).
+  struct Sampling {
+    std::optional<double> temperature;
+    std::optional<double> top_p;
+    std::optional<double> repetition_penalty;
+    std::optional<double> presence_penalty;
+    std::optional<double> frequency_penalty;
+  } sampling;
 
   // A named dimension: top-level first, then model_config (SPEC 3). Integers only.
   std::optional<int64_t> Dimension(const std::string& name) const;

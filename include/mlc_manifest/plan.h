@@ -27,13 +27,15 @@ struct PlanLimits {
   int64_t context_window_size = 0;   // <= 0: unknown (only valid with a sliding window)
   int64_t prefill_chunk_size = 0;    // >= 1
   int64_t sliding_window_size = -1;  // > 0: the context check does not apply
+  std::optional<int64_t> vocab_size;  // when known, every text id must be below it
   // A hard bound on one prompt, so an untrusted row count cannot exhaust memory.
   int64_t max_prompt_positions = int64_t{1} << 22;
 
   bool HasSlidingWindow() const { return sliding_window_size > 0; }
 };
 
-// context_window_size and prefill_chunk_size (top level, then model_config), sliding_window_size.
+// context_window_size and prefill_chunk_size (top level, then model_config), sliding_window_size,
+// vocab_size.
 Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config);
 
 enum class MediaKind { kAudio, kImage };
@@ -54,6 +56,9 @@ struct MediaPiece {
   // Adapter rows: fixed for an image (num_embeddings); for audio known once its adapter ran.
   std::optional<int64_t> rows;
 };
+
+// "adapter \"a\" of audio input \"x\"", for messages.
+std::string AdapterName(const MediaPiece& m);
 
 struct PromptPiece {
   std::variant<TextPiece, MediaPiece> value;
@@ -89,9 +94,13 @@ struct PrefillPlan {
   std::vector<PrefillChunk> chunks;
 };
 
-// The context check over pieces whose sizes may still be partly unknown: the prompt (least
-// sizes) plus kv_length must fit context_window_size unless a sliding window is set. The error
-// names the first piece that does not fit and says by how many positions the prompt overflows.
+// The context check over pieces whose sizes may still be partly unknown: the prompt takes at
+// least one position; the prompt (least sizes) plus kv_length plus one position for the first
+// generated token must fit context_window_size unless a sliding window is set (a prompt that
+// fills the window leaves nothing to generate: `plan` and `run` both refuse it, as llama.cpp's
+// server does). The error names the first piece that does not fit and says by how many positions
+// the prompt overflows. With vocab_size known, a text id (prefix and suffix ids included) that
+// is not below it is refused at its piece.
 Status CheckContext(const PlanLimits& limits, int64_t kv_length,
                     std::span<const PromptPiece> pieces);
 

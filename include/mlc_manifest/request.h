@@ -53,4 +53,16 @@ Result<Request> ReadRequestFile(const std::string& path, const RequestLimits& li
 Result<std::vector<PromptPiece>> PiecesForTurn(const BoundContract& bound,
                                                const RequestTurn& turn);
 
+// The prefill plan of each turn of a request, the first from kv_length on, each later one
+// continuing the KV cache the turn before filled. Every audio clip needs its row count
+// ({"audio_rows": N}); one given as a file is a usage error at its segment.
+Result<std::vector<PrefillPlan>> PlanRequest(const BoundContract& bound, const PlanLimits& limits,
+                                             int64_t kv_length, const Request& request);
+
+// {"prompt_length", "kv_length", "prefill_chunk_size", "context_window_size", "chunks": every
+// turn's, in order, and with more than one turn "turns": [{"kv_length", "prompt_length",
+// "chunks": count}]}: the report of PlanRequest's plans that began at kv_length.
+OrderedJson RequestPlanJson(const std::vector<PrefillPlan>& plans, const PlanLimits& limits,
+                            int64_t kv_length);
+
 }  // namespace mlc

@@ -58,6 +58,7 @@ struct ServeOptions {
   int max_concurrent = 64;     // requests in flight; more get 429
   int request_timeout_s = 600; // a non-streamed reply not done by then is cancelled (504)
   int idle_timeout_s = 30;     // a connection silent this long is closed
+  int request_read_timeout_s = 30;  // a request's line, headers and body must arrive within this
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
   EngineOptions engine;
@@ -65,7 +66,9 @@ struct ServeOptions {
 
 class Server {
  public:
-  // Opens the package with its library (OpenPackageLibrary), loads the model and starts the engine.
+  // Opens the package with OpenPackageLibrary (a registered library such as the reference
+  // runtime's, else the built-in CPU program of its model_type), loads the model and starts the
+  // engine.
   static Result<std::unique_ptr<Server>> Create(const std::string& package_dir,
                                                 const ServeOptions& options);
   ~Server();

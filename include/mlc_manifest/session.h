@@ -83,7 +83,8 @@ class Session {
   // Runs the adapters, plans and prefills the turn; returns the last position's logits.
   // An image that cannot fit is rejected before its adapter runs.
   Result<PrefillResult> Prefill(const TurnInput& input);
-  // Prefill, then sample and decode until a stop token, max_tokens or on_token says stop. The
+  // Prefill, then sample and decode until a stop token, max_tokens, a full context window
+  // (stop reason "length", like max_tokens) or on_token says stop. The
   // sampled stop token is not fed back; a last token cut by the limit or by on_token is fed at
   // the start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
@@ -127,7 +128,10 @@ struct LoadedModel {
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program = std::nullopt);
 
-// {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}
+// {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}: milliseconds
+// rounded to the microsecond (RoundToMicroseconds), rates to 0.01 per second.
 OrderedJson PhaseTimingsJson(const PhaseTimings& t);
+// ms rounded to three decimals: timings are reported to the microsecond.
+double RoundToMicroseconds(double ms);
 
 }  // namespace mlc

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ class NDArray {
   struct State;
   std::shared_ptr<State> state_;
 };
+
+// An int32 tensor of `shape` holding `values` (as many as the shape has elements).
+NDArray Int32Tensor(std::span<const int32_t> values, std::vector<int64_t> shape);
 
 // The converter's encoding: float32 -> bfloat16 rounding to nearest even; and back.
 uint16_t FloatToBf16(float value);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -44,6 +45,9 @@ class Tokenizer {
   // replaced as a lossy UTF-8 decode does (each maximal bad subsequence -> U+FFFD).
   // Safe to call from several threads at once.
   virtual std::vector<int32_t> Encode(std::string_view text) const = 0;
+  // Encode's ids handed to emit one at a time, in order, as they are made, so that a long text
+  // is never held as one list of ids (the default runs Encode).
+  virtual void EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const;
   // Text of ids, special tokens kept. Unknown ids are skipped (Hugging Face) or make the
   // result empty (SentencePiece), as the reference does.
   virtual std::string Decode(std::span<const int32_t> ids) const = 0;

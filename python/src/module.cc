@@ -267,7 +267,7 @@ py::array DecodeAudioPy(const py::object& source, int64_t sample_rate_hz, int64_
 
 py::array DecodeImagePy(const py::object& source, int64_t height, int64_t width,
                         const std::string& mode, const std::string& dtype,
-                        const std::string& filter) {
+                        const std::string& filter, bool colour_manage) {
   ImageDecode processor;
   processor.height = height;
   processor.width = width;
@@ -283,6 +283,7 @@ py::array DecodeImagePy(const py::object& source, int64_t height, int64_t width,
   auto f = ParseResizeFilter(filter);
   if (!f) Raise({Error{ErrorCode::kUsage, "", "filter is \"bicubic\", \"bilinear\" or \"lanczos\""}});
   options.filter = *f;
+  options.colour_manage = colour_manage;
   Source s = SourceOf(source);
   auto tensor = std::make_unique<NpyArray>();
   {
@@ -428,7 +429,7 @@ PYBIND11_MODULE(_core, m) {
         a::arg("max_samples") = 480000, a::arg("quality") = "high");
   m.def("decode_image", &DecodeImagePy, "A [1, H, W, 3] tensor of an image (a path or bytes)",
         a::arg("source"), a::arg("height"), a::arg("width"), a::arg("mode") = "stretch",
-        a::arg("dtype") = "uint8", a::arg("filter") = "bicubic");
+        a::arg("dtype") = "uint8", a::arg("filter") = "bicubic", a::arg("colour_manage") = false);
 
   py::class_<PyTokenizer>(m, "Tokenizer")
       .def(py::init<const std::string&>(), a::arg("dir"))

@@ -178,6 +178,34 @@ def test_decode_image_matches_the_cli(tmp_path):
         mlc_manifest.decode_image(path, 0, 24)
 
 
+def test_decode_image_ignores_an_icc_profile_unless_colour_managed(tmp_path):
+    from PIL import Image, ImageCms
+    rng = np.random.default_rng(5)
+    pixels = rng.integers(0, 256, size=(30, 50, 3), dtype=np.uint8)
+    srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
+    path = tmp_path / "tagged.png"
+    # A profile with other primaries: sRGB's own colorants swapped around (red <-> blue).
+    Image.fromarray(pixels).save(path, icc_profile=swapped_primaries_profile(srgb.tobytes()))
+    plain = mlc_manifest.decode_image(path, 30, 50)
+    assert np.array_equal(plain[0], np.asarray(Image.open(path).convert("RGB")))
+    managed = mlc_manifest.decode_image(path, 30, 50, colour_manage=True)
+    assert not np.array_equal(managed, plain)
+
+
+def swapped_primaries_profile(icc):
+    """icc with its rXYZ and bXYZ tags' offsets exchanged: a valid profile of other primaries."""
+    import struct
+    data = bytearray(icc)
+    count = struct.unpack(">I", data[128:132])[0]
+    entries = {}
+    for i in range(count):
+        at = 132 + 12 * i
+        entries[bytes(data[at:at + 4])] = at
+    r, b = entries[b"rXYZ"], entries[b"bXYZ"]
+    data[r + 4:r + 12], data[b + 4:b + 12] = data[b + 4:b + 12], data[r + 4:r + 12]
+    return bytes(data)
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory):
     folder = tmp_path_factory.mktemp("ref") / "pkg"

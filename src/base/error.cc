@@ -20,16 +20,28 @@ const char* ErrorCodeName(ErrorCode code) {
 }
 
 std::string Error::ToString() const {
-  if (path.empty()) return message;
-  return path + ": " + message;
+  std::string out = document.empty() ? "" : document + ": ";
+  if (!path.empty()) out += path + ": ";
+  return out + message;
 }
 
 Error Invalid(std::string path, std::string message) {
   return Error{ErrorCode::kInvalid, std::move(path), std::move(message)};
 }
 
-Error IoError(std::string path, std::string message) {
-  return Error{ErrorCode::kIo, std::move(path), std::move(message)};
+Error IoError(std::string document, std::string message) {
+  return FileError(ErrorCode::kIo, std::move(document), std::move(message));
+}
+
+Error FileError(ErrorCode code, std::string document, std::string message) {
+  return Error{code, "", std::move(message), std::move(document)};
+}
+
+Errors InDocument(Errors errors, const std::string& document) {
+  for (Error& e : errors) {
+    if (e.document.empty()) e.document = document;
+  }
+  return errors;
 }
 
 std::string FormatErrors(const Errors& errors) {

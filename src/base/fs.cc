@@ -1,10 +1,11 @@
-// Bounded whole-file reads and atomic writes (temporary file + fsync + rename).
+// Bounded whole-file reads and atomic writes (temporary file + fsync + rename), over the
+// process's Env (env.h); OpenForRead is the POSIX rule the default Env opens files by.
 #include "mlc_manifest/fs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <dirent.h>
 #include <limits.h>
 #include <signal.h>
 #include <unistd.h>
@@ -17,8 +18,18 @@
 #include <random>
 #include <utility>
 
+#include "mlc_manifest/env.h"
+
 namespace mlc {
 namespace {
+
+// read(2), retried when a signal interrupts it.
+ssize_t ReadSome(int fd, char* dst, size_t n) {
+  for (;;) {
+    ssize_t r = ::read(fd, dst, n);
+    if (r >= 0 || errno != EINTR) return r;
+  }
+}
 
 std::string ErrnoText() { return std::strerror(errno); }
 
@@ -41,19 +52,11 @@ bool WriteAll(int fd, std::string_view bytes) {
   return true;
 }
 
-// read(2), retried when a signal interrupts it.
-ssize_t ReadSome(int fd, char* dst, size_t n) {
-  for (;;) {
-    ssize_t r = ::read(fd, dst, n);
-    if (r >= 0 || errno != EINTR) return r;
-  }
-}
-
 // The error of both readers for a file over max_bytes.
 Error OverLimit(const std::string& path, int64_t size, uint64_t max_bytes) {
-  return Error{ErrorCode::kLimit, path,
+  return FileError(ErrorCode::kLimit, path,
                "file is " + std::to_string(size) + " bytes, over the limit of " +
-                   std::to_string(max_bytes)};
+                   std::to_string(max_bytes));
 }
 
 // An anonymous buffer of n bytes (n >= 1) whose pages are mapped up front; nullptr when memory
@@ -64,8 +67,11 @@ void* MapBuffer(size_t n) {
   return p == MAP_FAILED ? nullptr : p;
 }
 
-// Reports the failed read of path (errno still set by the read).
-Error ReadError(const std::string& path) { return IoError(path, "read failed: " + ErrnoText()); }
+// A file that ended before the size it had when opened: it shrank while being read.
+Error EndedEarly(const std::string& path, uint64_t got, uint64_t size) {
+  return IoError(path, "ended at byte " + std::to_string(got) + " of " + std::to_string(size) +
+                           " (the file shrank while being read)");
+}
 
 std::string RealPath(const std::string& p) {
   char buf[PATH_MAX];
@@ -90,6 +96,12 @@ bool IsInside(const std::string& real, const std::string& root) {
 
 constexpr const char* kTmpInfix = ".tmp-";
 
+// The document name of "-" read as an input.
+constexpr const char* kStdinName = "<stdin>";
+
+// A write refused because the target exists and replacing it was not asked for.
+constexpr const char* kExistsText = "already exists; not replaced (overwrite not requested)";
+
 // The process id of a temporary name "<target>.tmp-PID-RAND" of target, or 0 if name is not one.
 pid_t TemporaryOwner(std::string_view name, std::string_view target) {
   if (name.substr(0, target.size()) != target) return 0;
@@ -108,29 +120,42 @@ pid_t TemporaryOwner(std::string_view name, std::string_view target) {
 
 // Removes the temporary files a killed writer of target left beside it: regular files named
 // "<target>.tmp-PID-RAND" whose PID is no longer a running process.
-void RemoveStaleTemporaries(const std::string& target) {
+void RemoveStaleTemporaries(Env& env, const std::string& target) {
   std::string dir = DirName(target);
   std::string base = target.substr(target.rfind('/') == std::string::npos ? 0 : target.rfind('/') + 1);
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (const dirent* e = ::readdir(d)) {
-    pid_t owner = TemporaryOwner(e->d_name, base);
+  auto names = env.ListDir(dir);
+  if (!names) return;
+  for (const std::string& name : *names) {
+    pid_t owner = TemporaryOwner(name, base);
     if (owner <= 0 || (::kill(owner, 0) == 0 || errno == EPERM)) continue;
-    struct stat st {};
-    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-      ::unlinkat(::dirfd(d), e->d_name, 0);
-    }
+    const std::string path = JoinPath(dir, name);
+    if (env.Stat(path, /*follow_symlinks=*/false).regular) (void)env.RemoveFile(path);
   }
-  ::closedir(d);
 }
 
 // "-" as an output: the parts written to standard output.
 Status WriteToStdout(std::initializer_list<std::string_view> parts) {
   std::fflush(stdout);
   for (std::string_view part : parts) {
-    if (!WriteAll(STDOUT_FILENO, part)) return IoError("-", "cannot write to standard output: " + ErrnoText());
+    if (!WriteAll(STDOUT_FILENO, part)) return IoError("<stdout>", "cannot write to standard output: " + ErrnoText());
   }
   return Status::Ok();
+}
+
+// "-" as an input: standard input read to its end, refused past max_bytes.
+Result<std::string> ReadStdin(uint64_t max_bytes) {
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ReadSome(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0) return IoError(kStdinName, "read failed: " + ErrnoText());
+    if (n == 0) return out;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      return FileError(ErrorCode::kLimit, kStdinName,
+                       "input is over the limit of " + std::to_string(max_bytes) + " bytes");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
 }
 
 }  // namespace
@@ -158,7 +183,8 @@ bool HasControlChar(std::string_view s) {
 
 Result<OpenedFile> OpenForRead(const std::string& path, const std::string& inside) {
   if (HasControlChar(path)) {
-    return Invalid(EscapeControl(path), "a file name may not hold control characters");
+    return FileError(ErrorCode::kInvalid, EscapeControl(path),
+                     "a file name may not hold control characters");
   }
   // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
   OpenedFile out{Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)), 0};
@@ -176,31 +202,38 @@ Result<OpenedFile> OpenForRead(const std::string& path, const std::string& insid
     std::string real = OpenedPath(out.fd.get(), path);
     if (root.empty() || real.empty()) return IoError(path, "cannot resolve its real path");
     if (!IsInside(real, root)) {
-      return Invalid(path, "resolves outside the package folder " + inside +
-                               " (through a symlink); refusing to read it");
+      return FileError(ErrorCode::kInvalid, path,
+                       "resolves outside the package folder " + inside +
+                           " (through a symlink); refusing to read it");
     }
   }
   out.size = static_cast<uint64_t>(st.st_size);
   return out;
 }
 
+std::string DocumentName(const std::string& path) { return path == "-" ? kStdinName : path; }
+
 Result<std::string> ReadFile(const std::string& path, uint64_t max_bytes, const std::string& inside) {
-  auto file = OpenForRead(path, inside);
+  if (path == "-" && inside.empty()) return ReadStdin(max_bytes);
+  auto file = DefaultEnv()->NewSequentialFile(path, inside);
   MLC_RETURN_IF_ERROR(file);
-  if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
+  const uint64_t size = (*file)->size();
+  if (size > max_bytes) return OverLimit(path, static_cast<int64_t>(size), max_bytes);
   std::string out;
-  out.reserve(static_cast<size_t>(file->size));
+  out.reserve(static_cast<size_t>(size));
   char buf[1 << 16];
   for (;;) {
-    ssize_t n = ReadSome(file->fd.get(), buf, sizeof buf);
-    if (n < 0) return ReadError(path);
-    if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) {
-      return Error{ErrorCode::kLimit, path,
-                   "file is over the limit of " + std::to_string(max_bytes) + " bytes"};
+    auto n = (*file)->Read(buf, sizeof buf);
+    MLC_RETURN_IF_ERROR(n);
+    if (*n == 0) break;
+    if (out.size() + *n > max_bytes) {
+      return FileError(ErrorCode::kLimit, path,
+                       "file is over the limit of " + std::to_string(max_bytes) + " bytes");
     }
-    out.append(buf, static_cast<size_t>(n));
+    out.append(buf, *n);
   }
+  // A file that grows while it is read is taken as read; one that shrinks is an error.
+  if (out.size() < size) return EndedEarly(path, out.size(), size);
   return out;
 }
 
@@ -225,20 +258,31 @@ FileBytes& FileBytes::operator=(FileBytes&& other) noexcept {
 
 Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes,
                                 const std::string& inside) {
-  auto file = OpenForRead(path, inside);
-  MLC_RETURN_IF_ERROR(file);
-  if (file->size > max_bytes) return OverLimit(path, static_cast<int64_t>(file->size), max_bytes);
   FileBytes out;
-  out.capacity_ = std::max<size_t>(static_cast<size_t>(file->size), 1);
+  if (path == "-" && inside.empty()) {
+    auto text = ReadStdin(max_bytes);
+    MLC_RETURN_IF_ERROR(text);
+    out.capacity_ = std::max<size_t>(text->size(), 1);
+    out.data_ = MapBuffer(out.capacity_);
+    if (!out.data_) return IoError(kStdinName, "out of memory for " + std::to_string(out.capacity_) + " bytes");
+    std::memcpy(out.data_, text->data(), text->size());
+    out.size_ = text->size();
+    return out;
+  }
+  auto file = DefaultEnv()->NewSequentialFile(path, inside);
+  MLC_RETURN_IF_ERROR(file);
+  const uint64_t size = (*file)->size();
+  if (size > max_bytes) return OverLimit(path, static_cast<int64_t>(size), max_bytes);
+  out.capacity_ = std::max<size_t>(static_cast<size_t>(size), 1);
   out.data_ = MapBuffer(out.capacity_);
   if (!out.data_) return IoError(path, "out of memory for " + std::to_string(out.capacity_) + " bytes");
   char* dst = static_cast<char*>(out.data_);
-  // A file that shrinks while it is read ends early; one that grows is cut at the size seen.
-  while (out.size_ < file->size) {
-    ssize_t n = ReadSome(file->fd.get(), dst + out.size_, file->size - out.size_);
-    if (n < 0) return ReadError(path);
-    if (n == 0) break;
-    out.size_ += static_cast<size_t>(n);
+  // A file that grows while it is read is cut at the size seen; one that shrinks is an error.
+  while (out.size_ < size) {
+    auto n = (*file)->Read(dst + out.size_, static_cast<size_t>(size) - out.size_);
+    MLC_RETURN_IF_ERROR(n);
+    if (*n == 0) return EndedEarly(path, out.size_, size);
+    out.size_ += *n;
   }
   return out;
 }
@@ -247,62 +291,87 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
   return WriteFileAtomicParts(path, {bytes}, overwrite);
 }
 
+namespace {
+
+// Writes the parts to the new file tmp and makes them durable; on failure nothing is left at tmp.
+Status WriteTemporary(Env& env, const std::string& path, const std::string& tmp,
+                      std::initializer_list<std::string_view> parts) {
+  auto file = env.NewWritableFile(tmp);
+  if (!file) return IoError(path, "cannot create temporary file: " + file.error().message);
+  Status st;
+  for (std::string_view part : parts) {
+    if (st) st = (*file)->Append(part);
+  }
+  const char* what = "write failed: ";
+  if (st) {
+    st = (*file)->Sync();
+    what = "cannot flush to disk (fsync): ";
+  }
+  Status closed = (*file)->Close();
+  if (st && !closed) {
+    st = closed;
+    what = "cannot close: ";
+  }
+  if (st) return Status::Ok();
+  (void)env.RemoveFile(tmp);
+  return IoError(path, what + st.error().message);
+}
+
+}  // namespace
+
 Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
                             bool overwrite) {
   if (path == "-") return WriteToStdout(parts);
   if (HasControlChar(path)) {
-    return Invalid(EscapeControl(path), "a file name may not hold control characters");
+    return FileError(ErrorCode::kInvalid, EscapeControl(path),
+                     "a file name may not hold control characters");
   }
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISREG(st.st_mode)) {
+  Env& env = *DefaultEnv();
+  const FileStat st = env.Stat(path, /*follow_symlinks=*/false);
+  if (st.exists) {
+    if (!st.regular) {
       return IoError(path, "is not a regular file (a symlink, device, pipe or folder); refusing to "
                            "replace it");
     }
-    if (!overwrite) return Error{ErrorCode::kExists, path, "already exists; pass --force to overwrite"};
+    if (!overwrite) return FileError(ErrorCode::kExists, path, kExistsText);
   }
-  RemoveStaleTemporaries(path);
+  RemoveStaleTemporaries(env, path);
   std::random_device rd;
   std::string tmp = path + kTmpInfix + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return IoError(path, "cannot create temporary file: " + ErrnoText());
-  bool written = true;
-  for (std::string_view part : parts) written = written && WriteAll(fd, part);
-  if (!written || ::fsync(fd) != 0) {
-    std::string msg = "write failed: " + ErrnoText();
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return IoError(path, msg);
-  }
-  ::close(fd);
+  MLC_RETURN_IF_ERROR(WriteTemporary(env, path, tmp, parts));
   if (!overwrite) {
     // link() fails if the target appeared meanwhile: no clobbering even under a race.
-    if (::link(tmp.c_str(), path.c_str()) != 0) {
-      std::string msg = errno == EEXIST ? "already exists; pass --force to overwrite"
-                                        : "cannot create: " + ErrnoText();
-      ErrorCode code = errno == EEXIST ? ErrorCode::kExists : ErrorCode::kIo;
-      ::unlink(tmp.c_str());
-      return Error{code, path, msg};
+    Status linked = env.LinkFile(tmp, path);
+    (void)env.RemoveFile(tmp);
+    if (!linked) {
+      if (linked.error().code == ErrorCode::kExists) return FileError(ErrorCode::kExists, path, kExistsText);
+      return IoError(path, "cannot create: " + linked.error().message);
     }
-    ::unlink(tmp.c_str());
-  } else if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string msg = "cannot rename into place: " + ErrnoText();
-    ::unlink(tmp.c_str());
-    return IoError(path, msg);
+  } else if (Status moved = env.RenameFile(tmp, path); !moved) {
+    (void)env.RemoveFile(tmp);
+    return IoError(path, "cannot rename into place: " + moved.error().message);
   }
-  int dfd = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  (void)env.SyncDir(DirName(path));
   return Status::Ok();
 }
 
 std::string FolderOf(const std::string& path) { return DirName(path); }
 
 bool FileExists(const std::string& path) {
+  return DefaultEnv()->Stat(path, /*follow_symlinks=*/false).exists;
+}
+
+Status CheckFolder(const std::string& dir) {
+  if (HasControlChar(dir)) {
+    return FileError(ErrorCode::kInvalid, EscapeControl(dir), "a folder name may not hold control characters");
+  }
   struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
+  if (::stat(dir.c_str(), &st) != 0) return IoError(dir, "cannot open the folder: " + ErrnoText());
+  if (!S_ISDIR(st.st_mode)) return IoError(dir, "is not a folder; expected a package folder");
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return IoError(dir, "cannot list the folder: " + ErrnoText());
+  ::closedir(d);
+  return Status::Ok();
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

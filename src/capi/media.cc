@@ -74,8 +74,10 @@ int ImageSetup(const mlc_image_params& p, mlc::ImageDecode* processor, mlc::Imag
   }
   if (p.mode < MLC_RESIZE_STRETCH || p.mode > MLC_RESIZE_CENTER_CROP ||
       p.dtype < MLC_PIXEL_UINT8 || p.dtype > MLC_PIXEL_UINT32 || p.filter < MLC_FILTER_BICUBIC ||
-      p.filter > MLC_FILTER_LANCZOS || p.max_pixels < 1) {
-    return FailWith(errors, MLC_ERR_ARGUMENT, "", "mode, dtype, filter or max_pixels out of range");
+      p.filter > MLC_FILTER_LANCZOS || p.max_pixels < 1 || p.colour_manage < 0 ||
+      p.colour_manage > 1) {
+    return FailWith(errors, MLC_ERR_ARGUMENT, "",
+                    "mode, dtype, filter, max_pixels or colour_manage out of range");
   }
   processor->height = p.height;
   processor->width = p.width;
@@ -86,6 +88,7 @@ int ImageSetup(const mlc_image_params& p, mlc::ImageDecode* processor, mlc::Imag
                                                mlc::ResizeFilter::kLanczos};
   options->filter = kFilters[p.filter];
   options->max_pixels = p.max_pixels;
+  options->colour_manage = p.colour_manage == 1;
   *dtype = p.dtype == MLC_PIXEL_UINT32 ? mlc::PixelDtype::kUint32 : mlc::PixelDtype::kUint8;
   return MLC_OK;
 }
@@ -167,7 +170,7 @@ int mlc_audio_get_info(const mlc_audio* h, mlc_audio_info* out) {
 
 mlc_image_params mlc_image_params_default(void) {
   return mlc_image_params{0, 0, MLC_RESIZE_STRETCH, MLC_PIXEL_UINT8, MLC_FILTER_BICUBIC,
-                          mlc::ImageOptions().max_pixels};
+                          mlc::ImageOptions().max_pixels, 0};
 }
 
 int mlc_image_decode_file(mlc_image* h, const char* path, const mlc_image_params* params) {

@@ -53,25 +53,10 @@ int BuildPrompt(mlc_prompt* h, const std::string& dir, std::string_view messages
   if (!tokenizer) return Fail(h->errors, tokenizer.take_errors(), dir);
   auto prompt = mlc::BuildChatPrompt(*tmpl, *messages);
   if (!prompt) return Fail(h->errors, prompt.take_errors(), kMemoryDocument);
-  mlc::OrderedJson segments = mlc::OrderedJson::array();
-  if (tmpl->system_prefix_token_ids) {
-    segments.push_back({{"system_prefix_token_ids", *tmpl->system_prefix_token_ids}});
-  }
-  for (const mlc::PromptSegment& seg : prompt->segments) {
-    if (seg.kind == mlc::PartKind::kText) {
-      segments.push_back({{"text", seg.text}, {"token_ids", (*tokenizer)->Encode(seg.text)}});
-    } else {
-      segments.push_back({{"media", seg.kind == mlc::PartKind::kImage ? "image" : "audio"},
-                          {"part", seg.media.path}});
-    }
-  }
+  auto report = mlc::PromptReportJson(*prompt, *tmpl, **tokenizer, nullptr, "");
+  if (!report) return Fail(h->errors, report.take_errors(), kMemoryDocument);
   h->text = mlc::PromptText(*prompt);
-  h->json = mlc::OrderedJson({{"template", tmpl->name},
-                              {"prompt", h->text},
-                              {"segments", segments},
-                              {"stop_token_ids", tmpl->stop_token_ids},
-                              {"stop_str", tmpl->stop_str}})
-                .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  h->json = report->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return MLC_OK;
 }
 
@@ -90,34 +75,12 @@ int ComputePlan(mlc_plan* h, const std::string& dir, std::string_view request_te
   if (!doc) return Fail(h->errors, doc.take_errors(), kMemoryDocument);
   auto request = mlc::ParseRequest(*doc, mlc::capi::Str(p.base_dir));
   if (!request) return Fail(h->errors, request.take_errors(), kMemoryDocument);
-  int64_t kv = p.kv_length;
-  mlc::OrderedJson chunks = mlc::OrderedJson::array();
-  for (const mlc::RequestTurn& turn : request->turns) {
-    auto pieces = mlc::PiecesForTurn(*bound, turn);
-    if (!pieces) return Fail(h->errors, pieces.take_errors(), kMemoryDocument);
-    for (const mlc::PromptPiece& piece : *pieces) {
-      if (!piece.Known()) {
-        return Fail(h->errors,
-                    {mlc::Error{mlc::ErrorCode::kUsage, piece.path,
-                                "an audio clip's row count is known only once its adapter runs; "
-                                "plan with {\"audio_rows\": N}"}},
-                    kMemoryDocument);
-      }
-    }
-    auto plan = mlc::PlanPrefill(*limits, kv, *pieces);
-    if (!plan) return Fail(h->errors, plan.take_errors(), kMemoryDocument);
-    kv += plan->prompt_length;
-    mlc::OrderedJson one = mlc::PrefillPlanJson(*plan);
-    for (auto& c : one["chunks"]) chunks.push_back(std::move(c));
-  }
-  h->prompt_length = kv - p.kv_length;
-  h->chunks = chunks.size();
-  h->json = mlc::OrderedJson({{"prompt_length", h->prompt_length},
-                              {"kv_length", p.kv_length},
-                              {"prefill_chunk_size", limits->prefill_chunk_size},
-                              {"context_window_size", limits->context_window_size},
-                              {"chunks", std::move(chunks)}})
-                .dump();
+  auto plans = mlc::PlanRequest(*bound, *limits, p.kv_length, *request);
+  if (!plans) return Fail(h->errors, plans.take_errors(), kMemoryDocument);
+  mlc::OrderedJson report = mlc::RequestPlanJson(*plans, *limits, p.kv_length);
+  h->prompt_length = report["prompt_length"].get<int64_t>();
+  h->chunks = report["chunks"].size();
+  h->json = report.dump();
   return MLC_OK;
 }
 

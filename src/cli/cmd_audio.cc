@@ -2,6 +2,7 @@
 // declares (SPEC 6.1) and writes it as .npy (<f4, shape (n,)) or raw little-endian .f32. The
 // processor comes from a model package (--model) or from --rate/--min/--max.
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
@@ -39,7 +40,7 @@ struct AudioArgs {
 
 enum class OutputKind { kNpy, kF32 };
 
-Error Usage(std::string message) { return Error{ErrorCode::kUsage, "", std::move(message)}; }
+Error Usage(std::string message) { return UsageError(std::move(message)); }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -105,7 +106,7 @@ OrderedJson ResultJson(const AudioArgs& a, const DecodedAudio& d, const AudioDec
           {"sample_rate_hz", s.sample_rate_hz},
           {"channels", s.channels},
           {"frames", s.frames},
-          {"duration_s", s.duration_s},
+          {"duration_s", std::round(s.duration_s * 1e6) / 1e6},  // to the microsecond
           {"processor_from", a.model.empty() ? "options" : "model"},
           {"quality", ResampleQualityName(quality)},
           {"output", {{"path", a.output},
@@ -138,7 +139,7 @@ int Run(const AudioArgs& a) {
   auto kind = OutputKindOf(a.output);
   if (!kind) return ReportFailure(kind.errors(), a.json);
   if (!a.force && FileExists(a.output)) {
-    return ReportFailure({Error{ErrorCode::kExists, a.output, "already exists; pass --force to overwrite"}},
+    return ReportFailure({FileError(ErrorCode::kExists, a.output, "already exists; not replaced")},
                          a.json);
   }
   AudioOptions options;

@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "mlc_manifest/bind.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 
 namespace mlc::cli {
@@ -50,6 +51,8 @@ const Registration kBind(20, [](CLI::App& app) {
     if (!prog) return ReportFailure(prog.errors(), a->json, a->program);
     BindOptions options;
     options.task = a->task;
+    options.package_document = manifest;
+    options.program_document = DocumentName(a->program);
     Result<BoundContract> bound = Bind(*pkg, *prog, options);
     if (!bound) return ReportFailure(bound.errors(), a->json);
     if (a->json) {

@@ -1,6 +1,7 @@
 // `mlc-manifest check DIR`: every verdict about a package before it is published.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "cli/command.h"
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/fs.h"
 
 namespace mlc::cli {
 namespace {
@@ -65,10 +67,47 @@ ShardDoneFn ShardLines() {
     // The total is known only from the shards seen: estimate it from their mean size.
     const uint64_t total = state->bytes / finished * count;
     auto [mbs, left] = state->rate.At(state->bytes, total);
-    std::fprintf(stderr, "verified %zu/%zu %s: %s (%.1f MB; %.0f MB/s, %s left)\n", finished, count,
-                 r.data_path.c_str(), ShardStatusName(r.status), r.actual_size / 1e6, mbs,
+    std::fprintf(stderr, "verified %zu/%zu %s: %s (%s; %.0f MB/s, %s left)\n", finished, count,
+                 r.data_path.c_str(), ShardStatusName(r.status), HumanBytes(r.actual_size).c_str(), mbs,
                  SecondsText(left).c_str());
   };
+}
+
+// The errors of every failed verdict, in the order of the checks (the JSON report lists them
+// under "errors" too, so a failure reads the same as in every other command); a verdict without
+// errors of its own (shards, device fit) is one error with its message.
+Errors FailedErrors(const CheckReport& report) {
+  Errors out;
+  for (const CheckItem& i : report.items) {
+    if (i.verdict != Verdict::kFail) continue;
+    if (!i.details.contains("errors")) {  // a verdict about the package as a whole (shards, device)
+      AddError(out, Error{ErrorCode::kInvalid, "", i.name + ": " + i.message});
+      continue;
+    }
+    for (const auto& e : i.details["errors"]) {
+      Error err{ErrorCode::kInvalid, e["path"].get<std::string>(), e["message"].get<std::string>(),
+                e["document"].get<std::string>()};
+      const std::string code = e["code"].get<std::string>();
+      for (ErrorCode c : {ErrorCode::kInvalid, ErrorCode::kUsage, ErrorCode::kIo, ErrorCode::kUnsupported,
+                          ErrorCode::kLimit, ErrorCode::kExists}) {
+        if (code == ErrorCodeName(c)) err.code = c;
+      }
+      AddError(out, std::move(err));
+    }
+  }
+  return out;
+}
+
+// A failed check exits 1 (problems found), or 3 when a file named on the command line
+// (--program, --params) cannot be read: the exit code every command gives that failure.
+int CheckExitCode(const CheckReport& report, const Errors& errors, const std::vector<std::string>& named) {
+  if (report.ok()) return kExitOk;
+  for (const Error& e : errors) {
+    if (e.code == ErrorCode::kIo && std::find(named.begin(), named.end(), e.document) != named.end()) {
+      return kExitIo;
+    }
+  }
+  return kExitProblems;
 }
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -89,16 +128,20 @@ const Registration kCheck(50, [](CLI::App& app) {
     bool verify = false, json = false, list_devices = false;
   };
   auto a = std::make_shared<Args>();
-  cmd->add_option("DIR", a->dir, "Converted-model folder")->check(CLI::ExistingDirectory);
+  cmd->add_option("DIR", a->dir, "Converted-model folder");
   cmd->add_option("--program", a->program, "Compiled-program document or _metadata JSON");
   cmd->add_option("--params", a->params, "Parameter list with symbolic dimensions");
   cmd->add_option("--task", a->task, "Task to bind")->capture_default_str();
   cmd->add_flag("--verify-shards", a->verify, "Hash every shard and compare md5sum (absent shards fail)");
   cmd->add_option("--threads", a->threads, "Hashing threads (default: one per core)");
   auto* dev = cmd->add_option("--device", a->device, "A shipped device profile (see --list-devices)");
-  auto* mb = cmd->add_option("--max-binding", a->max_binding, "Device maxStorageBufferBindingSize in bytes");
+  auto* mb = cmd->add_option("--max-binding", a->max_binding,
+                             "Device maxStorageBufferBindingSize (bytes, or with a unit: 128MiB)")
+                 ->transform(ByteSize());
   auto* ft = cmd->add_option("--features", a->features, "Device features, comma-separated");
-  cmd->add_option("--memory", a->memory, "Device memory in bytes (parameters + KV cache must fit)");
+  cmd->add_option("--memory", a->memory,
+                  "Device memory (bytes, or with a unit: 8GiB, 1.5GB); parameters + KV cache must fit")
+      ->transform(ByteSize());
   dev->excludes(mb)->excludes(ft);
   cmd->add_flag("--list-devices", a->list_devices, "List the shipped device profiles and exit");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
@@ -109,11 +152,13 @@ const Registration kCheck(50, [](CLI::App& app) {
         if (!a->json) std::cout << d.limits.name << "  " << d.description << "\n";
         list.push_back({{"name", d.limits.name}, {"max_storage_buffer_binding_size", d.limits.max_storage_buffer_binding_size},
                         {"features", d.limits.features}});
+        if (!a->json) std::cout << "  max binding " << HumanBytes(d.limits.max_storage_buffer_binding_size) << "\n";
       }
       if (a->json) PrintJson({{"ok", true}, {"devices", list}});
       return kExitOk;
     }
-    if (a->dir.empty()) return ReportFailure({Error{ErrorCode::kUsage, "", "DIR is required"}}, a->json);
+    if (a->dir.empty()) return ReportFailure({UsageError("DIR is required")}, a->json);
+    if (Status s = CheckFolder(a->dir); !s) return ReportFailure(s.errors(), a->json);
     CheckOptions o;
     o.task = a->task;
     o.verify_shards = a->verify;
@@ -123,8 +168,8 @@ const Registration kCheck(50, [](CLI::App& app) {
     if (!a->device.empty()) {
       const DeviceProfile* d = FindDeviceProfile(a->device);
       if (!d) {
-        return ReportFailure({Error{ErrorCode::kUsage, "--device", "unknown profile \"" + a->device +
-                                                                       "\" (see --list-devices)"}}, a->json);
+        return ReportFailure({UsageError("--device: unknown profile \"" + a->device + "\" (see --list-devices)")},
+                             a->json);
       }
       o.device = *d;
     } else if (a->max_binding >= 0 || !a->features.empty() || a->memory >= 0) {
@@ -141,15 +186,19 @@ const Registration kCheck(50, [](CLI::App& app) {
       o.shard_options.on_shard = ShardLines();
     }
     CheckReport report = CheckPackage(a->dir, o);
+    const Errors errors = FailedErrors(report);
     if (a->json) {
-      PrintJson(report.ToJson());
+      OrderedJson out = report.ToJson();
+      if (!report.ok()) out["errors"] = ErrorsJson(errors);
+      PrintJson(out);
     } else {
       for (const CheckItem& i : report.items) {
         std::printf("%-4s  %-20s %s\n", VerdictName(i.verdict), i.name.c_str(), i.message.c_str());
         if (i.verdict == Verdict::kFail && i.details.contains("errors")) {
           for (const auto& e : i.details["errors"]) {
-            std::string path = e["path"].get<std::string>();
-            std::printf("      %s%s\n", path.empty() ? "" : (path + ": ").c_str(), e["message"].get<std::string>().c_str());
+            Error shown{ErrorCode::kInvalid, e["path"].get<std::string>(), e["message"].get<std::string>(),
+                        e["document"].get<std::string>()};
+            std::printf("      %s\n", EscapeControl(shown.ToString()).c_str());
           }
         }
         if (i.verdict == Verdict::kFail && i.details.contains("shards")) {
@@ -162,7 +211,7 @@ const Registration kCheck(50, [](CLI::App& app) {
       }
       std::printf("%s\n", report.ok() ? "package ok" : "package has problems");
     }
-    return report.ok() ? kExitOk : kExitProblems;
+    return CheckExitCode(report, errors, {a->program, a->params});
   };
 });
 

@@ -46,20 +46,18 @@ int Finish(const EmitArgs& a, const std::string& path, const std::string& text, 
   if (a.json) {
     OrderedJson out;
     out["ok"] = true;
-    out["written"] = path;
+    out["output"] = {{"path", path}};
     for (auto it = info.begin(); it != info.end(); ++it) out[it.key()] = it.value();
     PrintJson(out);
   } else {
     std::cout << "wrote " << path << "\n";
-    for (auto it = info.begin(); it != info.end(); ++it) {
-      std::cout << "  " << it.key() << ": "
-                << (it.value().is_string() ? it.value().get<std::string>() : it.value().dump()) << "\n";
-    }
+    for (auto it = info.begin(); it != info.end(); ++it) PrintField(it.key(), it.value());
   }
   return kExitOk;
 }
 
 int EmitPackage(const EmitArgs& a) {
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   Result<Tasks> tasks = LoadTasks(a);
   if (!tasks) return ReportFailure(tasks.errors(), a.json);
   Result<TensorCache> cache = ReadTensorCache(a.dir);
@@ -86,6 +84,7 @@ int EmitCpuProgram(const EmitArgs& a) {
 }
 
 int EmitProgram(const EmitArgs& a) {
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   if (a.target == "cpu") return EmitCpuProgram(a);
   Target target = a.target == "native" ? Target::kNative : Target::kWebGPU;
   Result<Tasks> tasks = LoadTasks(a);
@@ -123,7 +122,7 @@ int EmitTensorCache(const EmitArgs& a) {
   Result<TensorCache> cache = LayoutTensorCache(*params);
   if (!cache) return ReportFailure(cache.errors(), a.json, a.params_file);
   return Finish(a, a.output, WriteTensorCache(*cache),
-                {{"shards", cache->shards.size()}, {"parameters", params->size()}});
+                {{"shard_count", cache->shards.size()}, {"parameter_count", params->size()}});
 }
 
 const Registration kEmit(40, [](CLI::App& app) {
@@ -134,7 +133,7 @@ const Registration kEmit(40, [](CLI::App& app) {
   std::string presets = "gemma-4-e2b-audio | llava-1.5 | gemma-3";
 
   auto* pkg = cmd->add_subcommand("package", "Write DIR/mlc-model-manifest.json");
-  pkg->add_option("DIR", a->dir, "Converted-model folder (tensor-cache.json)")->required()->check(CLI::ExistingDirectory);
+  pkg->add_option("DIR", a->dir, "Converted-model folder (tensor-cache.json)")->required();
   auto* pt = pkg->add_option("--tasks", a->tasks_file, "Tasks JSON (or a package to take them from)");
   auto* pp = pkg->add_option("--preset", a->preset, presets)->check(CLI::IsMember(PresetNames()));
   pt->excludes(pp);
@@ -148,7 +147,7 @@ const Registration kEmit(40, [](CLI::App& app) {
 
   auto* prog = cmd->add_subcommand("program", "Write the compiled-program document");
   prog->add_option("DIR", a->dir, "Converted-model folder (mlc-chat-config.json, tensor-cache.json)")
-      ->required()->check(CLI::ExistingDirectory);
+      ->required();
   auto* gp = prog->add_option("--preset", a->preset, presets)->check(CLI::IsMember(PresetNames()));
   auto* gt = prog->add_option("--tasks", a->tasks_file, "Tasks JSON (with --programs)");
   auto* gg = prog->add_option("--programs", a->programs_file, "Programs JSON {name: {kind, exports, adapters}}");

@@ -30,11 +30,12 @@ struct ImageArgs {
   int64_t max_pixels = ImageOptions{}.max_pixels;
   bool composite_white = false;
   bool no_shrink = false;
+  bool colour_manage = false;
   bool force = false;
   bool json = false;
 };
 
-Error Usage(std::string message) { return Error{ErrorCode::kUsage, "", std::move(message)}; }
+Error Usage(std::string message) { return UsageError(std::move(message)); }
 
 // What the model package (and its compiled program) ask for.
 struct Target {
@@ -49,16 +50,20 @@ Result<std::optional<PixelDtype>> DtypeFromProgram(const std::string& path, cons
   MLC_RETURN_IF_ERROR(program);
   auto it = program->programs.find(task.executor);
   if (it == program->programs.end()) {
-    return Invalid(path, "no program \"" + task.executor + "\" (the task's executor)");
+    return Error{ErrorCode::kInvalid, "/programs", "no program \"" + task.executor + "\" (the task's executor)",
+                 path};
   }
   if (!input.adapter || !it->second.adapter_dtypes) return std::optional<PixelDtype>();
   auto d = it->second.adapter_dtypes->find(*input.adapter);
   if (d == it->second.adapter_dtypes->end()) return std::optional<PixelDtype>();
   auto dtype = ParsePixelDtype(d->second);
   if (!dtype) {
-    return Error{ErrorCode::kUnsupported, path,
+    return Error{ErrorCode::kUnsupported,
+                 PointerAppend(PointerAppend(PointerAppend("/programs", task.executor), "adapter_dtypes"),
+                               *input.adapter),
                  "adapter \"" + *input.adapter + "\" takes " + d->second +
-                     "; image pixels can be uint8 or uint32"};
+                     "; image pixels can be uint8 or uint32",
+                 path};
   }
   return std::optional<PixelDtype>(*dtype);
 }
@@ -187,7 +192,7 @@ int Run(const ImageArgs& a) {
   }
   for (const std::string& out : {a.output, a.preview}) {
     if (!out.empty() && !a.force && FileExists(out)) {
-      return ReportFailure({Error{ErrorCode::kExists, out, "already exists; pass --force to overwrite"}},
+      return ReportFailure({FileError(ErrorCode::kExists, out, "already exists; not replaced")},
                            a.json);
     }
   }
@@ -196,6 +201,7 @@ int Run(const ImageArgs& a) {
   options.max_pixels = a.max_pixels;
   options.composite_on_white = a.composite_white;
   options.shrink_on_load = !a.no_shrink;
+  options.colour_manage = a.colour_manage;
   auto img = PrepareImageFile(a.input, target->processor, options);
   if (!img) return ReportFailure(img.errors(), a.json, a.input);
   Status wrote = WriteNpy(a.output, ImageTensor(img->rgb, *dtype), a.force);
@@ -237,6 +243,9 @@ const Registration kImage(60, [](CLI::App& app) {
   cmd->add_flag("--composite-white", a->composite_white,
                 "Blend alpha onto white instead of dropping it");
   cmd->add_flag("--no-shrink-on-load", a->no_shrink, "Always decode JPEG at full size");
+  cmd->add_flag("--colour-manage", a->colour_manage,
+                "Convert through an embedded ICC profile to sRGB, as browsers do (default: ignore "
+                "it, as Pillow's convert(\"RGB\") and the models' processors)");
   cmd->add_flag("--force", a->force, "Overwrite existing output files");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
   return [a]() { return Run(*a); };

@@ -24,7 +24,7 @@ struct PlanArgs {
 // The contract to plan with: the bound manifest, or the legacy text-only contract.
 Result<BoundContract> ContractFor(const PlanArgs& a, std::string* note) {
   bool legacy = false;
-  Result<BoundContract> bound = BindPackageFolder(a.dir, a.program, a.task, &legacy);
+  Result<BoundContract> bound = WithProgramHint(BindPackageFolder(a.dir, a.program, a.task, &legacy), a.program);
   *note = legacy ? std::string("no ") + kManifestFileName + ": the legacy embed pair, text only"
                  : "task \"" + a.task + "\"";
   return bound;
@@ -56,55 +56,28 @@ void PrintHuman(const PrefillPlan& plan, size_t turn, size_t turns) {
 }
 
 int Run(const PlanArgs& a) {
+  if (a.kv_length < 0) return ReportFailure({UsageError("--kv-length: expected >= 0")}, a.json);
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   std::string note;
   auto contract = ContractFor(a, &note);
   if (!contract) return ReportFailure(contract.errors(), a.json);
   auto config = ReadChatConfig(JoinPath(a.dir, kChatConfigFileName));
   if (!config) return ReportFailure(config.errors(), a.json);
   auto limits = PlanLimitsFromChatConfig(*config);
-  if (!limits) return ReportFailure(limits.errors(), a.json, kChatConfigFileName);
+  if (!limits) return ReportFailure(limits.errors(), a.json, JoinPath(a.dir, kChatConfigFileName));
   auto request = ReadRequestFile(a.request);
-  if (!request) return ReportFailure(request.errors(), a.json, a.request);
-  int64_t kv = a.kv_length;
-  std::vector<PrefillPlan> plans;
-  for (const RequestTurn& turn : request->turns) {
-    auto pieces = PiecesForTurn(*contract, turn);
-    if (!pieces) return ReportFailure(pieces.errors(), a.json, a.request);
-    for (const PromptPiece& p : *pieces) {
-      if (!p.Known()) {
-        return ReportFailure({Error{ErrorCode::kUsage, p.path,
-                                    "an audio clip's row count is known only once its adapter "
-                                    "runs; plan with {\"audio_rows\": N}"}},
-                             a.json, a.request);
-      }
-    }
-    auto plan = PlanPrefill(*limits, kv, *pieces);
-    if (!plan) return ReportFailure(plan.errors(), a.json, a.request);
-    kv += plan->prompt_length;
-    plans.push_back(std::move(*plan));
-  }
+  if (!request) return ReportFailure(request.errors(), a.json, DocumentName(a.request));
+  auto plans = PlanRequest(*contract, *limits, a.kv_length, *request);
+  if (!plans) return ReportFailure(plans.errors(), a.json, DocumentName(a.request));
   if (!a.json) {
     std::cout << note << "; prefill_chunk_size " << limits->prefill_chunk_size
               << ", context_window_size " << limits->context_window_size << "\n";
-    for (size_t i = 0; i < plans.size(); ++i) PrintHuman(plans[i], i, plans.size());
+    for (size_t i = 0; i < plans->size(); ++i) PrintHuman((*plans)[i], i, plans->size());
     return kExitOk;
   }
   OrderedJson out = {{"ok", true}};
-  OrderedJson chunks = OrderedJson::array(), turns = OrderedJson::array();
-  int64_t total = 0;
-  for (const PrefillPlan& p : plans) {
-    OrderedJson one = PrefillPlanJson(p);
-    for (auto& c : one["chunks"]) chunks.push_back(c);
-    total += p.prompt_length;
-    turns.push_back({{"kv_length", p.kv_length}, {"prompt_length", p.prompt_length},
-                     {"chunks", p.chunks.size()}});
-  }
-  out["prompt_length"] = total;
-  out["kv_length"] = a.kv_length;
-  out["prefill_chunk_size"] = limits->prefill_chunk_size;
-  out["context_window_size"] = limits->context_window_size;
-  out["chunks"] = std::move(chunks);
-  if (plans.size() > 1) out["turns"] = std::move(turns);
+  OrderedJson report = RequestPlanJson(*plans, *limits, a.kv_length);
+  for (auto it = report.begin(); it != report.end(); ++it) out[it.key()] = it.value();
   PrintJson(out);
   return kExitOk;
 }
@@ -116,11 +89,10 @@ const Registration kPlan(600, [](CLI::App& app) {
   cmd->add_option("--program", a->program, "The compiled-program document (or _metadata)");
   cmd->add_option("--request", a->request,
                   "Request JSON: [{\"tokens\": [..]}, {\"audio_rows\": N}, {\"image\": F}] or "
-                  "{\"turns\": [[...], ...]}")
+                  "{\"turns\": [[...], ...]} (\"-\": stdin)")
       ->required();
   cmd->add_option("--task", a->task, "The task to plan for");
-  cmd->add_option("--kv-length", a->kv_length, "Positions the KV cache already holds")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-length", a->kv_length, "Positions the KV cache already holds (>= 0)");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
   return [a]() { return Run(*a); };
 });

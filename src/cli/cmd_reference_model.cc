@@ -27,14 +27,13 @@ int RunFamily(GenArgs a) {
   if (!report) return ReportFailure(report.errors(), a.json);
   if (a.json) {
     PrintJson({{"ok", true},
-               {"dir", a.dir},
-               {"files", report->files},
+               {"output", {{"path", a.dir}, {"files", report->files}}},
                {"family", a.family.family},
                {"quantization", a.family.quantization},
                {"shape", a.family.shape},
                {"random_weights", true},
                {"manifest", a.family.manifest},
-               {"parameters", report->parameter_count},
+               {"parameter_count", report->parameter_count},
                {"parameter_bytes", report->parameter_bytes},
                {"shard_bytes", report->shard_bytes},
                {"interface_id", report->interface_id},
@@ -44,11 +43,11 @@ int RunFamily(GenArgs a) {
   std::cout << "wrote " << report->files.size() << " files to " << a.dir << ": a "
             << a.family.family << " " << a.family.quantization << " package (" << a.family.shape
             << " shape) with RANDOM weights, not a trained model (" << report->parameter_count
-            << " parameters, " << report->parameter_bytes << " bytes on the device, "
-            << report->shard_bytes << " bytes of shards"
-            << (a.family.manifest ? "" : "; legacy: no manifest") << ")\n"
-            << "interface_id " << report->interface_id << "\nparameter_schema_id "
-            << report->parameter_schema_id << "\n";
+            << " parameters, " << HumanBytes(report->parameter_bytes) << " on the device, "
+            << HumanBytes(report->shard_bytes) << " of shards"
+            << (a.family.manifest ? "" : "; legacy: no manifest") << ")\n";
+  PrintField("interface_id", report->interface_id);
+  PrintField("parameter_schema_id", report->parameter_schema_id);
   return kExitOk;
 }
 
@@ -66,10 +65,9 @@ int Run(GenArgs a) {
   if (!report) return ReportFailure(report.errors(), a.json);
   if (a.json) {
     PrintJson({{"ok", true},
-               {"dir", a.dir},
-               {"files", report->files},
+               {"output", {{"path", a.dir}, {"files", report->files}}},
                {"pair", a.pair},
-               {"parameters", report->parameter_count},
+               {"parameter_count", report->parameter_count},
                {"parameter_bytes", report->parameter_bytes},
                {"shard_bytes", report->shard_bytes},
                {"interface_id", report->interface_id},
@@ -77,11 +75,11 @@ int Run(GenArgs a) {
     return kExitOk;
   }
   std::cout << "wrote " << report->files.size() << " files to " << a.dir << " ("
-            << report->parameter_count << " parameters, " << report->parameter_bytes
-            << " bytes as float32, " << report->shard_bytes << " bytes of bf16 shards; "
-            << a.pair << " pair; random weights)\n"
-            << "interface_id " << report->interface_id << "\nparameter_schema_id "
-            << report->parameter_schema_id << "\n";
+            << report->parameter_count << " parameters, " << HumanBytes(report->parameter_bytes)
+            << " as float32, " << HumanBytes(report->shard_bytes) << " of bf16 shards; "
+            << a.pair << " pair; random weights)\n";
+  PrintField("interface_id", report->interface_id);
+  PrintField("parameter_schema_id", report->parameter_schema_id);
   return kExitOk;
 }
 

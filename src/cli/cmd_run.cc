@@ -6,12 +6,13 @@
 // unless given as flags. More --messages files continue the conversation.
 #include <unistd.h>
 
+#include <cstdio>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include "cli/command.h"
 #include "mlc_manifest/chat.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
@@ -32,14 +33,26 @@ struct RunArgs {
 
 // Chat sampling: each of the chat config's sampling fields the command line did not give.
 SamplerConfig ChatSampler(const RunArgs& a, const ChatConfig& config) {
-  std::set<std::string> given;
+  ChatSamplingOptions options;
   for (const auto& [key, flag] : a.sampling_flags) {
-    if (flag->count() > 0) given.insert(key);
+    if (flag->count() > 0) options.keep.insert(key);
   }
-  return ChatSamplerConfig(a.sampler, config, given);
+  return ChatSamplerConfig(a.sampler, config.sampling, options);
 }
 
 double PerSecond(int64_t n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
+
+// Milliseconds to the microsecond ("1.440 ms"), rates to 0.1 per second, for human output.
+std::string Ms(double ms) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
+  return buf;
+}
+std::string Rate(double per_second) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.1f tokens/s", per_second);
+  return buf;
+}
 
 void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnResult& r,
                     int64_t kv_after) {
@@ -49,21 +62,21 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
             << r.tokens.size() << " tokens (" << r.stop_reason << ")\n  tokens:";
   for (int32_t t : r.tokens) out << " " << t;
   const PhaseTimings& t = r.timings;
-  out << "\n  timings: create_kv " << t.create_kv_ms << " ms, embed " << t.embed_ms
-            << " ms, adapters " << t.adapter_ms << " ms, prefill " << t.prefill_ms << " ms ("
-            << t.prefill_calls << " calls), decode " << t.decode_ms << " ms (" << t.decode_steps
-            << " steps)\n  speed: prefill " << PerSecond(t.prefill_positions, t.prefill_ms)
-            << " tokens/s, decode " << PerSecond(t.decode_steps, t.decode_ms) << " tokens/s\n";
+  out << "\n  timings: create_kv " << Ms(t.create_kv_ms) << ", embed " << Ms(t.embed_ms)
+      << ", adapters " << Ms(t.adapter_ms) << ", prefill " << Ms(t.prefill_ms) << " ("
+      << t.prefill_calls << " calls), decode " << Ms(t.decode_ms) << " (" << t.decode_steps
+      << " steps)\n  speed: prefill " << Rate(PerSecond(t.prefill_positions, t.prefill_ms))
+      << ", decode " << Rate(PerSecond(t.decode_steps, t.decode_ms)) << "\n";
 }
 
 int Run(const RunArgs& a) {
   if (a.request.empty() == a.messages.empty()) {
-    return ReportFailure({Error{ErrorCode::kUsage, "--request", "give exactly one of --request or --messages"}},
-                         a.json);
+    return ReportFailure({UsageError("give exactly one of --request or --messages")}, a.json);
   }
   if (a.max_tokens < 0) {
-    return ReportFailure({Error{ErrorCode::kUsage, "--max-tokens", "expected >= 0"}}, a.json);
+    return ReportFailure({UsageError("--max-tokens: expected >= 0")}, a.json);
   }
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   std::optional<CompiledProgram> program;
   if (!a.program.empty()) {
     auto p = ReadCompiledProgram(a.program);
@@ -96,9 +109,13 @@ int Run(const RunArgs& a) {
   }
   const size_t turn_count = chat ? a.messages.size() : request->turns.size();
   // Chat replies go to stdout as they are generated (flushed on a terminal); the report of each
-  // turn then goes to stderr, so that stdout holds just the text.
+  // turn then goes to stderr, so that stdout holds just the text. On a terminal, control bytes in
+  // the reply are escaped (a reply cannot drive the terminal); to a pipe or file it goes raw.
   const bool stream = chat && !a.json;
-  const bool flush = stream && isatty(STDOUT_FILENO);
+  const bool terminal = stream && isatty(STDOUT_FILENO);
+  auto show = [terminal](const std::string& text) {
+    return terminal ? EscapeForTerminal(text) : text;
+  };
   std::ostream& report = stream ? std::cerr : std::cout;
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
@@ -120,8 +137,8 @@ int Run(const RunArgs& a) {
       text.emplace(*tokenizer, chat ? chat_turns->tmpl().stop_str : std::vector<std::string>{});
       options.on_token = [&](int32_t token) {
         std::string piece = text->Push(token);
-        if (stream) std::cout << piece;
-        if (flush) std::cout.flush();
+        if (stream) std::cout << show(piece);
+        if (terminal) std::cout.flush();
         return !text->stopped();
       };
     }
@@ -129,7 +146,7 @@ int Run(const RunArgs& a) {
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
     if (text) {
       std::string rest = text->Finish();
-      if (stream) std::cout << rest << std::endl;
+      if (stream) std::cout << show(rest) << std::endl;
       if (!chat && !a.json) std::cout << "text: " << OrderedJson(text->text()).dump() << "\n";
       reply = text->text();
     }
@@ -145,7 +162,7 @@ int Run(const RunArgs& a) {
                      {"timings", PhaseTimingsJson(result->timings)}});
   }
   if (!a.json) {
-    report << "load " << model->load_ms << " ms; KV cache holds " << session.KvLength()
+    report << "load " << Ms(model->load_ms) << "; KV cache holds " << session.KvLength()
            << " positions\n";
     return kExitOk;
   }
@@ -156,7 +173,7 @@ int Run(const RunArgs& a) {
              {"pair", GenerationPairName(model->bound.contract.pair)},
              {"legacy", model->bound.legacy},
              {"binding", model->bound.note},
-             {"load_ms", model->load_ms},
+             {"load_ms", RoundToMicroseconds(model->load_ms)},
              {"timings", PhaseTimingsJson(session.timings())},
              {"turns", turns}});
   return kExitOk;

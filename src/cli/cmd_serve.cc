@@ -1,5 +1,5 @@
 // `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
-// reference package (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
+// package run by the reference library or the built-in CPU program (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
 // stops taking requests, lets the ones in flight finish and exits 0.
 #include <pthread.h>
 #include <signal.h>
@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/serve.h"
 
 namespace mlc::cli {
@@ -21,17 +22,19 @@ struct ServeArgs {
   int64_t max_batch_size = 8;
   int64_t kv_positions = 0;
   int64_t max_queue = 64;
+  bool json = false;  // failures to start as one JSON object on stdout
 };
 
 int Serve(ServeArgs a) {
   ServeOptions& o = a.options;
   if (a.max_batch_size < 1 || a.max_batch_size > 1024) {
-    return ReportFailure({Error{ErrorCode::kUsage, "--max-batch-size", "expected 1..1024"}}, false);
+    return ReportFailure({UsageError("--max-batch-size: expected 1..1024")}, a.json);
   }
-  if (a.max_queue < 1 || o.max_concurrent < 1 || o.request_timeout_s < 1 || o.idle_timeout_s < 1) {
-    return ReportFailure({Error{ErrorCode::kUsage, "", "queue, concurrency and timeouts must be >= 1"}},
-                         false);
+  if (a.max_queue < 1 || o.max_concurrent < 1 || o.request_timeout_s < 1 || o.idle_timeout_s < 1 ||
+      o.request_read_timeout_s < 1) {
+    return ReportFailure({UsageError("queue, concurrency and timeouts must be >= 1")}, a.json);
   }
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   o.engine.batch.max_batch_size = a.max_batch_size;
   o.engine.batch.kv_positions = a.kv_positions;
   o.engine.max_queue = static_cast<size_t>(a.max_queue);
@@ -42,8 +45,8 @@ int Serve(ServeArgs a) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   auto server = Server::Create(a.dir, o);
-  if (!server) return ReportFailure(server.errors(), false);
-  if (Status s = (*server)->Bind(); !s) return ReportFailure(s.errors(), false);
+  if (!server) return ReportFailure(server.errors(), a.json);
+  if (Status s = (*server)->Bind(); !s) return ReportFailure(s.errors(), a.json);
   std::cerr << "serving " << (*server)->model_id() << " on http://" << o.host << ":"
             << (*server)->port() << std::endl;
   std::atomic<bool> stopping{false};
@@ -61,9 +64,9 @@ int Serve(ServeArgs a) {
 }
 
 const Registration kServe(620, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("serve", "Serve a reference package over an OpenAI-compatible HTTP API");
+  auto* cmd = app.add_subcommand("serve", "Serve a package over an OpenAI-compatible HTTP API");
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("DIR", a->dir, "A reference-model package folder")->required();
+  cmd->add_option("DIR", a->dir, "A package folder (reference model or a CPU-program family)")->required();
   cmd->add_option("--host", a->options.host, "Address to bind (default loopback)")->capture_default_str();
   cmd->add_option("--port", a->options.port, "Port (0: any free port, printed on stderr)")
       ->capture_default_str();
@@ -76,11 +79,17 @@ const Registration kServe(620, [](CLI::App& app) {
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a batch slot")->capture_default_str();
   cmd->add_option("--max-concurrent", a->options.max_concurrent, "Requests in flight (more get 429)")
       ->capture_default_str();
-  cmd->add_option("--max-body-bytes", a->options.max_body_bytes, "Largest request body (413 beyond)")
-      ->capture_default_str();
+  cmd->add_option("--max-body-bytes", a->options.max_body_bytes,
+                  "Largest request body (413 beyond; bytes, or with a unit: 16MiB)")
+      ->capture_default_str()
+      ->transform(ByteSize());
   cmd->add_option("--request-timeout", a->options.request_timeout_s, "Seconds a reply may take")
       ->capture_default_str();
   cmd->add_option("--idle-timeout", a->options.idle_timeout_s, "Seconds a connection may stay silent")
+      ->capture_default_str();
+  cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
+  cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
+                  "Seconds a request's headers and body may take to arrive")
       ->capture_default_str();
   return [a]() { return Serve(*a); };
 });

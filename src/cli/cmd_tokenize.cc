@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/tokenizer.h"
 
 namespace mlc::cli {
@@ -62,6 +63,9 @@ int Run(const Options& o) {
     return ReportFailure({Error{ErrorCode::kUsage, "",
                                 "give DIR or --tokenizer FILE, and --jsonl or --text TEXT"}},
                          want_json);
+  }
+  if (!o.dir.empty()) {
+    if (Status s = CheckFolder(o.dir); !s) return ReportFailure(s.errors(), want_json);
   }
   auto tok = Load(o);
   if (!tok.ok()) return ReportFailure(tok.errors(), want_json);

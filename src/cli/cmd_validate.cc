@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/fs.h"
 
 namespace mlc::cli {
 namespace {
@@ -77,18 +78,17 @@ const Registration kValidate(10, [](CLI::App& app) {
       FileReport rep = ValidateFile(f);
       rep.json["ok"] = rep.errors.empty();
       if (!rep.errors.empty()) {
-        rep.json["errors"] = ErrorsJson(rep.errors, f);
+        rep.json["errors"] = ErrorsJson(InDocument(rep.errors, DocumentName(f)));
         code = std::max(code, ExitCodeFor(rep.errors));
       }
       if (!*json) {
         if (rep.errors.empty()) {
-          std::cout << f << ": valid " << rep.json["schema"].get<std::string>() << "\n"
-                    << "  interface_id        " << rep.json["interface_id"].get<std::string>() << "\n"
-                    << "  parameter_schema_id " << rep.json["parameter_schema_id"].get<std::string>()
-                    << "\n";
+          std::cout << f << ": valid " << rep.json["schema"].get<std::string>() << "\n";
+          PrintField("interface_id", rep.json["interface_id"]);
+          PrintField("parameter_schema_id", rep.json["parameter_schema_id"]);
         } else {
           std::cout << f << ": invalid\n";
-          for (const Error& e : rep.errors) std::cout << "  " << e.ToString() << "\n";
+          for (const Error& e : rep.errors) std::cout << "  " << EscapeControl(e.ToString()) << "\n";
         }
       }
       reports.push_back(rep.json);

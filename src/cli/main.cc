@@ -1,7 +1,9 @@
 // mlc-manifest: parse the command line and run the chosen subcommand.
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -36,45 +38,88 @@ int ExitCodeFor(const Errors& errors) {
   return code;
 }
 
-OrderedJson ErrorsJson(const Errors& errors, const std::string& document) {
-  OrderedJson list = OrderedJson::array();
-  for (const Error& e : CapErrors(errors)) {
-    list.push_back({{"code", ErrorCodeName(e.code)},
-                    {"document", e.document.empty() ? document : e.document},
-                    {"path", e.path},
-                    {"message", e.message}});
+
+// The library's words for the command line's: a target that exists is replaced with --force.
+Errors InCommandLineTerms(const Errors& errors, const std::string& context) {
+  Errors out = InDocument(CapErrors(errors), context);
+  for (Error& e : out) {
+    if (e.code == ErrorCode::kExists) e.message += " (pass --force to replace it)";
   }
-  return list;
+  return out;
 }
 
 int ReportFailure(const Errors& errors, bool json, const std::string& context) {
+  Errors shown = InCommandLineTerms(errors, context);
   if (json) {
-    PrintJson({{"ok", false}, {"errors", ErrorsJson(errors, context)}});
+    PrintJson({{"ok", false}, {"errors", ErrorsJson(shown)}});
   } else {
     // Control characters from the input are escaped: a message never drives the terminal.
-    for (const Error& e : CapErrors(errors)) {
-      std::cerr << "error: " << EscapeControl((context.empty() ? "" : context + ": ") + e.ToString())
-                << "\n";
-    }
+    for (const Error& e : shown) std::cerr << "error: " << EscapeControl(e.ToString()) << "\n";
   }
   return ExitCodeFor(errors);
 }
 
+Error UsageError(std::string message) { return Error{ErrorCode::kUsage, "", std::move(message)}; }
+
 void PrintJson(const OrderedJson& value) {
   std::cout << value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+void PrintField(const std::string& key, const OrderedJson& value) {
+  auto ends_with = [&](std::string_view suffix) {
+    return key.size() >= suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+  if ((ends_with("_bytes") || ends_with("_binding_size")) && value.is_number_integer() &&
+      value.get<int64_t>() >= 0) {
+    text = HumanBytes(value.get<uint64_t>());
+  }
+  std::string padded = key;
+  if (padded.size() < 20) padded.resize(20, ' ');
+  std::cout << "  " << padded << (key.size() >= 20 ? " " : "") << EscapeControl(text) << "\n";
 }
 
 }  // namespace mlc::cli
 
 namespace {
 
+// True when the command line asks for --json output (then every failure is one JSON object).
+bool WantsJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
 // The last resort: an exception that escaped a command (a bug, never expected from input) becomes
 // exit 3 with a message instead of an abort. The hostile-input test proves none reaches it.
 int Uncaught(const char* what, int argc, char** argv) {
-  bool json = false;
-  for (int i = 1; i < argc; ++i) json = json || std::string_view(argv[i]) == "--json";
   mlc::Errors errors{mlc::Error{mlc::ErrorCode::kIo, "", std::string("internal: uncaught exception: ") + what}};
-  return mlc::cli::ReportFailure(errors, json, "");
+  return mlc::cli::ReportFailure(errors, WantsJson(argc, argv), "");
+}
+
+// argv[1] when it names no subcommand (and is not an option): "unknown subcommand", with the
+// nearest name when one is close ("did you mean").
+std::optional<mlc::Error> UnknownSubcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return std::nullopt;
+  const std::string given = argv[1];
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == given) return std::nullopt;
+    size_t d = mlc::cli::EditDistance(given, sub->get_name());
+    if (d < best_distance) {
+      best_distance = d;
+      best = sub->get_name();
+    }
+  }
+  std::string message = "unknown subcommand \"" + mlc::EscapeControl(given) + "\"";
+  if (best_distance <= std::max<size_t>(2, given.size() / 3)) {
+    message += "; did you mean \"" + best + "\"?";
+  } else {
+    message += " (see --help for the subcommands)";
+  }
+  return mlc::cli::UsageError(message);
 }
 
 int RunMain(int argc, char** argv);
@@ -101,6 +146,8 @@ int RunMain(int argc, char** argv) {
   using namespace mlc::cli;
   CLI::App app{"mlc-manifest: read, check, write and drive the MLC model artifact manifest"};
   app.require_subcommand(1);
+  // Every command's --help shows each option's default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
   app.set_help_all_flag("--help-all", "Every subcommand's help");
   app.set_version_flag("--version", std::string("mlc-manifest ") + MLC_MANIFEST_VERSION);
   std::vector<Entry> entries = Entries();
@@ -113,11 +160,15 @@ int RunMain(int argc, char** argv) {
     auto subs = app.get_subcommands([](CLI::App*) { return true; });
     actions.emplace_back(subs.back(), std::move(action));
   }
+  const bool json = WantsJson(argc, argv);
+  if (auto unknown = UnknownSubcommand(app, argc, argv)) return ReportFailure({*unknown}, json);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    // --help and --version end the parse with exit code 0; everything else is a usage error,
+    // reported like any other failure (one JSON object with --json).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return ReportFailure({UsageError(e.what())}, json);
   }
   auto chosen = app.get_subcommands();
   for (auto& [sub, action] : actions) {

@@ -128,6 +128,18 @@ const char* GenerationPairName(GenerationPair pair) {
   return pair == GenerationPair::kTokens ? "tokens" : "embeds";
 }
 
+// Each error given the document its path points into: /tasks and /weights are the package's,
+// everything else (ids, programs, kv_state_kind, resources) the compiled program's.
+namespace {
+Errors InDocuments(Errors errors, const BindOptions& options) {
+  for (Error& e : errors) {
+    bool package = e.path.rfind("/tasks", 0) == 0 || e.path.rfind("/weights", 0) == 0;
+    if (e.document.empty()) e.document = package ? options.package_document : options.program_document;
+  }
+  return errors;
+}
+}  // namespace
+
 Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& compiled,
                            const BindOptions& options) {
   Errors errors;
@@ -236,7 +248,7 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
               Quoted(dev.name) + " allows " + std::to_string(dev.max_storage_buffer_binding_size)));
     }
   }
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return InDocuments(std::move(errors), options);
   return out;
 }
 

@@ -369,15 +369,16 @@ Result<CompiledProgram> ParseCompiledProgram(const Json& whole) {
 }
 
 Result<ModelPackage> ReadModelPackage(const std::string& path) {
-  Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
+  // A package file lies inside its folder; "-" is standard input.
+  Result<Json> doc = ReadJsonFile(path, {}, path == "-" ? "" : FolderOf(path));
   MLC_RETURN_IF_ERROR(doc);
-  return ParseModelPackage(*doc);
+  return InDocument(ParseModelPackage(*doc), DocumentName(path));
 }
 
 Result<CompiledProgram> ReadCompiledProgram(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path);
   MLC_RETURN_IF_ERROR(doc);
-  return ParseCompiledProgram(*doc);
+  return InDocument(ParseCompiledProgram(*doc), DocumentName(path));
 }
 
 const TaskInput* FindInput(const Task& task, const std::string& name, bool want_audio) {

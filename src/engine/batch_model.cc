@@ -8,16 +8,6 @@
 namespace mlc {
 namespace {
 
-NDArray Int32Tensor(std::span<const int32_t> ids, std::vector<int64_t> shape) {
-  NDArray a = NDArray::Empty(std::move(shape), DlInt32());
-  if (!ids.empty()) std::memcpy(a.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
-  return a;
-}
-
-std::string AdapterName(const MediaPiece& m) {
-  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
-}
-
 // Ends the KV cache's forward pass however the call went.
 struct ForwardScope {
   PagedKvState* kv;
@@ -36,13 +26,13 @@ BatchModel::BatchModel(const LoadedModel& model, const BatchOptions& options)
 Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
                                                        const BatchOptions& options) {
   if (options.max_batch_size < 1 || options.max_batch_size > 1024) {
-    return Error{ErrorCode::kUsage, "max_batch_size", "expected 1..1024"};
+    return Error{ErrorCode::kUsage, "/max_batch_size", "expected 1..1024"};
   }
   if (options.page_size < 1 || options.page_size > 4096) {
-    return Error{ErrorCode::kUsage, "page_size", "expected 1..4096"};
+    return Error{ErrorCode::kUsage, "/page_size", "expected 1..4096"};
   }
   if (model.limits.HasSlidingWindow()) {
-    return Error{ErrorCode::kUnsupported, "sliding_window_size",
+    return Error{ErrorCode::kUnsupported, "/sliding_window_size",
                  "batching over a sliding-window KV cache is not supported"};
   }
   std::unique_ptr<BatchModel> b(new BatchModel(model, options));
@@ -61,8 +51,8 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   if (const ObjectRef* o = out->empty() ? nullptr : std::get_if<ObjectRef>(&out->front())) kv = *o;
   auto* paged = dynamic_cast<PagedKvState*>(kv.get());
   if (!paged) {
-    return Error{ErrorCode::kUnsupported, fn,
-                 "returned " + (kv ? kv->TypeName() : std::string("no object")) +
+    return Error{ErrorCode::kUnsupported, "",
+                 fn + ": returned " + (kv ? kv->TypeName() : std::string("no object")) +
                      ", expected a KV cache that holds several sequences"};
   }
   b->kv_ref_ = std::move(kv);
@@ -79,8 +69,8 @@ Result<NDArray> BatchModel::Embed(std::span<const int32_t> ids) {
   int64_t n = static_cast<int64_t>(ids.size());
   if (!e || !e->defined() || e->ndim() != 2 || e->shape()[0] != n ||
       !SameDtype(e->dtype(), DlFloat32()) || (hidden_size_ && e->shape()[1] != *hidden_size_)) {
-    return Invalid(model_.contract.embed_function,
-                   "embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
+    return Invalid("",
+                   model_.contract.embed_function + ": embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
                        ", expected [" + std::to_string(n) + ", hidden] float32");
   }
   hidden_size_ = e->shape()[1];
@@ -90,7 +80,7 @@ Result<NDArray> BatchModel::Embed(std::span<const int32_t> ids) {
 Result<NDArray> BatchModel::RunAdapter(const MediaPiece& media, const NDArray& input) {
   const PackedFunction* fn =
       media.kind == MediaKind::kAudio ? model_.audio_adapter : model_.image_adapter;
-  if (!fn) return Invalid(media.input, "no adapter function is bound for " + AdapterName(media));
+  if (!fn) return Invalid("", "input \"" + media.input + "\": " + "no adapter function is bound for " + AdapterName(media));
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*fn)(args);
   MLC_RETURN_IF_ERROR(out);
@@ -100,7 +90,7 @@ Result<NDArray> BatchModel::RunAdapter(const MediaPiece& media, const NDArray& i
             (media.kind == MediaKind::kAudio ? e->shape()[0] >= 1
                                              : e->shape()[0] == media.rows.value_or(-1));
   if (!ok) {
-    return Invalid(media.input, AdapterName(media) + " returned " +
+    return Invalid("", "input \"" + media.input + "\": " + AdapterName(media) + " returned " +
                                     (e ? e->Describe() : std::string("no tensor")) +
                                     ", expected [rows, hidden] float32");
   }
@@ -167,7 +157,7 @@ Result<std::vector<std::vector<float>>> BatchModel::Call(const PackedFunction& f
   if (!logits || !logits->defined() || logits->ndim() < 1 ||
       !SameDtype(logits->dtype(), DlFloat32()) || logits->shape().back() < 1 ||
       logits->Elements() != n * logits->shape().back()) {
-    return Invalid(name, "returned " + (logits ? logits->Describe() : std::string("no tensor")) +
+    return Invalid("", name + ": returned " + (logits ? logits->Describe() : std::string("no tensor")) +
                              ", expected float32 logits for " + std::to_string(n) + " sequences");
   }
   int64_t vocab = logits->shape().back();

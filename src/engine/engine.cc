@@ -48,7 +48,7 @@ Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, En
 
 Result<std::unique_ptr<Engine>> Engine::Start(const LoadedModel& model, const Tokenizer* tokenizer,
                                               const EngineOptions& options) {
-  if (options.max_queue < 1) return Error{ErrorCode::kUsage, "max_queue", "expected >= 1"};
+  if (options.max_queue < 1) return Error{ErrorCode::kUsage, "/max_queue", "expected >= 1"};
   auto batch = BatchModel::Create(model, options.batch);
   MLC_RETURN_IF_ERROR(batch);
   return std::unique_ptr<Engine>(new Engine(std::move(*batch), tokenizer, options));
@@ -58,9 +58,9 @@ Engine::~Engine() { Shutdown(false); }
 
 Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
   MLC_RETURN_IF_ERROR(CheckSamplerConfig(request.sampler));
-  if (request.max_tokens < 0) return Invalid("max_tokens", "expected >= 0");
+  if (request.max_tokens < 0) return Invalid("/max_tokens", "expected >= 0");
   if (!request.stop_strings.empty() && !tokenizer_) {
-    return Error{ErrorCode::kUsage, "stop", "stop strings need the package's tokenizer"};
+    return Error{ErrorCode::kUsage, "/stop", "stop strings need the package's tokenizer"};
   }
   auto a = std::make_unique<Active>();
   a->request = std::move(request);

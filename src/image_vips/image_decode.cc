@@ -1,7 +1,8 @@
 // The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
 // that no other command pays libvips's start-up). Image decoding with libvips (C API): format
 // detection against an allow-list, header-only probing with the pixel limit, then a sequential
-// decode to upright 8-bit sRGB RGB: ICC profiles honoured, 16-bit samples scaled, grey expanded,
+// decode to upright 8-bit RGB: an embedded ICC profile ignored (the encoded values, as Pillow's
+// convert("RGB")) unless colour management is asked for, 16-bit samples scaled, grey expanded,
 // CMYK without a profile converted as Pillow does, alpha dropped (or composited onto white) and
 // the EXIF orientation applied.
 #include <dlfcn.h>
@@ -247,11 +248,11 @@ ImageInfo InfoOf(VipsImage* image, const std::string& format) {
 
 Status CheckLimits(const ImageInfo& info, const ImageOptions& options) {
   if (info.width < 1 || info.height < 1) {
-    return Invalid("header", "image has no pixels: expected a width and height >= 1");
+    return Invalid("", "image has no pixels: expected a width and height >= 1");
   }
   const int64_t pixels = info.width * info.height;
   if (pixels > options.max_pixels) {
-    return Error{ErrorCode::kLimit, "header",
+    return Error{ErrorCode::kLimit, "",
                  std::to_string(info.width) + "x" + std::to_string(info.height) + " = " +
                      std::to_string(pixels) + " pixels, over the limit of " +
                      std::to_string(options.max_pixels) + " pixels"};
@@ -268,7 +269,7 @@ Step Wrap(int rc, VipsImage** out, const char* what) {
   VipsImage* image = out ? *out : nullptr;
   if (rc != 0 || !image) {
     if (image) g_object_unref(image);
-    return Invalid("pixels", std::string(what) + ": " + TakeVipsError());
+    return Invalid("", std::string(what) + ": " + TakeVipsError());
   }
   return ImageRef(image);
 }
@@ -298,11 +299,12 @@ Step HandleAlpha(ImageRef in, const ImageOptions& options) {
               "cannot drop alpha");
 }
 
-// Embedded profile -> sRGB. Returns the input unchanged (applied = false) when the profile
-// cannot be used.
-Step ApplyIcc(ImageRef in, bool* applied) {
+// Embedded profile -> sRGB, when colour management is asked for (SPEC 6.2: by default the encoded
+// values are kept, as the models' reference processors do). Returns the input unchanged
+// (applied = false) when not asked or when the profile cannot be used.
+Step ApplyIcc(ImageRef in, bool colour_manage, bool* applied) {
   *applied = false;
-  if (!vips_image_get_typeof(in.get(), VIPS_META_ICC_NAME)) return in;
+  if (!colour_manage || !vips_image_get_typeof(in.get(), VIPS_META_ICC_NAME)) return in;
   VipsImage* out = nullptr;
   if (vips_icc_transform(in.get(), &out, "srgb", "embedded", TRUE, "depth", 8, nullptr) != 0 ||
       !out) {
@@ -458,7 +460,7 @@ int UsableShrink(const std::string& format, int shrink) {
   return format == "jpeg" && (shrink == 2 || shrink == 4 || shrink == 8) ? shrink : 1;
 }
 
-// Opens the image and converts it to 8-bit sRGB (or grey / CMYK), alpha handled, lazily: nothing
+// Opens the image and converts it to 8-bit RGB (or grey / CMYK), alpha handled, lazily: nothing
 // is decoded until pixels are asked for. Sets info->icc_applied.
 Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format,
                                const ImageOptions& options, int shrink, ImageInfo* info) {
@@ -466,7 +468,7 @@ Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format
   MLC_RETURN_IF_ERROR(opened);
   auto step = HandleAlpha(std::move(*opened), options);
   MLC_RETURN_IF_ERROR(step);
-  step = ApplyIcc(std::move(*step), &info->icc_applied);
+  step = ApplyIcc(std::move(*step), options.colour_manage, &info->icc_applied);
   MLC_RETURN_IF_ERROR(step);
   step = ToEightBit(std::move(*step));
   MLC_RETURN_IF_ERROR(step);
@@ -479,12 +481,12 @@ Result<ImageRef> OpenConverted(std::string_view bytes, const std::string& format
 Status CheckNoPixelError(const std::string& format) {
   const char* buffer = vips_error_buffer();
   if (buffer == nullptr || buffer[0] == '\0') return Status::Ok();
-  return Invalid("pixels", "damaged " + format + " data, its pixels cannot be decoded: " + TakeVipsError());
+  return Invalid("", "damaged " + format + " data, its pixels cannot be decoded: " + TakeVipsError());
 }
 
 Status CheckDecodedSize(int64_t w, int64_t h, const ImageOptions& options) {
   if (w * h > options.max_pixels || w < 1 || h < 1) {
-    return Invalid("pixels", "decoded size differs from the header");
+    return Invalid("", "decoded size differs from the header");
   }
   return Status::Ok();
 }
@@ -506,12 +508,12 @@ Result<DecodedImage> DecodePixels(std::string_view bytes, const std::string& for
   vips_error_clear();
   void* data = vips_image_write_to_memory(final_image, &size);
   if (!data) {
-    return Invalid("pixels", "cannot decode the " + format + " pixels: " + TakeVipsError());
+    return Invalid("", "cannot decode the " + format + " pixels: " + TakeVipsError());
   }
   std::unique_ptr<void, decltype(&g_free)> hold(data, g_free);
   MLC_RETURN_IF_ERROR(CheckNoPixelError(format));
   if (size != static_cast<size_t>(w) * h * bands) {
-    return Invalid("pixels", "decoder returned an unexpected amount of data");
+    return Invalid("", "decoder returned an unexpected amount of data");
   }
   decoded.rgb = ToUprightRgb(static_cast<const uint8_t*>(data), w, h, bands, header.orientation);
   decoded.box = BoxFor(header, w, h, shrink, header.orientation);
@@ -552,7 +554,7 @@ Result<std::optional<PreparedImage>> ModuleDecodeAndResize(std::string_view byte
   RowResizer resizer(decoded_plan, options.filter, BoxFor(header, w, h, shrink, 1));
   vips_error_clear();
   if (vips_sink_disc(image, PushSection, &resizer) != 0) {
-    return Invalid("pixels", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
+    return Invalid("", "cannot decode the " + header.format + " pixels: " + TakeVipsError());
   }
   MLC_RETURN_IF_ERROR(CheckNoPixelError(header.format));
   prepared.rgb = resizer.Finish();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlc_manifest/fs.h"
@@ -14,7 +15,7 @@ namespace {
 
 class StrictBuilder : public nlohmann::json_sax<Json> {
  public:
-  explicit StrictBuilder(const JsonLimits& limits) : limits_(limits) {}
+  StrictBuilder(std::string_view text, const JsonLimits& limits) : text_(text), limits_(limits) {}
 
   bool null() override { return Put(Json(nullptr)); }
   bool boolean(bool v) override { return Put(Json(v)); }
@@ -33,9 +34,11 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     Frame& f = stack_.back();
     if (!f.keys.insert(k).second) {
       f.key = k;
+      f.key_pending = true;
       return Fail("duplicate key \"" + k + "\" (a key may appear once per object)");
     }
     f.key = std::move(k);
+    f.key_pending = true;
     return true;
   }
 
@@ -46,9 +49,10 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
       // Drop nlohmann's "[json.exception.parse_error.101] " prefix; keep the explanation.
       size_t close = what.find("] ");
       if (close != std::string::npos) what = what.substr(close + 2);
-      error_ = Invalid(CurrentPointer(), "malformed JSON at byte " +
-                                             std::to_string(position > 0 ? position - 1 : 0) +
-                                             ": " + what);
+      // ... and its "parse error at line L, column C: ": Where() says that, with the byte.
+      size_t colon = what.rfind("parse error", 0) == 0 ? what.find(": ") : std::string::npos;
+      if (colon != std::string::npos) what = what.substr(colon + 2);
+      error_ = Invalid(CurrentPointer(), "malformed JSON at " + Where(position) + ": " + what);
     }
     return false;
   }
@@ -63,16 +67,44 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     Json* node;
     std::set<std::string> keys;  // for objects: keys seen so far
     std::string key;             // for objects: the key of the value being read
+    bool key_pending = false;    // for objects: `key` is read and its value is not finished
     size_t index = 0;            // for arrays: the index of the value being read
   };
 
-  // Pointer of the value being read now (the innermost open container's current child).
+  // Pointer of the value being read now: the innermost open container's current child, or the
+  // container itself when it is between members (a text cut after `{"audio": {` points at
+  // /audio, not at an empty key below it).
   std::string CurrentPointer() const {
     std::string p;
     for (const Frame& f : stack_) {
-      p = f.node->is_object() ? PointerAppend(p, f.key) : PointerAppend(p, f.index);
+      if (!f.node->is_object()) {
+        p = PointerAppend(p, f.index);
+      } else if (f.key_pending) {
+        p = PointerAppend(p, f.key);
+      } else {
+        break;
+      }
     }
     return p;
+  }
+
+  // "line L, column C (byte B)" for the lexer's position (bytes read so far, so the offending
+  // byte is the one before it); "end of input" when the text ran out first.
+  std::string Where(std::size_t position) const {
+    size_t byte = position > 0 ? position - 1 : 0;
+    bool at_end = position > text_.size();
+    if (byte > text_.size()) byte = text_.size();
+    size_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < byte; ++i) {
+      if (text_[i] == '\n') {
+        ++line;
+        line_start = i + 1;
+      }
+    }
+    std::string where = "line " + std::to_string(line) + ", column " +
+                        std::to_string(byte - line_start + 1) + " (byte " + std::to_string(byte);
+    return where + (at_end ? ", the end of input)" : ")");
   }
 
   bool Fail(std::string message) {
@@ -93,8 +125,15 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     return &f.node->back();
   }
 
+  // The value being read is finished: arrays move to the next index, objects wait for a key.
   void Advance() {
-    if (!stack_.empty() && stack_.back().node->is_array()) ++stack_.back().index;
+    if (stack_.empty()) return;
+    Frame& f = stack_.back();
+    if (f.node->is_array()) {
+      ++f.index;
+    } else {
+      f.key_pending = false;
+    }
   }
 
   bool Put(Json&& v) {
@@ -118,6 +157,7 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     return true;
   }
 
+  std::string_view text_;
   JsonLimits limits_;
   Json root_;
   std::vector<Frame> stack_;
@@ -137,7 +177,7 @@ Result<Json> ParseJson(std::string_view text, const JsonLimits& limits) {
     return Invalid("", "at byte 0: a UTF-8 byte order mark; JSON text must not start with one "
                        "(save the file as UTF-8 without BOM)");
   }
-  StrictBuilder builder(limits);
+  StrictBuilder builder(text, limits);
   // Strict: trailing data after the value is an error; comments are not JSON.
   Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::json::input_format_t::json,
                   /*strict=*/true);
@@ -148,7 +188,19 @@ Result<Json> ReadJsonFile(const std::string& path, const JsonLimits& limits,
                           const std::string& inside) {
   Result<std::string> text = ReadFile(path, limits.max_bytes, inside);
   MLC_RETURN_IF_ERROR(text);
-  return ParseJson(*text, limits);
+  Result<Json> doc = ParseJson(*text, limits);
+  return InDocument(std::move(doc), DocumentName(path));
+}
+
+OrderedJson ErrorsJson(const Errors& errors) {
+  OrderedJson list = OrderedJson::array();
+  for (const Error& e : CapErrors(errors)) {
+    list.push_back({{"code", ErrorCodeName(e.code)},
+                    {"document", e.document},
+                    {"path", e.path},
+                    {"message", e.message}});
+  }
+  return list;
 }
 
 std::string PointerAppend(const std::string& base, std::string_view token) {

@@ -1,6 +1,7 @@
 // The two JSON writers: canonical (identifiers, SPEC 2) and Python-indent (files, SPEC 4).
 #include <algorithm>
 #include <cstdio>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,10 @@ void AppendHex4(std::string& out, uint32_t unit) {
   out += buf;
 }
 
-// JSON.stringify's escaping: short escapes, other controls as \u00xx, everything else raw.
-// With ascii_only (Python's ensure_ascii) every code point outside 0x20..0x7E is \uXXXX.
-void AppendString(std::string& out, std::string_view s, bool ascii_only) {
-  out += '"';
+// JSON.stringify's escaping of a string's body (no quotes): short escapes, other controls as
+// \u00xx, everything else raw. With ascii_only (Python's ensure_ascii) every code point outside
+// 0x20..0x7E is \uXXXX.
+void AppendStringBody(std::string& out, std::string_view s, bool ascii_only) {
   for (size_t i = 0; i < s.size();) {
     size_t start = i;
     uint32_t cp = NextCodePoint(s, i);
@@ -73,6 +74,11 @@ void AppendString(std::string& out, std::string_view s, bool ascii_only) {
       out.append(s.substr(start, i - start));
     }
   }
+}
+
+void AppendString(std::string& out, std::string_view s, bool ascii_only) {
+  out += '"';
+  AppendStringBody(out, s, ascii_only);
   out += '"';
 }
 
@@ -166,6 +172,21 @@ std::string PythonIndentJson(const OrderedJson& value, int indent) {
   AppendIndented(out, value, indent, 0);
   out += '\n';
   return out;
+}
+
+void WriteJsonStringBody(std::ostream& out, std::string_view s) {
+  constexpr size_t kBlock = size_t{1} << 16;
+  std::string escaped;
+  while (!s.empty()) {
+    size_t n = std::min(kBlock, s.size());
+    // Blocks end between code points (a continuation byte is 10xxxxxx).
+    while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    if (n == 0) n = std::min(kBlock, s.size());
+    escaped.clear();
+    AppendStringBody(escaped, s.substr(0, n), /*ascii_only=*/false);
+    out.write(escaped.data(), static_cast<std::streamsize>(escaped.size()));
+    s.remove_prefix(n);
+  }
 }
 
 }  // namespace mlc

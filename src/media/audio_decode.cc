@@ -1,12 +1,9 @@
 // The audio frontend's decoders: plain 16-bit PCM WAV read directly (the common case, with the
-// same samples libsndfile gives and a third of its work), libsndfile over a file descriptor or
+// same samples libsndfile gives and a third of its work), libsndfile over a file of the Env or
 // over bytes in memory (sf_open_virtual) for everything else, and raw float samples. Each reads
 // blocks of frames, averages the channels and feeds the streaming pipeline, never holding the
 // whole source.
-#include <fcntl.h>
 #include <sndfile.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -21,6 +18,7 @@
 
 #include "media/audio_internal.h"
 #include "mlc_manifest/audio.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -101,8 +99,24 @@ void Finalize(AudioSourceInfo& s, int64_t frames) {
   s.duration_s = s.sample_rate_hz > 0 ? static_cast<double>(frames) / s.sample_rate_hz : 0.0;
 }
 
-Error NotAudio(const std::string& where, SNDFILE* failed) {
-  return Invalid(where, std::string("not a recognized audio file (") + sf_strerror(failed) + ")");
+// What the first bytes of a file that is not audio libsndfile reads look like, for the message.
+std::string Sniff(std::string_view head) {
+  if (head.size() >= 12 && head.substr(4, 4) == "ftyp") return "an MP4/M4A (AAC) container";
+  if (head.starts_with("\x1A\x45\xDF\xA3")) return "a Matroska/WebM container";
+  if (head.starts_with("\x89PNG") || head.starts_with("\xFF\xD8\xFF")) return "an image";
+  if (head.starts_with("#!AMR")) return "AMR";
+  if (head.starts_with("\x30\x26\xB2\x75")) return "an ASF/WMA container";
+  return "";
+}
+
+// A file that is not WAV, FLAC, Ogg or MP3: names the formats taken and how to convert.
+Error NotAudio(const std::string& file, std::string_view head, int64_t sample_rate_hz) {
+  std::string kind = Sniff(head);
+  std::string input = file.empty() ? "in.m4a" : file;
+  return Invalid("", "not a recognized audio file" + (kind.empty() ? "" : " (" + kind + ")") +
+                            ": audio must be WAV, FLAC, Ogg (Vorbis, Opus) or MP3; convert it "
+                            "first, e.g. `ffmpeg -i " + input + " -ar " +
+                            std::to_string(sample_rate_hz) + " out.wav`");
 }
 
 // Reads every frame of an open file into the pipeline. Checks the header first.
@@ -151,7 +165,8 @@ Result<DecodedAudio> DecodeOpen(SNDFILE* sf, const SF_INFO& info, const AudioDec
 
 // RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
 // claims to run past the end of the file is rejected (libsndfile 1.2 can spin for a very long
-// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count.
+// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count;
+// `where` names the file (the errors' document; "" for bytes in memory).
 template <class ReadAt>
 Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where) {
   unsigned char head[12];
@@ -163,8 +178,8 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
     unsigned char ch[8];
     if (read_at(offset, ch, 8) != 8) break;
     if (chunks > 100000) {
-      return Invalid(where.empty() ? "byte " + std::to_string(offset) : where,
-                     "more than 100000 RIFF chunks before the data chunk");
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
+                   "more than 100000 RIFF chunks before the data chunk", where};
     }
     std::string id(reinterpret_cast<const char*>(ch), 4);
     if (id == "data") break;  // a short data chunk is a truncated recording, read what is there
@@ -172,10 +187,10 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
                      static_cast<uint64_t>(ch[6]) << 16 | static_cast<uint64_t>(ch[7]) << 24;
     uint64_t end = offset + 8 + bytes + (bytes & 1);
     if (end > size + 1) {  // a missing pad byte at the very end is tolerated
-      std::string at = "byte " + std::to_string(offset);
-      return Invalid(where.empty() ? at : where + ": " + at,
-                     "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
-                         " bytes, past the end of the file (" + std::to_string(size) + " bytes)");
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
+                   "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
+                       " bytes, past the end of the file (" + std::to_string(size) + " bytes)",
+                   where};
     }
     offset = end;
   }
@@ -322,14 +337,19 @@ struct MemoryStream {
 
 sf_count_t MemLength(void* user) { return static_cast<MemoryStream*>(user)->size; }
 
-sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
-  auto* m = static_cast<MemoryStream*>(user);
-  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+// A seek of a stream of `size` bytes now at *pos: the new position, or -1 (out of range).
+sf_count_t SeekWithin(sf_count_t size, sf_count_t* pos, sf_count_t offset, int whence) {
+  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? *pos : size;
   sf_count_t target = base + offset;
   if (offset > 0 && target < base) return -1;  // overflow
   if (target < 0) return -1;
-  m->pos = target;
-  return m->pos;
+  *pos = target;
+  return *pos;
+}
+
+sf_count_t MemSeek(sf_count_t offset, int whence, void* user) {
+  auto* m = static_cast<MemoryStream*>(user);
+  return SeekWithin(m->size, &m->pos, offset, whence);
 }
 
 sf_count_t MemRead(void* ptr, sf_count_t count, void* user) {
@@ -345,12 +365,55 @@ sf_count_t MemWrite(const void*, sf_count_t, void*) { return 0; }
 
 sf_count_t MemTell(void* user) { return static_cast<MemoryStream*>(user)->pos; }
 
-// Errors name the file first.
-Result<DecodedAudio> InFile(const std::string& path, Result<DecodedAudio> decoded) {
-  if (decoded) return decoded;
-  Errors errors = decoded.take_errors();
-  for (Error& e : errors) e.path = e.path.empty() ? path : path + ": " + e.path;
-  return errors;
+// Reads n bytes at `at` of a file, looping over short reads; fewer only at the end of the file.
+// A read error is kept in *failure (the first one) and ends this and every later read.
+size_t ReadFully(RandomAccessFile& file, Status* failure, uint64_t at, unsigned char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n && failure->ok()) {
+    auto k = file.ReadAt(at + got, reinterpret_cast<char*>(buf) + got, n - got);
+    if (!k) {
+      *failure = k.error();
+      break;
+    }
+    if (*k == 0) break;
+    got += *k;
+  }
+  return got;
+}
+
+// sf_open_virtual callbacks over a file of the Env.
+struct FileStream {
+  RandomAccessFile* file;
+  sf_count_t size;
+  sf_count_t pos;
+  Status* failure;
+};
+
+sf_count_t FileLength(void* user) { return static_cast<FileStream*>(user)->size; }
+
+sf_count_t FileSeek(sf_count_t offset, int whence, void* user) {
+  auto* f = static_cast<FileStream*>(user);
+  return SeekWithin(f->size, &f->pos, offset, whence);
+}
+
+sf_count_t FileRead(void* ptr, sf_count_t count, void* user) {
+  auto* f = static_cast<FileStream*>(user);
+  if (count <= 0 || f->pos >= f->size) return 0;
+  size_t want = static_cast<size_t>(std::min(count, f->size - f->pos));
+  size_t got = ReadFully(*f->file, f->failure, static_cast<uint64_t>(f->pos),
+                         static_cast<unsigned char*>(ptr), want);
+  f->pos += static_cast<sf_count_t>(got);
+  return static_cast<sf_count_t>(got);
+}
+
+sf_count_t FileTell(void* user) { return static_cast<FileStream*>(user)->pos; }
+
+// The errors of decoding the file at path name it as their document; a read error of the file
+// wins over what the decoder made of it.
+Result<DecodedAudio> InFile(const std::string& path, const Status& failure,
+                            Result<DecodedAudio> decoded) {
+  if (!failure) return InDocument(failure.errors(), path);
+  return InDocument(std::move(decoded), path);
 }
 
 }  // namespace
@@ -359,35 +422,41 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
                                      const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
   MLC_RETURN_IF_ERROR(ok);
-  auto file = OpenForRead(path);
+  if (path == "-") {  // standard input: read whole (it cannot be seeked), up to 1 GiB
+    auto bytes = ReadFile(path, uint64_t{1} << 30);
+    MLC_RETURN_IF_ERROR(bytes);
+    return InFile(DocumentName(path), Status::Ok(), DecodeAudioMemory(*bytes, processor, options));
+  }
+  auto file = DefaultEnv()->NewRandomAccessFile(path, "");
   MLC_RETURN_IF_ERROR(file);
-  const uint64_t size = file->size;
-  int fd = file->fd.release();
-  auto read_fd = [fd](uint64_t at, unsigned char* buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-      ssize_t k = ::pread(fd, buf + got, n - got, static_cast<off_t>(at + got));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      got += static_cast<size_t>(k);
-    }
-    return got;
+  RandomAccessFile& f = **file;
+  const uint64_t size = f.size();
+  Status failure;
+  auto read_file = [&f, &failure](uint64_t at, unsigned char* buf, size_t n) {
+    return ReadFully(f, &failure, at, buf, n);
   };
-  Status chunks = CheckRiffChunks(read_fd, size, path);
-  if (!chunks) {
-    ::close(fd);
-    return chunks.errors();
+  Status chunks = CheckRiffChunks(read_file, size, path);
+  MLC_RETURN_IF_ERROR(failure);
+  MLC_RETURN_IF_ERROR(chunks);
+  if (auto wav = FindPcm16Wav(read_file, size)) {
+    return InFile(path, failure, DecodePcm16Wav(read_file, *wav, processor, options));
   }
-  if (auto wav = FindPcm16Wav(read_fd, size)) {
-    ::posix_fadvise(fd, static_cast<off_t>(wav->data_offset), 0, POSIX_FADV_SEQUENTIAL);
-    auto decoded = DecodePcm16Wav(read_fd, *wav, processor, options);
-    ::close(fd);
-    return InFile(path, std::move(decoded));
-  }
+  MLC_RETURN_IF_ERROR(failure);
+  if (size > static_cast<uint64_t>(INT64_MAX)) return IoError(path, "too large");
+  unsigned char head[16] = {};
+  size_t head_size = read_file(0, head, sizeof(head));
+  MLC_RETURN_IF_ERROR(failure);
+  FileStream stream{&f, static_cast<sf_count_t>(size), 0, &failure};
+  SF_VIRTUAL_IO io{FileLength, FileSeek, FileRead, MemWrite, FileTell};
   SF_INFO info{};
-  SndfilePtr sf(sf_open_fd(fd, SFM_READ, &info, SF_TRUE));  // closes fd in every case
-  if (!sf) return NotAudio(path, nullptr);
-  return InFile(path, DecodeOpen(sf.get(), info, processor, options));
+  SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
+  MLC_RETURN_IF_ERROR(failure);
+  if (!sf) {
+    return InDocument(Errors{NotAudio(path, std::string_view(reinterpret_cast<const char*>(head), head_size),
+                                      processor.sample_rate_hz)},
+                      path);
+  }
+  return InFile(path, failure, DecodeOpen(sf.get(), info, processor, options));
 }
 
 Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
@@ -407,7 +476,7 @@ Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode
   SF_VIRTUAL_IO io{MemLength, MemSeek, MemRead, MemWrite, MemTell};
   SF_INFO info{};
   SndfilePtr sf(sf_open_virtual(&io, SFM_READ, &info, &stream));
-  if (!sf) return NotAudio("", nullptr);
+  if (!sf) return NotAudio("", bytes.substr(0, 16), processor.sample_rate_hz);
   return DecodeOpen(sf.get(), info, processor, options);
 }
 

@@ -98,7 +98,7 @@ Result<PreparedImage> PrepareImageFile(const std::string& path, const ImageDecod
                                        const ImageOptions& options) {
   auto bytes = ReadFileBytes(path, options.max_file_bytes);
   MLC_RETURN_IF_ERROR(bytes);
-  return PrepareImage(bytes->view(), processor, options);
+  return InDocument(PrepareImage(bytes->view(), processor, options), DocumentName(path));
 }
 
 const char* PixelDtypeName(PixelDtype dtype) {

@@ -99,7 +99,7 @@ Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions
                                      int shrink) {
   auto bytes = ReadFileBytes(path, options.max_file_bytes);
   MLC_RETURN_IF_ERROR(bytes);
-  return DecodeImage(bytes->view(), options, shrink);
+  return InDocument(DecodeImage(bytes->view(), options, shrink), DocumentName(path));
 }
 
 Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,

@@ -14,10 +14,11 @@
 extern "C" {
 
 // Bumped whenever the table or a struct it passes changes.
-enum { MLC_IMAGE_BACKEND_ABI = 2 };
+enum { MLC_IMAGE_BACKEND_ABI = 3 };
 
-// One error: its ErrorCode value, where (a position such as "pixels"; "" for the whole image)
-// and what (NUL-terminated, cut to fit).
+// One error: its ErrorCode value, where (a position in the image's bytes; "" for the whole
+// image: the caller names the file as the error's document) and what (NUL-terminated, cut to
+// fit).
 typedef struct MlcImageError {
   int code;
   char path[64];
@@ -30,6 +31,7 @@ typedef struct MlcImageOptions {
   int composite_on_white;
   int shrink_on_load;
   int filter;  // ResizeFilter
+  int colour_manage;  // convert through an embedded ICC profile to sRGB
 } MlcImageOptions;
 
 typedef struct MlcImageInfo {

@@ -36,8 +36,12 @@ inline Error ToError(const MlcImageError& e) {
 }
 
 inline MlcImageOptions ToC(const ImageOptions& o) {
-  return MlcImageOptions{o.max_pixels, o.max_file_bytes, o.composite_on_white ? 1 : 0,
-                         o.shrink_on_load ? 1 : 0, static_cast<int>(o.filter)};
+  return MlcImageOptions{o.max_pixels,
+                         o.max_file_bytes,
+                         o.composite_on_white ? 1 : 0,
+                         o.shrink_on_load ? 1 : 0,
+                         static_cast<int>(o.filter),
+                         o.colour_manage ? 1 : 0};
 }
 
 inline ImageOptions FromC(const MlcImageOptions& c) {
@@ -47,6 +51,7 @@ inline ImageOptions FromC(const MlcImageOptions& c) {
   o.composite_on_white = c.composite_on_white != 0;
   o.shrink_on_load = c.shrink_on_load != 0;
   o.filter = static_cast<ResizeFilter>(c.filter);
+  o.colour_manage = c.colour_manage != 0;
   return o;
 }
 

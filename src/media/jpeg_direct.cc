@@ -55,7 +55,7 @@ std::string ChromaSubsampling(const jpeg_decompress_struct& cinfo) {
   return cinfo.max_h_samp_factor > 1 || cinfo.max_v_samp_factor > 1 ? "4:2:0" : "4:4:4";
 }
 
-// The facts libvips's probe reports for an upright 8-bit YCbCr JPEG without a profile.
+// The facts libvips's probe reports for an upright 8-bit YCbCr JPEG (a profile, if any, ignored).
 ImageInfo InfoOf(const jpeg_decompress_struct& cinfo) {
   ImageInfo info;
   info.format = "jpeg";
@@ -71,14 +71,20 @@ ImageInfo InfoOf(const jpeg_decompress_struct& cinfo) {
   return info;
 }
 
-// True when the markers say the file is what this path serves: no ICC profile, at most one Exif
-// block, and that one upright.
-bool PlainMarkers(const jpeg_decompress_struct& cinfo) {
+// True when the markers say the file is what this path serves: at most one Exif block, and that
+// one upright; no APP2 block other than an ICC profile, and that one only when the profile is to
+// be ignored (colour management is libvips's). Sets *has_icc when a profile is present.
+bool PlainMarkers(const jpeg_decompress_struct& cinfo, bool colour_manage, bool* has_icc) {
   int exif_blocks = 0;
+  *has_icc = false;
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m; m = m->next) {
-    if (m->marker == JPEG_APP0 + 2) return false;  // ICC_PROFILE (or anything else in APP2)
-    if (m->marker != JPEG_APP0 + 1) continue;
     const std::string_view data(reinterpret_cast<const char*>(m->data), m->data_length);
+    if (m->marker == JPEG_APP0 + 2) {
+      if (colour_manage || data.substr(0, 12) != std::string_view("ICC_PROFILE\0", 12)) return false;
+      *has_icc = true;
+      continue;
+    }
+    if (m->marker != JPEG_APP0 + 1) continue;
     if (data.substr(0, 4) != "Exif") continue;  // XMP and others carry no orientation libvips reads
     if (++exif_blocks > 1 || m->data_length != m->original_length) return false;
     const std::optional<int> orientation = ExifOrientation(data);
@@ -182,12 +188,14 @@ bool Run(Job& job, jpeg_decompress_struct& cinfo, ErrorManager& err,
   jpeg_save_markers(&cinfo, JPEG_APP0 + 1, 0xffff);
   jpeg_save_markers(&cinfo, JPEG_APP0 + 2, 0xffff);
   if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) return false;
+  bool has_icc = false;
   if (cinfo.num_components != 3 || cinfo.jpeg_color_space != JCS_YCbCr ||
-      cinfo.data_precision != 8 || jpeg_has_multiple_scans(&cinfo) || !PlainMarkers(cinfo) ||
-      err.warnings > 0) {
+      cinfo.data_precision != 8 || jpeg_has_multiple_scans(&cinfo) ||
+      !PlainMarkers(cinfo, job.options->colour_manage, &has_icc) || err.warnings > 0) {
     return false;
   }
   info = InfoOf(cinfo);
+  info.has_icc = has_icc;
   if (info.width * info.height > job.options->max_pixels) return false;  // libvips says so
   ResizePlan plan = PlanResize(info.width, info.height, job.mode, job.height, job.width);
   const int shrink = ChooseShrink(info, plan, *job.options);

@@ -41,6 +41,16 @@ Result<ChatConfig> ParseChatConfig(const Json& doc) {
   integer("sliding_window_size", cfg.sliding_window_size, -1);
   integer("attention_sink_size", cfg.attention_sink_size, -1);
   integer("tensor_parallel_shards", cfg.tensor_parallel_shards, 1);
+  auto number = [&](const char* key, std::optional<double>& out) {
+    if (!doc.contains(key) || doc[key].is_null()) return;
+    if (!doc[key].is_number()) return c.Fail(PointerAppend("", key), "expected a number");
+    out = doc[key].get<double>();
+  };
+  number("temperature", cfg.sampling.temperature);
+  number("top_p", cfg.sampling.top_p);
+  number("repetition_penalty", cfg.sampling.repetition_penalty);
+  number("presence_penalty", cfg.sampling.presence_penalty);
+  number("frequency_penalty", cfg.sampling.frequency_penalty);
   if (!errors.empty()) return errors;
   return cfg;
 }
@@ -48,7 +58,7 @@ Result<ChatConfig> ParseChatConfig(const Json& doc) {
 Result<ChatConfig> ReadChatConfig(const std::string& path) {
   Result<Json> doc = ReadJsonFile(path, {}, FolderOf(path));  // a package file: inside its folder
   MLC_RETURN_IF_ERROR(doc);
-  return ParseChatConfig(*doc);
+  return InDocument(ParseChatConfig(*doc), path);
 }
 
 }  // namespace mlc

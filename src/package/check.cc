@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/units.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -18,9 +19,7 @@ class Reporter {
   void Fail(const std::string& name, const Errors& errors) {
     CheckItem& item = Add(name, Verdict::kFail, errors.front().ToString() +
                                                     (errors.size() > 1 ? " (and " + std::to_string(errors.size() - 1) + " more)" : ""));
-    OrderedJson list = OrderedJson::array();
-    for (const Error& e : errors) list.push_back({{"path", e.path}, {"message", e.message}});
-    item.details["errors"] = list;
+    item.details["errors"] = ErrorsJson(errors);
   }
 
  private:
@@ -28,16 +27,7 @@ class Reporter {
 };
 
 std::string Bytes(int64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(n);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return std::to_string(n) + " bytes (" + buf + ")";
+  return std::to_string(n) + " bytes (" + HumanBytes(static_cast<uint64_t>(std::max<int64_t>(n, 0))) + ")";
 }
 
 // What the verdicts found that later verdicts use.
@@ -132,13 +122,13 @@ void CheckParameterSchemaId(Reporter& rep, const Found& f) {
     item->details["matched"] = "tensor_cache";
   } else if (f.symbolic_id && declared == *f.symbolic_id) {
     item = &rep.Add("parameter_schema_id", Verdict::kPass,
-                    "matches the parameter list of --params (symbolic shapes): " + declared);
+                    "matches the given parameter list (symbolic shapes): " + declared);
     item->details["matched"] = "params";
   } else {
     item = &rep.Add("parameter_schema_id", Verdict::kFail,
                     "declared " + declared + " matches neither the tensor cache (" +
                         (f.weights_id.empty() ? "unavailable" : f.weights_id) + ")" +
-                        (f.symbolic_id ? " nor --params (" + *f.symbolic_id + ")" : ""));
+                        (f.symbolic_id ? " nor the given parameter list (" + *f.symbolic_id + ")" : ""));
   }
   item->details["declared"] = declared;
   if (!f.weights_id.empty()) item->details["tensor_cache"] = f.weights_id;
@@ -154,9 +144,11 @@ void CheckProgram(const std::string& path, Reporter& rep, Found& f) {
 }
 
 // "binding": the package's task binds to the program (the weights' id has its own verdict).
-void CheckBinding(const std::string& task, Reporter& rep, const Found& f) {
+void CheckBinding(const std::string& task, const std::string& program_path, Reporter& rep,
+                  const Found& f) {
   BindOptions bo;
   bo.task = task;
+  bo.program_document = program_path;
   Result<BoundContract> bound = Bind(*f.pkg, *f.program, bo);
   if (!bound) return rep.Fail("binding", bound.errors());
   CheckItem& item = rep.Add("binding", Verdict::kPass,
@@ -189,13 +181,14 @@ void CheckShardFiles(const std::string& dir, const CheckOptions& options, Report
   ShardCheckOptions so = options.shard_options;
   so.verify_md5 = options.verify_shards;
   std::vector<ShardResult> shards = CheckShards(dir, cache, so);
-  int ok = 0, unverified = 0, missing = 0, bad = 0;
+  int ok = 0, unverified = 0, missing = 0, bad = 0, size_only = 0;
   OrderedJson list = OrderedJson::array();
   std::string first_problem;
   for (const ShardResult& s : shards) {
     bool absent_ok = s.status == ShardStatus::kMissing && !options.verify_shards;
-    if (s.status == ShardStatus::kOk) {
+    if (s.status == ShardStatus::kOk || s.status == ShardStatus::kSizeOnly) {
       ++ok;
+      if (s.status == ShardStatus::kSizeOnly) ++size_only;
     } else if (s.status == ShardStatus::kNotVerified || absent_ok) {
       ++unverified;
       if (s.status == ShardStatus::kMissing) ++missing;
@@ -218,10 +211,15 @@ void CheckShardFiles(const std::string& dir, const CheckOptions& options, Report
   } else if (unverified) {
     msg = std::to_string(ok) + " shards verified, " + std::to_string(unverified) +
           " not verified" + (missing ? " (" + std::to_string(missing) + " absent)" : "") +
-          (options.verify_shards ? "" : "; pass --verify-shards to hash them");
+          (options.verify_shards ? "" : "; verify the shards to hash them");
   } else {
     msg = "all " + std::to_string(shards.size()) + " shards present" +
-          (options.verify_shards ? " with their recorded size and md5" : "");
+          (!options.verify_shards ? ""
+           : size_only == 0       ? " with their recorded size and md5"
+           : size_only == ok      ? " with their recorded size: size only (no md5sum recorded)"
+                                  : " with their recorded size and md5; " +
+                                        std::to_string(size_only) +
+                                        " by size only (no md5sum recorded)");
   }
   CheckItem& item = rep.Add("shards", v, msg);
   item.details["shards"] = list;
@@ -251,10 +249,10 @@ void CheckDevice(const DeviceProfile& d, Reporter& rep, const Found& f) {
       if (d.memory_bytes) memory_errors = kv.errors();
     } else {
       int64_t need = f.estimate->total_bytes + kv->bytes;
-      details["memory_needed"] = need;
+      details["needed_device_memory_bytes"] = need;
       details["parameter_bytes"] = f.estimate->total_bytes;
       details["kv_cache_bytes"] = kv->bytes;
-      if (d.memory_bytes) details["memory_available"] = *d.memory_bytes;
+      if (d.memory_bytes) details["available_device_memory_bytes"] = *d.memory_bytes;
       if (d.memory_bytes && need > *d.memory_bytes) {
         problems.push_back("memory: parameters " + Bytes(f.estimate->total_bytes) + " + KV cache " +
                            Bytes(kv->bytes) + " > " + Bytes(*d.memory_bytes));
@@ -310,7 +308,7 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
   if (options.params_path) CheckParams(*options.params_path, rep, f);
   if (f.pkg && (!f.weights_id.empty() || f.symbolic_id)) CheckParameterSchemaId(rep, f);
   if (options.program_path) CheckProgram(*options.program_path, rep, f);
-  if (f.pkg && f.program) CheckBinding(options.task, rep, f);
+  if (f.pkg && f.program) CheckBinding(options.task, *options.program_path, rep, f);
   if (f.program && f.estimate) CheckResources(rep, f);
   if (f.cache) CheckShardFiles(dir, options, rep, *f.cache);
   if (options.device) CheckDevice(*options.device, rep, f);

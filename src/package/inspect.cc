@@ -128,9 +128,7 @@ Result<OrderedJson> InspectPackage(const std::string& dir) {
   }
   if (!problems.empty()) {
     out["ok"] = false;
-    OrderedJson list = OrderedJson::array();
-    for (const Error& e : problems) list.push_back({{"path", e.path}, {"message", e.message}});
-    out["errors"] = list;
+    out["errors"] = ErrorsJson(problems);
   }
   if (!config && !cache && !FileExists(manifest)) return problems;
   return out;

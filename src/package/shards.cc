@@ -1,21 +1,20 @@
 // Shard integrity: containment, presence, size and md5, hashed in parallel with bounded memory
 // (each worker streams its shard through one fixed block).
-#include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string_view>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/hash.h"
 
@@ -30,6 +29,16 @@ std::string RealPath(const std::string& p) {
   return buf;
 }
 
+// The first bytes of a file (OpenForRead's rule), or "" when it cannot be read.
+std::string FileHead(const std::string& path, const std::string& inside, size_t n) {
+  auto file = OpenForRead(path, inside);
+  if (!file) return "";
+  std::string head(n, '\0');
+  ssize_t got = ::pread(file->fd.get(), head.data(), n, 0);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return head;
+}
+
 }  // namespace
 
 const char* ShardStatusName(ShardStatus s) {
@@ -41,32 +50,34 @@ const char* ShardStatusName(ShardStatus s) {
     case ShardStatus::kSizeMismatch: return "wrong size";
     case ShardStatus::kMd5Mismatch: return "md5 mismatch";
     case ShardStatus::kIoError: return "unreadable";
+    case ShardStatus::kSizeOnly: return "size only";
+    case ShardStatus::kLfsPointer: return "Git LFS pointer";
   }
   return "?";
 }
 
+std::string GitLfsPointerNote(std::string_view head, const std::string& what,
+                              const std::string& dir) {
+  static constexpr std::string_view kLfsMagic = "version https://git-lfs.github.com/spec/v1";
+  if (!head.starts_with(kLfsMagic)) return "";
+  return what + ": a Git LFS pointer, not the data (the repository was cloned without Git LFS); "
+                "fetch the files with `git lfs pull` inside " + (dir.empty() ? "." : dir);
+}
+
 Result<std::string> Md5File(const std::string& path, const std::function<void(uint64_t)>& on_bytes,
                             const std::string& inside) {
-  auto file = OpenForRead(path, inside);
+  auto file = DefaultEnv()->NewSequentialFile(path, inside);
   MLC_RETURN_IF_ERROR(file);
-  int fd = file->fd.release();
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
-  std::unique_ptr<unsigned char[]> buf(new unsigned char[kBlock]);
+  std::unique_ptr<char[]> buf(new char[kBlock]);
   for (;;) {
-    ssize_t n = ::read(fd, buf.get(), kBlock);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      std::string msg = std::string("read failed: ") + std::strerror(errno);
-      ::close(fd);
-      return IoError(path, msg);
-    }
-    if (n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.get(), static_cast<size_t>(n));
-    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+    auto n = (*file)->Read(buf.get(), kBlock);
+    MLC_RETURN_IF_ERROR(n);
+    if (*n == 0) break;
+    EVP_DigestUpdate(ctx.get(), buf.get(), *n);
+    if (on_bytes) on_bytes(static_cast<uint64_t>(*n));
   }
-  ::close(fd);
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);
@@ -91,8 +102,8 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       r.message = EscapeControl(s.data_path) + ": a file name may not hold control characters";
       continue;
     }
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) {
+    const FileStat st = DefaultEnv()->Stat(path, /*follow_symlinks=*/true);
+    if (!st.exists) {
       r.status = ShardStatus::kMissing;
       r.message = s.data_path + ": missing (expected " + std::to_string(s.nbytes) + " bytes)";
       continue;
@@ -103,21 +114,27 @@ std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& 
       r.message = s.data_path + ": resolves to " + real + ", outside the package folder";
       continue;
     }
-    r.actual_size = static_cast<uint64_t>(st.st_size);
-    if (!S_ISREG(st.st_mode)) {
+    r.actual_size = st.size;
+    if (!st.regular) {
       r.status = ShardStatus::kIoError;
       r.message = s.data_path + ": not a regular file";
       continue;
     }
     if (r.actual_size != s.nbytes) {
+      std::string lfs = GitLfsPointerNote(FileHead(path, dir, 64), s.data_path, dir);
+      if (!lfs.empty()) {
+        r.status = ShardStatus::kLfsPointer;
+        r.message = lfs;
+        continue;
+      }
       r.status = ShardStatus::kSizeMismatch;
       r.message = s.data_path + ": " + std::to_string(r.actual_size) + " bytes, expected " +
                   std::to_string(s.nbytes) + (r.actual_size < s.nbytes ? " (truncated)" : "");
       continue;
     }
     if (!options.verify_md5 || s.md5sum.empty()) {
-      r.status = options.verify_md5 ? ShardStatus::kOk : ShardStatus::kNotVerified;
-      r.message = s.data_path + (options.verify_md5 ? ": size ok, no md5sum recorded"
+      r.status = options.verify_md5 ? ShardStatus::kSizeOnly : ShardStatus::kNotVerified;
+      r.message = s.data_path + (options.verify_md5 ? ": size only (no md5sum recorded)"
                                                     : ": size ok, md5 not verified");
       continue;
     }

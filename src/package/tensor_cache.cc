@@ -222,19 +222,15 @@ Result<TensorCache> ReadTensorCache(const std::string& dir) {
   if (!FileExists(path)) {
     std::string old = JoinPath(dir, "ndarray-cache.json");
     if (!FileExists(old)) {
-      return IoError(path, "no tensor-cache.json (nor the legacy ndarray-cache.json) in " + dir);
+      return IoError(dir, "no tensor-cache.json (nor the legacy ndarray-cache.json) in the folder");
     }
     path = old;
     legacy = true;
   }
   Result<Json> doc = ReadJsonFile(path, {}, dir);
   MLC_RETURN_IF_ERROR(doc);
-  Result<TensorCache> cache = ParseTensorCache(*doc);
-  if (!cache) {
-    Errors errs = cache.take_errors();
-    for (Error& e : errs) e.path = path + "#" + e.path;
-    return errs;
-  }
+  Result<TensorCache> cache = InDocument(ParseTensorCache(*doc), path);
+  MLC_RETURN_IF_ERROR(cache);
   cache->file = path;
   cache->legacy_name = legacy;
   return cache;

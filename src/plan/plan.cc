@@ -65,14 +65,41 @@ class ChunkBuilder {
   std::vector<PrefillChunk> chunks_;
 };
 
+// Ids fed as text (a text piece's, a media piece's prefix and suffix) must be below vocab_size.
+Status CheckVocabulary(const PromptPiece& piece, int64_t vocab_size) {
+  auto bad = [&](int64_t id, size_t index, const char* where) {
+    return Invalid(piece.path, "token id " + std::to_string(id) + " (" + where + ", index " +
+                                   std::to_string(index) + ") is not below vocab_size " +
+                                   std::to_string(vocab_size));
+  };
+  if (const auto* t = std::get_if<TextPiece>(&piece.value)) {
+    for (size_t i = 0; i < t->token_ids.size(); ++i) {
+      if (t->token_ids[i] >= vocab_size) return bad(t->token_ids[i], i, "this text");
+    }
+    return Status::Ok();
+  }
+  const auto& m = std::get<MediaPiece>(piece.value);
+  for (size_t i = 0; i < m.prompt.prefix_token_ids.size(); ++i) {
+    if (m.prompt.prefix_token_ids[i] >= vocab_size) {
+      return bad(m.prompt.prefix_token_ids[i], i, "prefix_token_ids");
+    }
+  }
+  for (size_t i = 0; i < m.prompt.suffix_token_ids.size(); ++i) {
+    if (m.prompt.suffix_token_ids[i] >= vocab_size) {
+      return bad(m.prompt.suffix_token_ids[i], i, "suffix_token_ids");
+    }
+  }
+  return Status::Ok();
+}
+
 Status CheckLimitsUsable(const PlanLimits& limits) {
   if (limits.prefill_chunk_size < 1) {
-    return Error{ErrorCode::kUsage, "prefill_chunk_size",
+    return Error{ErrorCode::kUsage, "/prefill_chunk_size",
                  "expected prefill_chunk_size >= 1, got " +
                      std::to_string(limits.prefill_chunk_size)};
   }
   if (!limits.HasSlidingWindow() && limits.context_window_size < 1) {
-    return Error{ErrorCode::kUsage, "context_window_size",
+    return Error{ErrorCode::kUsage, "/context_window_size",
                  "expected context_window_size >= 1 (or a sliding window), got " +
                      std::to_string(limits.context_window_size)};
   }
@@ -83,6 +110,10 @@ Status CheckLimitsUsable(const PlanLimits& limits) {
 
 const char* MediaKindName(MediaKind kind) { return kind == MediaKind::kAudio ? "audio" : "image"; }
 
+std::string AdapterName(const MediaPiece& m) {
+  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
+}
+
 Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config) {
   PlanLimits limits;
   auto window = config.context_window_size ? config.context_window_size
@@ -90,6 +121,8 @@ Result<PlanLimits> PlanLimitsFromChatConfig(const ChatConfig& config) {
   auto chunk = config.prefill_chunk_size ? config.prefill_chunk_size
                                          : config.Dimension("prefill_chunk_size");
   limits.sliding_window_size = config.sliding_window_size.value_or(-1);
+  auto vocab = config.vocab_size ? config.vocab_size : config.Dimension("vocab_size");
+  if (vocab && *vocab > 0) limits.vocab_size = *vocab;
   Errors errors;
   if (!chunk || *chunk < 1) {
     AddError(errors, Invalid("/prefill_chunk_size",
@@ -131,6 +164,7 @@ Status CheckContext(const PlanLimits& limits, int64_t kv_length,
                                      "\" has " + std::to_string(*m->rows) +
                                      " adapter rows; expected at least 1");
     }
+    if (limits.vocab_size) MLC_RETURN_IF_ERROR(CheckVocabulary(piece, *limits.vocab_size));
     total += piece.MinPositions();
     if (total > limits.max_prompt_positions) {
       return Error{ErrorCode::kLimit, piece.path,
@@ -139,8 +173,13 @@ Status CheckContext(const PlanLimits& limits, int64_t kv_length,
                        Describe(piece)};
     }
   }
+  if (total == 0) {
+    return Error{ErrorCode::kUsage, pieces.empty() ? "" : pieces.front().path,
+                 "the prompt is empty: there is nothing to generate from"};
+  }
   if (limits.HasSlidingWindow()) return Status::Ok();
-  int64_t available = limits.context_window_size - kv_length;
+  // The prompt may take every free position but one: the first generated token's.
+  int64_t available = limits.context_window_size - kv_length - 1;
   if (total <= available) return Status::Ok();
   // Find the first piece at which the running total no longer fits.
   int64_t running = 0;
@@ -157,10 +196,11 @@ Status CheckContext(const PlanLimits& limits, int64_t kv_length,
   return Invalid(culprit->path,
                  "the prompt does not fit the context window: it needs " +
                      std::string(partial ? "at least " : "") + std::to_string(total) +
-                     " positions, the KV cache holds " + std::to_string(kv_length) +
-                     " and context_window_size is " + std::to_string(limits.context_window_size) +
-                     ", so it overflows by " + std::to_string(total - available) +
-                     " positions (first at this " + Describe(*culprit) + ")");
+                     " positions and one for the reply, the KV cache holds " +
+                     std::to_string(kv_length) + " and context_window_size is " +
+                     std::to_string(limits.context_window_size) + ", so it overflows by " +
+                     std::to_string(total - available) + " positions (first at this " +
+                     Describe(*culprit) + ")");
 }
 
 Result<PrefillPlan> PlanPrefill(const PlanLimits& limits, int64_t kv_length,

@@ -137,8 +137,8 @@ Result<Request> ParseRequest(const Json& doc, const std::string& base_dir,
 Result<Request> ReadRequestFile(const std::string& path, const RequestLimits& limits) {
   auto doc = ReadJsonFile(path);
   MLC_RETURN_IF_ERROR(doc);
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  return ParseRequest(*doc, dir.empty() ? "." : dir, limits);
+  std::string dir = path == "-" ? "" : std::filesystem::path(path).parent_path().string();
+  return InDocument(ParseRequest(*doc, dir.empty() ? "." : dir, limits), DocumentName(path));
 }
 
 namespace {

@@ -86,8 +86,8 @@ Result<BoundContract> BindPackageFolder(const std::string& dir, const std::strin
   *legacy = !FileExists(manifest);
   if (*legacy) return LegacyContract(nullptr);
   if (program_path.empty()) {
-    return Error{ErrorCode::kUsage, "--program",
-                 "the package has a manifest; give the compiled-program document with --program"};
+    return FileError(ErrorCode::kUsage, manifest,
+                     "the package has a manifest; the compiled-program document is needed to bind it");
   }
   auto package = ReadModelPackage(manifest);
   MLC_RETURN_IF_ERROR(package);
@@ -95,6 +95,8 @@ Result<BoundContract> BindPackageFolder(const std::string& dir, const std::strin
   MLC_RETURN_IF_ERROR(program);
   BindOptions options;
   options.task = task;
+  options.package_document = manifest;
+  options.program_document = DocumentName(program_path);
   return Bind(*package, *program, options);
 }
 
@@ -130,22 +132,18 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
     if (legacy && program) legacy->note += " (the compiled-program document is not used)";
     return legacy;
   }
-  auto package = ReadModelPackage(manifest_path);
-  if (!package) {
-    Errors errors = package.take_errors();
-    for (Error& e : errors) {
-      if (e.code != ErrorCode::kIo) e.path = manifest_path + "#" + e.path;
-    }
-    return errors;
-  }
+  auto package = ReadModelPackage(manifest_path);  // its errors name the manifest
+  MLC_RETURN_IF_ERROR(package);
   std::optional<CompiledProgram> compiled = program;
   std::string program_path;
   if (!compiled) {
     const auto& artifact = library.Metadata().artifact;
     if (!artifact) {
-      return Invalid("_metadata", std::string(kManifestFileName) +
-                                      " is present but the library carries no "
-                                      "_metadata.artifact (and no program document was given)");
+      return Error{ErrorCode::kInvalid, "/artifact",
+                   std::string(kManifestFileName) +
+                       " is present but the library carries no "
+                       "_metadata.artifact (and no program document was given)",
+                   "_metadata"};
     }
     auto parsed = ParseCompiledProgram(*artifact);
     if (!parsed) {
@@ -156,6 +154,8 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
     compiled = *parsed;
   }
   BindOptions options;
+  options.package_document = manifest_path;
+  options.program_document = program ? "compiled program" : "_metadata";
   if (auto cache = ReadTensorCache(package_dir)) {
     auto id = ComputeParameterSchemaId(ParamSpecsOf(*cache));
     if (id) options.weights_parameter_schema_id = *id;

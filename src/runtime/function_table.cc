@@ -5,8 +5,8 @@ namespace mlc {
 
 Status ArgReader::Count(size_t n) const {
   if (args_.size() == n) return Status::Ok();
-  return Invalid(fn_, "expected " + std::to_string(n) + " arguments, got " +
-                          std::to_string(args_.size()));
+  return Invalid("", fn_ + ": expected " + std::to_string(n) + " arguments, got " +
+                         std::to_string(args_.size()));
 }
 
 Result<NDArray> ArgReader::Tensor(size_t i, DLDataType dtype, std::vector<int64_t> shape) const {
@@ -19,14 +19,14 @@ Result<NDArray> ArgReader::Tensor(size_t i, DLDataType dtype, std::vector<int64_
   for (size_t d = 0; d < shape.size(); ++d) {
     want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
   }
-  return Invalid(fn_, "argument " + std::to_string(i) + ": expected " + want + "] " +
-                          DlDtypeName(dtype) + ", got " +
-                          (t ? t->Describe() : std::string(ValueTypeName(args_[i]))));
+  return Invalid("", fn_ + ": argument " + std::to_string(i) + ": expected " + want + "] " +
+                         DlDtypeName(dtype) + ", got " +
+                         (t ? t->Describe() : std::string(ValueTypeName(args_[i]))));
 }
 
 Result<int64_t> ArgReader::Integer(size_t i) const {
   if (const int64_t* v = std::get_if<int64_t>(&args_[i])) return *v;
-  return Invalid(fn_, "argument " + std::to_string(i) + ": expected an integer");
+  return Invalid("", fn_ + ": argument " + std::to_string(i) + ": expected an integer");
 }
 
 const PackedFunction* FunctionTableLibrary::GetFunction(const std::string& name) const {

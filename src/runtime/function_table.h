@@ -30,7 +30,7 @@ class ArgReader {
     const ObjectRef* o = std::get_if<ObjectRef>(&args_[i]);
     auto p = o ? std::dynamic_pointer_cast<T>(*o) : nullptr;
     if (p) return p;
-    return Invalid(fn_, "argument " + std::to_string(i) + ": expected " + what + ", got " +
+    return Invalid("", fn_ + ": argument " + std::to_string(i) + ": expected " + what + ", got " +
                             (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args_[i]))));
   }
   // Argument i, which must be an object (read with Object first).

@@ -1,52 +1,25 @@
 // The parameter loader: maps the shards named by tensor-cache.json and hands the library its
 // parameters in the order it asks for, widening bfloat16-encoded float32 records.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <map>
+#include <set>
 
+#include "mlc_manifest/check.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/runtime.h"
 
 namespace mlc {
 namespace {
 
-// A read-only mapping of a whole file, unmapped when the last view goes away.
-class MappedFile {
- public:
-  MappedFile(void* data, size_t size) : data_(data), size_(size) {}
-  ~MappedFile() {
-    if (data_ && size_) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const uint8_t* bytes() const { return static_cast<const uint8_t*>(data_); }
-  size_t size() const { return size_; }
-
- private:
-  void* data_;
-  size_t size_;
-};
-
-// A shard, opened by OpenForRead's rule: a regular file inside the package folder.
-Result<std::shared_ptr<MappedFile>> MapFile(const std::string& path, const std::string& package_dir) {
-  auto file = OpenForRead(path, package_dir);
+// A shard mapped through the process's Env (OpenForRead's rule: a regular file inside the package
+// folder), checked to still hold every mapped byte before any of them is read.
+Result<std::shared_ptr<const MappedFile>> MapShard(const std::string& path,
+                                                  const std::string& package_dir) {
+  auto file = DefaultEnv()->MapFile(path, package_dir);
   MLC_RETURN_IF_ERROR(file);
-  int fd = file->fd.release();
-  size_t size = static_cast<size_t>(file->size);
-  void* data = nullptr;
-  if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data == MAP_FAILED) {
-      ::close(fd);
-      return IoError(path, std::string("cannot map: ") + std::strerror(errno));
-    }
-  }
-  ::close(fd);
-  return std::make_shared<MappedFile>(data, size);
+  MLC_RETURN_IF_ERROR((*file)->CheckIntact());
+  return file;
 }
 
 struct Located {
@@ -70,17 +43,17 @@ std::optional<std::vector<int64_t>> IntegerShape(const ParamSpec& spec) {
   return out;
 }
 
-Result<NDArray> Materialize(const Located& at, const std::shared_ptr<MappedFile>& file,
+Result<NDArray> Materialize(const Located& at, const std::shared_ptr<const MappedFile>& file,
                             const std::string& shard_path, uint64_t* widened) {
   const TensorRecord& r = *at.record;
   auto dtype = ParseDlDtype(r.dtype);
-  if (!dtype) return Invalid(r.name, "unsupported dtype \"" + r.dtype + "\"");
+  if (!dtype) return FileError(ErrorCode::kInvalid, shard_path, "record \"" + r.name + "\": unsupported dtype \"" + r.dtype + "\"");
   if (r.byte_offset + r.nbytes > file->size()) {
-    return Invalid(shard_path, "record \"" + r.name + "\" ends at byte " +
+    return FileError(ErrorCode::kInvalid, shard_path, "record \"" + r.name + "\" ends at byte " +
                                    std::to_string(r.byte_offset + r.nbytes) + " but the shard has " +
                                    std::to_string(file->size()) + " bytes");
   }
-  const uint8_t* src = file->bytes() + r.byte_offset;
+  const uint8_t* src = file->data() + r.byte_offset;
   if (r.format == "f32-to-bf16" && r.dtype == "float32") {
     NDArray out = NDArray::Empty(r.shape, *dtype);
     float* dst = out.data<float>();
@@ -113,18 +86,19 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
   }
   Errors errors;
   auto params = std::make_shared<ParameterSet>();
-  std::map<std::string, std::shared_ptr<MappedFile>> mapped;
+  std::map<std::string, std::shared_ptr<const MappedFile>> mapped;
+  std::set<std::string> unusable;  // shards that could not be mapped or are LFS pointers
   for (const ParamSpec& spec : order) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end()) {
-      errors.push_back(Invalid(cache->file, "the library asks for parameter \"" + spec.name +
+      errors.push_back(FileError(ErrorCode::kInvalid, cache->file, "the library asks for parameter \"" + spec.name +
                                                 "\", which tensor-cache.json does not hold"));
       continue;
     }
     const TensorRecord& r = *it->second.record;
     auto shape = IntegerShape(spec);
     if (!shape || *shape != r.shape || spec.dtype != r.dtype) {
-      errors.push_back(Invalid(cache->file, "parameter \"" + spec.name + "\" is " +
+      errors.push_back(FileError(ErrorCode::kInvalid, cache->file, "parameter \"" + spec.name + "\" is " +
                                                 ShapeText(r.shape) + " " + r.dtype +
                                                 " in tensor-cache.json but the library expects " +
                                                 (shape ? ShapeText(*shape) : "a symbolic shape") +
@@ -133,11 +107,21 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
     }
     const std::string& data_path = it->second.shard->data_path;
     std::string shard_path = JoinPath(package_dir, data_path);
+    if (unusable.count(data_path)) continue;  // its error is reported once
     auto& file = mapped[data_path];
     if (!file) {
-      auto m = MapFile(shard_path, package_dir);
+      auto m = MapShard(shard_path, package_dir);
       if (!m) {
         errors.push_back(m.error());
+        unusable.insert(data_path);
+        continue;
+      }
+      // A Git LFS pointer in place of the shard: say so, with the command that fetches it.
+      std::string_view head(reinterpret_cast<const char*>((*m)->data()),
+                            std::min<size_t>((*m)->size(), 64));
+      if (std::string lfs = GitLfsPointerNote(head, data_path, package_dir); !lfs.empty()) {
+        errors.push_back(FileError(ErrorCode::kInvalid, shard_path, lfs));
+        unusable.insert(data_path);
         continue;
       }
       file = *m;

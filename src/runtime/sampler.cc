@@ -18,24 +18,25 @@ int32_t Argmax(std::span<const float> logits) {
 Status CheckSamplerConfig(const SamplerConfig& c) {
   Errors errors;
   if (!(c.temperature >= 0) || !std::isfinite(c.temperature)) {
-    errors.push_back(Error{ErrorCode::kUsage, "--temperature", "expected a finite value >= 0"});
+    errors.push_back(Error{ErrorCode::kUsage, "/temperature", "expected a finite value >= 0"});
   }
   if (!(c.top_p > 0 && c.top_p <= 1)) {
-    errors.push_back(Error{ErrorCode::kUsage, "--top-p", "expected a value in (0, 1]"});
+    errors.push_back(Error{ErrorCode::kUsage, "/top_p", "expected a value in (0, 1]"});
   }
   if (c.top_k < 0) {
-    errors.push_back(Error{ErrorCode::kUsage, "--top-k", "expected an integer >= 0 (0: all)"});
+    errors.push_back(Error{ErrorCode::kUsage, "/top_k", "expected an integer >= 0 (0: all)"});
   }
   if (!(c.repetition_penalty > 0) || !std::isfinite(c.repetition_penalty)) {
-    errors.push_back(Error{ErrorCode::kUsage, "repetition_penalty", "expected a finite value > 0"});
+    errors.push_back(Error{ErrorCode::kUsage, "/repetition_penalty", "expected a finite value > 0"});
   }
   if (!(c.presence_penalty >= -2 && c.presence_penalty <= 2)) {
-    errors.push_back(Error{ErrorCode::kUsage, "presence_penalty", "expected a value in [-2, 2]"});
+    errors.push_back(Error{ErrorCode::kUsage, "/presence_penalty", "expected a value in [-2, 2]"});
   }
   if (!(c.frequency_penalty >= -2 && c.frequency_penalty <= 2)) {
-    errors.push_back(Error{ErrorCode::kUsage, "frequency_penalty", "expected a value in [-2, 2]"});
+    errors.push_back(Error{ErrorCode::kUsage, "/frequency_penalty", "expected a value in [-2, 2]"});
   }
-  if (!errors.empty()) return errors;
+  // Paths point into the sampling settings (the fields of SamplerConfig).
+  if (!errors.empty()) return InDocument(std::move(errors), "sampler settings");
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // The generation loop over bound roles: create_kv_cache, embed_tokens for text, the adapters
 // for media, prefill per planned chunk, then decode steps with a sampler; turns continue the
 // same KV cache. Every result a library function returns is checked before it is used.
+#include <cmath>
 #include <chrono>
 #include <cstring>
 
@@ -15,14 +16,9 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-NDArray Int32Tensor(std::span<const int32_t> ids, std::vector<int64_t> shape) {
-  NDArray a = NDArray::Empty(std::move(shape), DlInt32());
-  if (!ids.empty()) std::memcpy(a.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
-  return a;
-}
-
-std::string AdapterName(const MediaPiece& m) {
-  return "adapter \"" + m.adapter + "\" of " + MediaKindName(m.kind) + " input \"" + m.input + "\"";
+// No position is left for another token (a sliding window never fills).
+bool ContextFull(const PlanLimits& limits, int64_t kv_length) {
+  return !limits.HasSlidingWindow() && kv_length >= limits.context_window_size;
 }
 
 }  // namespace
@@ -49,7 +45,7 @@ Status Session::EnsureKvCache() {
   MLC_RETURN_IF_ERROR(out);
   if (out->empty() || !std::holds_alternative<ObjectRef>(out->front()) ||
       !std::get<ObjectRef>(out->front())) {
-    return Invalid(fn, "create_kv_cache returned " +
+    return Invalid("", fn + ": create_kv_cache returned " +
                            std::string(out->empty() ? "nothing" : ValueTypeName(out->front())) +
                            ", expected a KV cache object");
   }
@@ -69,7 +65,7 @@ Result<NDArray> Session::Embed(std::span<const int32_t> ids) {
   int64_t n = static_cast<int64_t>(ids.size());
   if (!e || !e->defined() || e->ndim() != 2 || e->shape()[0] != n ||
       !SameDtype(e->dtype(), DlFloat32()) || (hidden_size_ && e->shape()[1] != *hidden_size_)) {
-    return Invalid(fn, "embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
+    return Invalid("", fn + ": embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
                            ", expected [" + std::to_string(n) + ", " +
                            (hidden_size_ ? std::to_string(*hidden_size_) : "hidden") + "] float32");
   }
@@ -80,7 +76,7 @@ Result<NDArray> Session::Embed(std::span<const int32_t> ids) {
 Result<NDArray> Session::RunAdapter(const MediaPiece& media, const NDArray& input) {
   const PackedFunction* fn =
       media.kind == MediaKind::kAudio ? model_.audio_adapter : model_.image_adapter;
-  if (!fn) return Invalid(media.input, "no adapter function is bound for " + AdapterName(media));
+  if (!fn) return Invalid("", "input \"" + media.input + "\": " + "no adapter function is bound for " + AdapterName(media));
   auto start = Clock::now();
   ++adapter_calls_;
   std::vector<Value> args = {input, ObjectRef(params_)};
@@ -94,7 +90,7 @@ Result<NDArray> Session::RunAdapter(const MediaPiece& media, const NDArray& inpu
                                              : e->shape()[0] == media.rows.value_or(-1));
   if (!ok) {
     std::string rows = media.kind == MediaKind::kAudio ? "n >= 1" : std::to_string(*media.rows);
-    return Invalid(media.input, AdapterName(media) + " returned " +
+    return Invalid("", "input \"" + media.input + "\": " + AdapterName(media) + " returned " +
                                     (e ? e->Describe() : std::string("no tensor")) +
                                     ", expected [" + rows + ", " +
                                     (hidden_size_ ? std::to_string(*hidden_size_) : "hidden") +
@@ -124,7 +120,7 @@ Result<std::vector<float>> Session::TakeLogits(std::vector<Value> results,
   const NDArray* logits = results.empty() ? nullptr : std::get_if<NDArray>(&results.front());
   if (!logits || !logits->defined() || logits->ndim() < 1 ||
       !SameDtype(logits->dtype(), DlFloat32()) || logits->shape().back() < 1) {
-    return Invalid(function, "returned " + (logits ? logits->Describe() : std::string("no tensor")) +
+    return Invalid("", function + ": returned " + (logits ? logits->Describe() : std::string("no tensor")) +
                                  ", expected float32 logits [..., vocab_size]");
   }
   if (results.size() > 1) {
@@ -247,7 +243,10 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
     result.tokens.push_back(token);
     bool go_on = !options.on_token || options.on_token(token);
     if (!go_on) result.stop_reason = "stop_str";
-    if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens) {
+    // A full context ends the turn as max_tokens does (stop reason "length"), as chat tools do:
+    // the token just sampled has no position left to be fed at.
+    if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens ||
+        ContextFull(limits_, KvLength())) {
       pending_token_ = token;  // fed at the start of the next turn
       break;
     }
@@ -281,13 +280,16 @@ std::vector<int32_t> StopTokenIds(const ChatConfig& config) {
   return ids;
 }
 
+double RoundToMicroseconds(double ms) { return std::round(ms * 1000.0) / 1000.0; }
+
 OrderedJson PhaseTimingsJson(const PhaseTimings& t) {
-  auto per_s = [](int64_t n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; };
-  return {{"create_kv_ms", t.create_kv_ms},
-          {"embed_ms", t.embed_ms},
-          {"adapter_ms", t.adapter_ms},
-          {"prefill_ms", t.prefill_ms},
-          {"decode_ms", t.decode_ms},
+  // Rates to a hundredth of a position per second.
+  auto per_s = [](int64_t n, double ms) { return ms > 0 ? std::round(n * 100000.0 / ms) / 100.0 : 0.0; };
+  return {{"create_kv_ms", RoundToMicroseconds(t.create_kv_ms)},
+          {"embed_ms", RoundToMicroseconds(t.embed_ms)},
+          {"adapter_ms", RoundToMicroseconds(t.adapter_ms)},
+          {"prefill_ms", RoundToMicroseconds(t.prefill_ms)},
+          {"decode_ms", RoundToMicroseconds(t.decode_ms)},
           {"prefill_positions", t.prefill_positions},
           {"prefill_calls", t.prefill_calls},
           {"decode_steps", t.decode_steps},

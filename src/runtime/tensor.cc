@@ -103,6 +103,12 @@ size_t NDArray::Bytes() const {
   return static_cast<size_t>(Elements()) * ((dtype().bits * dtype().lanes + 7) / 8);
 }
 
+NDArray Int32Tensor(std::span<const int32_t> values, std::vector<int64_t> shape) {
+  NDArray a = NDArray::Empty(std::move(shape), DlInt32());
+  if (!values.empty()) std::memcpy(a.data<int32_t>(), values.data(), values.size() * sizeof(int32_t));
+  return a;
+}
+
 NDArray NDArray::Reshape(std::vector<int64_t> shape) const {
   NDArray a = View(state_->owner, state_->tensor.data, std::move(shape), dtype());
   return a;

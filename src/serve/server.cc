@@ -13,8 +13,10 @@
 #include <filesystem>
 #include <mutex>
 
+#include "mlc_manifest/chat.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/serve.h"
+#include "serve/http_server.h"
 
 namespace mlc {
 namespace {
@@ -82,6 +84,16 @@ OrderedJson Usage(const StreamEvent& last) {
           {"total_tokens", last.prompt_tokens + last.completion_tokens}};
 }
 
+// The package's sampling defaults for requests that leave them out (OpenAI's temperature 1 where
+// it sets none); a value the sampler would refuse is left out.
+SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package) {
+  SamplerConfig openai;
+  openai.temperature = 1.0;
+  ChatSamplingOptions options;
+  options.skip_refused = true;
+  return ChatSamplerConfig(openai, package, options);
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -94,7 +106,7 @@ struct Server::Impl {
   std::vector<int32_t> stop_ids;
   SamplerConfig defaults;
   std::unique_ptr<Engine> engine;
-  httplib::Server http;
+  std::unique_ptr<serve::HttpServer> http;
   std::string model_id;
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
@@ -145,32 +157,25 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
   MLC_RETURN_IF_ERROR(tmpl);
   impl->tmpl = std::move(*tmpl);
   impl->stop_ids = StopTokenIds(impl->model.config);
-  const Json& raw = impl->model.config.raw;
-  impl->defaults.temperature = 1.0;
-  for (const char* key : {"temperature", "top_p"}) {
-    if (raw.is_object() && raw.contains(key) && raw[key].is_number()) {
-      double v = raw[key].get<double>();
-      if (std::string(key) == "temperature" && v >= 0 && v <= 2) impl->defaults.temperature = v;
-      if (std::string(key) == "top_p" && v > 0 && v <= 1) impl->defaults.top_p = v;
-    }
-  }
+  impl->defaults = SamplingDefaults(impl->model.config.sampling);
   impl->model_id = std::filesystem::path(package_dir).lexically_normal().filename().string();
   if (impl->model_id.empty()) impl->model_id = std::filesystem::path(package_dir).parent_path().filename().string();
   auto engine = Engine::Start(impl->model, impl->tokenizer.get(), options.engine);
   MLC_RETURN_IF_ERROR(engine);
   impl->engine = std::move(*engine);
+  impl->http = std::make_unique<serve::HttpServer>(options.request_read_timeout_s);
   impl->Routes();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 void Server::Impl::Routes() {
   const int threads = options.max_concurrent + 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(options.max_body_bytes);
-  http.set_read_timeout(options.idle_timeout_s, 0);
-  http.set_write_timeout(options.idle_timeout_s, 0);
-  http.set_keep_alive_timeout(options.idle_timeout_s);
-  http.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  http->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http->set_payload_max_length(options.max_body_bytes);
+  http->set_read_timeout(options.idle_timeout_s, 0);
+  http->set_write_timeout(options.idle_timeout_s, 0);
+  http->set_keep_alive_timeout(options.idle_timeout_s);
+  http->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;
     std::string message = res.status == 413   ? "the request body is larger than this server takes"
                           : res.status == 404 ? "no such route"
@@ -178,10 +183,10 @@ void Server::Impl::Routes() {
     std::string type = "invalid_request_error";
     res.set_content(Dump(OpenAiError(message, type)), "application/json");
   });
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+  http->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
     SendError(res, 500, OpenAiError("internal error", "server_error"));
   });
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+  http->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     auto s = engine->stats();
     SendJson(res, draining ? 503 : 200,
              {{"status", draining ? "draining" : "ok"},
@@ -190,7 +195,7 @@ void Server::Impl::Routes() {
               {"kv_free_pages", s.free_pages},
               {"kv_total_pages", s.total_pages}});
   });
-  http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+  http->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200,
              {{"object", "list"},
               {"data", OrderedJson::array({{{"id", model_id},
@@ -198,7 +203,7 @@ void Server::Impl::Routes() {
                                             {"created", 0},
                                             {"owned_by", "mlc-manifest"}}})}});
   });
-  http.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+  http->Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     ChatCompletions(req, res);
   });
 }
@@ -391,10 +396,10 @@ void Server::Impl::Stream(uint64_t id, const ChatCompletionRequest& r, std::shar
 Status Server::Bind() {
   Impl& s = *impl_;
   if (s.options.port == 0) {
-    s.port = s.http.bind_to_any_port(s.options.host);
+    s.port = s.http->bind_to_any_port(s.options.host);
     if (s.port <= 0) return IoError(s.options.host, "cannot bind to any port on this address");
   } else {
-    if (!s.http.bind_to_port(s.options.host, s.options.port)) {
+    if (!s.http->bind_to_port(s.options.host, s.options.port)) {
       return IoError(s.options.host + ":" + std::to_string(s.options.port),
                      "cannot bind (address in use or not available)");
     }
@@ -403,7 +408,7 @@ Status Server::Bind() {
   return Status::Ok();
 }
 
-void Server::Run() { impl_->http.listen_after_bind(); }
+void Server::Run() { impl_->http->listen_after_bind(); }
 
 void Server::Stop(bool drain) {
   Impl& s = *impl_;
@@ -413,7 +418,7 @@ void Server::Stop(bool drain) {
   for (int i = 0; i < 600 && s.in_flight > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  s.http.stop();
+  s.http->stop();
 }
 
 int Server::port() const { return impl_->port; }

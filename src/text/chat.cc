@@ -3,7 +3,6 @@
 #include "mlc_manifest/chat.h"
 
 #include <filesystem>
-#include <map>
 
 namespace mlc {
 
@@ -37,20 +36,20 @@ Result<RequestTurn> ChatTurns::NextFromFile(const std::string& file, std::string
   return Next(*messages, last_reply, std::filesystem::path(file).parent_path().string());
 }
 
-SamplerConfig ChatSamplerConfig(const SamplerConfig& given, const ChatConfig& config,
-                                const std::set<std::string>& keep) {
+SamplerConfig ChatSamplerConfig(const SamplerConfig& given, const ChatConfig::Sampling& config,
+                                const ChatSamplingOptions& options) {
   SamplerConfig s = given;
-  const std::map<std::string, double*> fields = {{"temperature", &s.temperature},
-                                                 {"top_p", &s.top_p},
-                                                 {"repetition_penalty", &s.repetition_penalty},
-                                                 {"presence_penalty", &s.presence_penalty},
-                                                 {"frequency_penalty", &s.frequency_penalty}};
-  for (const auto& [key, field] : fields) {
-    if (keep.count(key)) continue;
-    if (config.raw.is_object() && config.raw.contains(key) && config.raw[key].is_number()) {
-      *field = config.raw[key].get<double>();
-    }
-  }
+  auto take = [&](const char* key, double SamplerConfig::*field, const std::optional<double>& value) {
+    if (!value || options.keep.count(key)) return;
+    SamplerConfig candidate = s;
+    candidate.*field = *value;
+    if (!options.skip_refused || CheckSamplerConfig(candidate)) s = candidate;
+  };
+  take("temperature", &SamplerConfig::temperature, config.temperature);
+  take("top_p", &SamplerConfig::top_p, config.top_p);
+  take("repetition_penalty", &SamplerConfig::repetition_penalty, config.repetition_penalty);
+  take("presence_penalty", &SamplerConfig::presence_penalty, config.presence_penalty);
+  take("frequency_penalty", &SamplerConfig::frequency_penalty, config.frequency_penalty);
   return s;
 }
 

@@ -126,8 +126,10 @@ Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::strin
 Result<std::vector<ChatMessage>> ReadMessagesFile(const std::string& path) {
   auto doc = ReadJsonFile(path);
   MLC_RETURN_IF_ERROR(doc);
-  if (doc->is_object() && doc->contains("messages")) return ParseMessages((*doc)["messages"], "/messages");
-  return ParseMessages(*doc);
+  if (doc->is_object() && doc->contains("messages")) {
+    return InDocument(ParseMessages((*doc)["messages"], "/messages"), DocumentName(path));
+  }
+  return InDocument(ParseMessages(*doc), DocumentName(path));
 }
 
 }  // namespace mlc

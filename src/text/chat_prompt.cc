@@ -9,21 +9,9 @@ constexpr const char* kFunctionPlaceholder = "{function_string}";
 
 // ---- segments ----
 
-// Appends a string segment, merging with a preceding string and dropping empties (step 5).
-// As in WebLLM, merging happens within one message: the system prompt, each message and the
-// reply header are encoded separately.
-void AddText(std::vector<PromptSegment>* segs, const std::string& text) {
-  if (text.empty()) return;
-  if (!segs->empty() && segs->back().kind == PartKind::kText) {
-    segs->back().text += text;
-    return;
-  }
-  segs->push_back(PromptSegment{PartKind::kText, text, {}});
-}
-
 // A string segment of its own (the system prompt, the reply header, a follow-up separator).
-void AddSeparate(std::vector<PromptSegment>* segs, const std::string& text) {
-  if (!text.empty()) segs->push_back(PromptSegment{PartKind::kText, text, {}});
+void AddSeparate(std::vector<PromptSegment>* segs, std::string text, const std::string& path) {
+  if (!text.empty()) segs->push_back(PromptSegment{PartKind::kText, std::move(text), {}, path});
 }
 
 std::string ReplaceFirst(std::string s, std::string_view what, std::string_view with) {
@@ -82,24 +70,42 @@ Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool om
   auto role = RoleString(t, m);
   MLC_RETURN_IF_ERROR(role);
   RoleTemplate tpl = SplitRoleTemplate(t, m.role);
-  std::vector<PromptSegment> message;
-  AddText(&message, (omit_role ? "" : *role + t.role_content_sep) + tpl.before);
+  // The message's text segments point at its text part (where a long message is), else at it.
+  std::string text_path = m.path;
+  for (const ContentPart& part : m.parts) {
+    if (part.kind == PartKind::kText && tpl.has_placeholder) text_path = part.path;
+  }
+  // Step 5: strings merge within the message and empties drop; as in WebLLM, the system prompt,
+  // each message and the reply header are encoded separately.
+  size_t first = segs->size();
+  const std::string tail = tpl.after + t.seps[i % t.seps.size()];
+  auto add = [&](std::string_view text) {
+    if (text.empty()) return;
+    if (segs->size() > first && segs->back().kind == PartKind::kText) {
+      // Room for the tail too: a long message is not reallocated to twice its size for it.
+      std::string& s = segs->back().text;
+      if (s.capacity() < s.size() + text.size()) s.reserve(s.size() + text.size() + tail.size());
+      s += text;
+    } else {
+      segs->push_back(PromptSegment{PartKind::kText, std::string(text), {}, text_path});
+    }
+  };
+  add((omit_role ? "" : *role + t.role_content_sep) + tpl.before);
   for (const ContentPart& part : m.parts) {
     if (part.kind == PartKind::kText) {
-      if (tpl.has_placeholder) AddText(&message, part.text);
+      if (tpl.has_placeholder) add(part.text);
     } else {
-      message.push_back(PromptSegment{part.kind, "", part});
+      segs->push_back(PromptSegment{part.kind, "", part, part.path});
     }
   }
-  AddText(&message, tpl.after + t.seps[i % t.seps.size()]);
-  segs->insert(segs->end(), message.begin(), message.end());
+  add(tail);
   return Status::Ok();
 }
 
 Status AddReplyHeader(const ConvTemplate& t, std::vector<PromptSegment>* segs) {
   auto it = t.roles.find("assistant");
   if (it == t.roles.end()) return Invalid("/roles/assistant", "the conversation template has no assistant role");
-  AddSeparate(segs, it->second + t.role_empty_sep);
+  AddSeparate(segs, it->second + t.role_empty_sep, "/conv_template/roles/assistant");
   return Status::Ok();
 }
 
@@ -131,8 +137,14 @@ Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
   MLC_RETURN_IF_ERROR(CheckTemplate(tmpl));
   ChatPrompt prompt;
   std::string system = SystemPrompt(tmpl, messages);
-  AddSeparate(&prompt.segments, system);
-  if (Status s = AddMessages(tmpl, messages, 0, !system.empty(), &prompt.segments); !s) {
+  bool has_system = !system.empty();
+  AddSeparate(&prompt.segments, std::move(system),
+              !messages.empty() && messages[0].role == "system"
+                  ? messages[0].parts.empty()
+                        ? messages[0].path
+                        : messages[0].parts[0].path
+                  : "/conv_template/system_message");
+  if (Status s = AddMessages(tmpl, messages, 0, has_system, &prompt.segments); !s) {
     return s.errors();
   }
   MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
@@ -168,7 +180,8 @@ Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
   prompt.first_round = false;
   size_t offset = messages[0].role == "system" ? 1 : 0;
   RoleTemplate tail = SplitRoleTemplate(tmpl, "assistant");
-  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()]);
+  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()],
+              answer.path);
   if (Status s = AddMessages(tmpl, messages, n + 1, false, &prompt.segments); !s) {
     return s.errors();
   }

@@ -4,6 +4,7 @@
 // original input (Metaspace's prepend_scheme "first").
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ class PreTokenizer {
   virtual ~PreTokenizer() = default;
   // Splits (and may rewrite) pieces; empty pieces are dropped afterwards by the caller.
   virtual std::vector<Piece> Split(std::vector<Piece> pieces) const = 0;
+  // Split of one piece with each resulting piece handed to emit as it is made, in Split's order
+  // (every pre-tokenizer treats pieces independently, so a sequence can run depth first). The
+  // regex splitters and Sequence stream: a long text never becomes a list of millions of pieces.
+  virtual void SplitEach(Piece piece, const std::function<void(Piece)>& emit) const;
 };
 
 class Decoder {

@@ -18,17 +18,26 @@ struct Range {
   bool match;
 };
 
-// Matches of a regex as a cover of s: (range, is_match) in order, as Hugging Face's Pattern.
+// Matches of a regex as a cover of s: (range, is_match) in order, as Hugging Face's Pattern,
+// each handed to f as it is found.
+template <class F>
+void ForEachRegexRange(const Regex& regex, std::string_view s, bool invert, F f) {
+  if (s.empty()) {
+    f(Range{0, 0, invert});
+    return;
+  }
+  size_t prev = 0;
+  regex.ForEachMatch(s, [&](size_t b, size_t e) {
+    if (prev != b) f(Range{prev, b, invert});
+    f(Range{b, e, !invert});
+    prev = e;
+  });
+  if (prev != s.size()) f(Range{prev, s.size(), invert});
+}
+
 std::vector<Range> RegexRanges(const Regex& regex, std::string_view s, bool invert) {
   std::vector<Range> out;
-  if (s.empty()) return {Range{0, 0, invert}};
-  size_t prev = 0;
-  for (auto [b, e] : regex.FindAll(s)) {
-    if (prev != b) out.push_back(Range{prev, b, invert});
-    out.push_back(Range{b, e, !invert});
-    prev = e;
-  }
-  if (prev != s.size()) out.push_back(Range{prev, s.size(), invert});
+  ForEachRegexRange(regex, s, invert, [&out](const Range& r) { out.push_back(r); });
   return out;
 }
 
@@ -113,16 +122,42 @@ std::optional<Behavior> ParseBehavior(const std::string& s) {
   return std::nullopt;
 }
 
+}  // namespace
+
+void PreTokenizer::SplitEach(Piece piece, const std::function<void(Piece)>& emit) const {
+  std::vector<Piece> one;
+  one.push_back(std::move(piece));
+  for (Piece& q : Split(std::move(one))) emit(std::move(q));
+}
+
+namespace {
+
+// Split over a list, through SplitEach (for the pre-tokenizers that stream).
+std::vector<Piece> SplitThroughEach(const PreTokenizer& pre, std::vector<Piece> pieces) {
+  std::vector<Piece> out;
+  for (Piece& p : pieces) pre.SplitEach(std::move(p), [&out](Piece q) { out.push_back(std::move(q)); });
+  return out;
+}
+
 class SplitPreTokenizer : public PreTokenizer {
  public:
   SplitPreTokenizer(std::shared_ptr<const Regex> regex, Behavior behavior, bool invert)
       : regex_(std::move(regex)), behavior_(behavior), invert_(invert) {}
   std::vector<Piece> Split(std::vector<Piece> pieces) const override {
-    std::vector<Piece> out;
-    for (const Piece& p : pieces) {
+    return SplitThroughEach(*this, std::move(pieces));
+  }
+  // Isolated and Removed need no neighbour, so they stream; the merging behaviours take the list.
+  void SplitEach(Piece p, const std::function<void(Piece)>& emit) const override {
+    if (behavior_ != Behavior::kIsolated && behavior_ != Behavior::kRemoved) {
+      std::vector<Piece> out;
       EmitSplits(p, ApplyBehavior(RegexRanges(*regex_, p.text, invert_), behavior_), &out);
+      for (Piece& q : out) emit(std::move(q));
+      return;
     }
-    return out;
+    ForEachRegexRange(*regex_, p.text, invert_, [&](const Range& r) {
+      if ((behavior_ == Behavior::kRemoved && r.match) || r.end <= r.begin) return;
+      emit(Piece{p.text.substr(r.begin, r.end - r.begin), p.at_start && r.begin == 0});
+    });
   }
 
  private:
@@ -136,22 +171,25 @@ class ByteLevelPreTokenizer : public PreTokenizer {
   ByteLevelPreTokenizer(bool add_prefix_space, std::shared_ptr<const Regex> regex)
       : add_prefix_space_(add_prefix_space), regex_(std::move(regex)) {}
   std::vector<Piece> Split(std::vector<Piece> pieces) const override {
-    std::vector<Piece> split;
-    for (Piece& p : pieces) {
-      if (add_prefix_space_ && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
-      if (regex_) {
-        EmitSplits(p, RegexRanges(*regex_, p.text, false), &split);
-      } else {
-        split.push_back(std::move(p));
+    return SplitThroughEach(*this, std::move(pieces));
+  }
+  void SplitEach(Piece p, const std::function<void(Piece)>& emit) const override {
+    if (add_prefix_space_ && (p.text.empty() || p.text[0] != ' ')) p.text.insert(0, " ");
+    auto mapped = [&emit](std::string_view text, bool at_start) {
+      std::string m;
+      m.reserve(text.size() * 2);
+      for (char c : text) m += ByteToChar(static_cast<unsigned char>(c));
+      emit(Piece{std::move(m), at_start});
+    };
+    if (!regex_) {
+      mapped(p.text, p.at_start);
+      return;
+    }
+    ForEachRegexRange(*regex_, p.text, false, [&](const Range& r) {
+      if (r.end > r.begin) {
+        mapped(std::string_view(p.text).substr(r.begin, r.end - r.begin), p.at_start && r.begin == 0);
       }
-    }
-    for (Piece& p : split) {
-      std::string mapped;
-      mapped.reserve(p.text.size() * 2);
-      for (char c : p.text) mapped += ByteToChar(static_cast<unsigned char>(c));
-      p.text = std::move(mapped);
-    }
-    return split;
+    });
   }
 
  private:
@@ -254,8 +292,20 @@ class SequencePreTokenizer : public PreTokenizer {
     for (const auto& p : parts_) pieces = p->Split(std::move(pieces));
     return pieces;
   }
+  // Depth first: each piece of one stage goes through the next stages before the following one.
+  void SplitEach(Piece piece, const std::function<void(Piece)>& emit) const override {
+    Stage(0, std::move(piece), emit);
+  }
 
  private:
+  void Stage(size_t k, Piece piece, const std::function<void(Piece)>& emit) const {
+    if (k == parts_.size()) {
+      emit(std::move(piece));
+      return;
+    }
+    parts_[k]->SplitEach(std::move(piece), [&](Piece q) { Stage(k + 1, std::move(q), emit); });
+  }
+
   std::vector<std::unique_ptr<PreTokenizer>> parts_;
 };
 

@@ -139,6 +139,7 @@ class HfTokenizer : public Tokenizer {
   static Result<std::unique_ptr<Tokenizer>> Parse(const Json& doc);
 
   std::vector<int32_t> Encode(std::string_view text) const override;
+  void EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const override;
   std::string Decode(std::span<const int32_t> ids) const override;
   std::optional<int32_t> TokenToId(std::string_view token) const override;
   std::string IdToToken(int32_t id) const override;
@@ -149,7 +150,8 @@ class HfTokenizer : public Tokenizer {
   Status ParseAddedTokens(const Json& doc);
   void AddToken(const AddedToken& token);
   void BuildMatchers();
-  void EncodeText(std::string_view text, bool at_start, std::vector<int32_t>* ids) const;
+  void EncodeText(std::string_view text, bool at_start,
+                  const std::function<void(int32_t)>& emit) const;
 
   std::unique_ptr<BpeModel> model_;
   std::unique_ptr<Normalizer> normalizer_;
@@ -282,32 +284,52 @@ Result<std::unique_ptr<Tokenizer>> HfTokenizer::Parse(const Json& doc) {
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }
 
-void HfTokenizer::EncodeText(std::string_view text, bool at_start, std::vector<int32_t>* ids) const {
-  std::string normalized = normalizer_ ? normalizer_->Normalize(std::string(text)) : std::string(text);
+void HfTokenizer::EncodeText(std::string_view text, bool at_start,
+                             const std::function<void(int32_t)>& emit) const {
+  // Without a normalizer the text is used in place (a long text is not copied once more).
+  std::string normalized_text = normalizer_ ? normalizer_->Normalize(std::string(text)) : std::string();
+  std::string_view normalized = normalizer_ ? std::string_view(normalized_text) : text;
+  std::vector<int32_t> word;  // one piece's ids
+  auto encode = [&](const Piece& p) {
+    word.clear();
+    model_->Tokenize(p.text, &word);
+    for (int32_t id : word) emit(id);
+  };
   for (const TokenMatcher::Segment& seg : normalized_matcher_.Split(normalized, added_by_id_)) {
     if (seg.id >= 0) {
-      ids->push_back(seg.id);
+      emit(seg.id);
       continue;
     }
     if (seg.end == seg.begin) continue;
-    std::vector<Piece> pieces{Piece{normalized.substr(seg.begin, seg.end - seg.begin),
-                                    at_start && seg.begin == 0}};
-    if (pre_tokenizer_) pieces = pre_tokenizer_->Split(std::move(pieces));
-    for (const Piece& p : pieces) model_->Tokenize(p.text, ids);
+    Piece piece{std::string(normalized.substr(seg.begin, seg.end - seg.begin)),
+                at_start && seg.begin == 0};
+    // Pieces are encoded as the pre-tokenizer makes them, never all held at once.
+    if (pre_tokenizer_) {
+      pre_tokenizer_->SplitEach(std::move(piece), encode);
+    } else {
+      encode(piece);
+    }
   }
 }
 
 std::vector<int32_t> HfTokenizer::Encode(std::string_view text) const {
-  std::string s = Utf8Lossy(text);
   std::vector<int32_t> ids;
+  EncodeEach(text, [&ids](int32_t id) { ids.push_back(id); });
+  return ids;
+}
+
+void HfTokenizer::EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const {
+  // Valid UTF-8 (the usual case) is encoded in place; otherwise a repaired copy.
+  const bool valid = IsValidUtf8(text);
+  std::string repaired = valid ? std::string() : Utf8Lossy(text);
+  std::string_view s = valid ? text : std::string_view(repaired);
   for (const TokenMatcher::Segment& seg : raw_matcher_.Split(s, added_by_id_)) {
     if (seg.id >= 0) {
-      ids.push_back(seg.id);
+      emit(seg.id);
     } else if (seg.end > seg.begin) {
-      EncodeText(std::string_view(s).substr(seg.begin, seg.end - seg.begin), seg.begin == 0, &ids);
+      EncodeText(s.substr(seg.begin, seg.end - seg.begin), seg.begin == 0, emit);
     }
   }
-  return ids;
 }
 
 std::string HfTokenizer::Decode(std::span<const int32_t> ids) const {

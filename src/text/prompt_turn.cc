@@ -104,9 +104,10 @@ Result<std::string> MediaFile(const ContentPart& part, const std::string& base_d
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
                                const Tokenizer& tokenizer, const std::string& base_dir) {
   RequestTurn turn;
+  // Token runs merge only under one pointer, so that a context overflow names its message.
   auto add_tokens = [&turn](std::vector<int32_t> ids, const std::string& path) {
     if (ids.empty()) return;
-    if (!turn.empty() && turn.back().kind == SegmentKind::kTokens) {
+    if (!turn.empty() && turn.back().kind == SegmentKind::kTokens && turn.back().path == path) {
       turn.back().token_ids.insert(turn.back().token_ids.end(), ids.begin(), ids.end());
       return;
     }
@@ -121,7 +122,7 @@ Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmp
   Errors errors;
   for (const PromptSegment& s : prompt.segments) {
     if (s.kind == PartKind::kText) {
-      add_tokens(tokenizer.Encode(s.text), "");
+      add_tokens(tokenizer.Encode(s.text), s.path);
       continue;
     }
     auto inline_bytes = InlineMedia(s.media, base_dir);

@@ -72,6 +72,12 @@ Regex::~Regex() { onig_free(static_cast<regex_t*>(handle_)); }
 
 std::vector<std::pair<size_t, size_t>> Regex::FindAll(std::string_view text) const {
   std::vector<std::pair<size_t, size_t>> matches;
+  ForEachMatch(text, [&matches](size_t b, size_t e) { matches.emplace_back(b, e); });
+  return matches;
+}
+
+void Regex::ForEachMatch(std::string_view text,
+                         const std::function<void(size_t, size_t)>& on_match) const {
   auto* reg = static_cast<regex_t*>(handle_);
   RegionGuard guard;
   const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
@@ -92,9 +98,8 @@ std::vector<std::pair<size_t, size_t>> Regex::FindAll(std::string_view text) con
     last_end = e;
     have_last = true;
     last_match_end = e;
-    matches.emplace_back(s, e);
+    on_match(s, e);
   }
-  return matches;
 }
 
 }  // namespace mlc::text

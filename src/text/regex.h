@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ class Regex {
   // Every match of the pattern in text, left to right, as [start, end) byte offsets. An empty
   // match right where the previous match ended is skipped (the search moves on one character).
   std::vector<std::pair<size_t, size_t>> FindAll(std::string_view text) const;
+  // FindAll's matches handed to on_match one at a time, as they are found (no list is built).
+  void ForEachMatch(std::string_view text,
+                    const std::function<void(size_t begin, size_t end)>& on_match) const;
 
  private:
   explicit Regex(void* handle) : handle_(handle) {}

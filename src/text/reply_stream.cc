@@ -1,5 +1,5 @@
 // The stop conditions of a reply: stop strings found in streamed text, and a reply detokenized
-// token by token into whole characters.
+// token by token into whole characters; and the reply escaped for a terminal.
 #include "mlc_manifest/conversation.h"
 
 namespace mlc {
@@ -79,6 +79,31 @@ std::string ReplyStream::Finish() {
   std::string rest = matcher_.Finish();
   text_ += rest;
   return out + rest;
+}
+
+std::string EscapeForTerminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned char c) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    auto next = i + 1 < text.size() ? static_cast<unsigned char>(text[i + 1]) : 0;
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      escape(c);
+    } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {  // a C1 control, UTF-8 encoded
+      escape(c);
+      escape(next);
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 }  // namespace mlc

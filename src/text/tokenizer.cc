@@ -16,15 +16,12 @@ JsonLimits LimitsFor(const TokenizerLimits& limits) {
   return j;
 }
 
-// Prefixes each error path with the file name for errors that carry a JSON Pointer.
-Errors InFile(Errors errors, const std::string& file) {
-  for (Error& e : errors) {
-    if (e.code != ErrorCode::kIo && e.path.rfind(file, 0) != 0) e.path = file + "#" + e.path;
-  }
-  return errors;
-}
 
 }  // namespace
+
+void Tokenizer::EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const {
+  for (int32_t id : Encode(text)) emit(id);
+}
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromDirectory(const std::string& dir,
                                                             const TokenizerLimits& limits) {
@@ -37,10 +34,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromDirectory(const std::string& d
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonFile(const std::string& path,
                                                            const TokenizerLimits& limits) {
-  auto doc = ReadJsonFile(path, LimitsFor(limits), FolderOf(path));
+  // A package file lies inside its folder; "-" is standard input.
+  auto doc = ReadJsonFile(path, LimitsFor(limits), path == "-" ? "" : FolderOf(path));
   if (!doc.ok()) return doc.errors();
   auto tok = text::ParseHfTokenizer(*doc);
-  if (!tok.ok()) return InFile(tok.take_errors(), path);
+  if (!tok.ok()) return InDocument(tok.take_errors(), DocumentName(path));
   return tok;
 }
 
@@ -53,10 +51,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonText(std::string_view json
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSentencePieceFile(
     const std::string& path, const TokenizerLimits& limits) {
-  auto bytes = ReadFile(path, limits.max_file_bytes, FolderOf(path));
+  auto bytes = ReadFile(path, limits.max_file_bytes, path == "-" ? "" : FolderOf(path));
   if (!bytes.ok()) return bytes.errors();
   auto tok = text::LoadSentencePiece(*bytes);
-  if (!tok.ok()) return InFile(tok.take_errors(), path);
+  if (!tok.ok()) return InDocument(tok.take_errors(), DocumentName(path));
   return tok;
 }
 

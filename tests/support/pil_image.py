@@ -8,7 +8,8 @@
 
 The reference path is the Hugging Face processors' one: open, apply the EXIF orientation,
 convert("RGB") (16-bit grey scaled by its high byte, since Pillow would clip it), resize with
-the SPEC 6.2 geometry, crop. With "icc": true an embedded profile is applied with ImageCms.
+the SPEC 6.2 geometry, crop: an embedded ICC profile is ignored, as convert("RGB") does. With
+"icc": true the profile is applied with ImageCms instead (what --colour-manage should match).
 """
 import io
 import json
@@ -81,8 +82,13 @@ def s15f16(v):
     return struct.pack(">i", int(round(v * 65536)))
 
 
-def rgb_matrix_profile():
-    """An ICC v2 RGB display profile (Adobe RGB (1998) primaries, gamma 2.2, D50 colorants)."""
+ADOBE_RGB = ((0.6097, 0.3111, 0.0195), (0.2053, 0.6257, 0.0609), (0.1492, 0.0632, 0.7446))
+DISPLAY_P3 = ((0.5151, 0.2412, -0.0011), (0.2920, 0.6922, 0.0419), (0.1571, 0.0666, 0.7841))
+
+
+def rgb_matrix_profile(colorants=ADOBE_RGB, name="mlc test wide-gamut RGB"):
+    """An ICC v2 RGB display profile: the given primaries (D50-adapted colorants, Adobe RGB (1998)
+    by default; DISPLAY_P3 for Display P3's), gamma 2.2."""
     def xyz(x, y, z):
         return b"XYZ \0\0\0\0" + s15f16(x) + s15f16(y) + s15f16(z)
 
@@ -95,12 +101,12 @@ def rgb_matrix_profile():
                 b"\0" * 67)
 
     tags = [
-        (b"desc", desc("mlc test wide-gamut RGB")),
+        (b"desc", desc(name)),
         (b"cprt", b"text\0\0\0\0" + b"public domain\0"),
         (b"wtpt", xyz(0.9642, 1.0, 0.8249)),
-        (b"rXYZ", xyz(0.6097, 0.3111, 0.0195)),
-        (b"gXYZ", xyz(0.2053, 0.6257, 0.0609)),
-        (b"bXYZ", xyz(0.1492, 0.0632, 0.7446)),
+        (b"rXYZ", xyz(*colorants[0])),
+        (b"gXYZ", xyz(*colorants[1])),
+        (b"bXYZ", xyz(*colorants[2])),
         (b"rTRC", curve(2.2)),
         (b"gTRC", curve(2.2)),
         (b"bTRC", curve(2.2)),
@@ -169,6 +175,9 @@ def make(folder):
     icc = rgb_matrix_profile()
     im.save(f"{folder}/icc.jpg", quality=95, icc_profile=icc); add("icc.jpg", icc=True)
     im.save(f"{folder}/icc.png", icc_profile=icc); add("icc.png", icc=True)
+    p3 = rgb_matrix_profile(DISPLAY_P3, "mlc test Display P3")
+    im.save(f"{folder}/p3.jpg", quality=95, subsampling=0, icc_profile=p3); add("p3.jpg", icc=True)
+    im.save(f"{folder}/p3.png", icc_profile=p3); add("p3.png", icc=True)
     srgb = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes()
     im.save(f"{folder}/srgb_tagged.png", icc_profile=srgb); add("srgb_tagged.png", icc=True)
     Image.fromarray(base_rgb(1, 1)).save(f"{folder}/one.png"); add("one.png")

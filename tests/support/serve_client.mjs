@@ -2,6 +2,9 @@
 //   node serve_client.mjs OPENAI_DIR BASE_URL basic
 //     text, audio (base64 WAV) and image (data: URL PNG) requests, streamed and not; prints one
 //     JSON object with each reply, its streamed form and its usage.
+//   node serve_client.mjs OPENAI_DIR BASE_URL text CLIENTS
+//     for a text-only package: the text prompts streamed and not, then CLIENTS streaming clients
+//     at once, each comparing its reply with the plain one; prints one JSON object.
 //   node serve_client.mjs OPENAI_DIR BASE_URL load CLIENTS SECONDS
 //     runs each prompt alone first (greedy), then CLIENTS concurrent streaming clients for
 //     SECONDS, each comparing every stream with the alone reply; prints counts, requests/s and
@@ -138,6 +141,33 @@ async function load(clients, seconds) {
     requests_per_s: (ok + failed + mismatched) / elapsed, ttft_p50_ms: pct(0.5), ttft_p99_ms: pct(0.99) }));
 }
 
+async function text(clients) {
+  const textPrompts = [prompts[0], prompts[1], prompts[4]];
+  const out = [];
+  for (const m of textPrompts) {
+    const plain = await complete(m, { max_tokens: 10 });
+    const streamed = await stream(m, { max_tokens: 10 });
+    out.push({ plain, streamed: { content: streamed.content, finish: streamed.finish, usage: streamed.usage } });
+  }
+  let ok = 0, failed = 0, mismatched = 0;
+  const failures = [];
+  await Promise.all(Array.from({ length: clients }, async (_, c) => {
+    const i = c % textPrompts.length;
+    try {
+      const r = await stream(textPrompts[i], { max_tokens: 10 });
+      if (r.content === out[i].plain.content) ok++;
+      else { mismatched++; failures.push({ prompt: i, got: r.content, want: out[i].plain.content }); }
+    } catch (e) {
+      failed++;
+      failures.push({ prompt: i, error: String(e) });
+    }
+  }));
+  const models = await client.models.list();
+  console.log(JSON.stringify({ replies: out, concurrent: { ok, failed, mismatched, failures },
+    models: models.data.map((m) => m.id) }));
+}
+
 if (mode === 'basic') await basic();
+else if (mode === 'text') await text(Number(rest[0]));
 else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]));
 else { console.error('unknown mode ' + mode); process.exit(2); }

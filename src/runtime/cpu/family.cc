@@ -312,8 +312,7 @@ Result<ModelConfig> ParseModelConfig(const ChatConfig& chat) {
       }
     }
   }
-  for (Error& e : errors) e.path = std::string(kChatConfigFileName) + "#" + e.path;
-  if (!errors.empty()) return errors;
+  if (!errors.empty()) return InDocument(std::move(errors), kChatConfigFileName);
   return c;
 }
 

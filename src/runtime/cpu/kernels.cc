@@ -35,10 +35,11 @@ float WeightAt(const Weight& w, int64_t o, int64_t i) {
   return 0.0f;
 }
 
-// The path in use: the AVX2 table when the CPU runs it, else the portable one.
+// The path in use: the best table the CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2), else the portable one.
 std::atomic<const detail::KernelTable*> active_kernels{nullptr};
 
 const detail::KernelTable* BestKernels() {
+  if (const detail::KernelTable* avx512 = detail::Avx512Kernels()) return avx512;
   if (const detail::KernelTable* vnni = detail::AvxVnniKernels()) return vnni;
   if (const detail::KernelTable* avx2 = detail::Avx2Kernels()) return avx2;
   return &detail::PortableKernels();
@@ -58,7 +59,11 @@ struct Q8Buffer {
   std::vector<int8_t> q;
   std::vector<float> d;
   std::vector<float> offset;
+  std::vector<int32_t> start;
 };
+
+// 4-bit rows are handed out in panels of this many (the AVX-512 path's tile height).
+constexpr int64_t kPanelRows = 16;
 
 // Rows per ParallelFor range: enough work per range to pay for the hand-over.
 int64_t RowGrain(const Weight& w, int64_t n) {
@@ -97,18 +102,21 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   buffer.q.resize(static_cast<size_t>(n * blocks * 32));
   buffer.d.resize(static_cast<size_t>(n * blocks));
   buffer.offset.resize(static_cast<size_t>(n * blocks));
+  buffer.start.resize(static_cast<size_t>(n * blocks));
   Q8Buffer& b = buffer;  // the pool's threads see the caller's buffer, not their own
   auto quantize = [&](int64_t begin, int64_t end) {
-    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.offset.data());
+    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.offset.data(), b.start.data());
   };
   if (n * w.in >= 65536) {
     ParallelFor(n, 1, quantize);
   } else {
     quantize(0, n);
   }
-  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.offset.data()};
-  ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
-    kernels.linear_q4(w, q8, n, y, bias, begin, end);
+  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.offset.data(), b.start.data()};
+  // Ranges of whole panels of kPanelRows rows (the vector paths' tiles divide it).
+  const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;
+  ParallelFor(panels, std::max<int64_t>(1, grain / kPanelRows), [&](int64_t begin, int64_t end) {
+    kernels.linear_q4(w, q8, n, y, bias, begin * kPanelRows, std::min(w.out, end * kPanelRows));
   });
 }
 
@@ -116,8 +124,11 @@ float Dot(const float* a, const float* b, int64_t n) { return Kernels().dot(a, b
 
 void AddScaled(float alpha, const float* x, float* y, int64_t n) { Kernels().add_scaled(alpha, x, y, n); }
 
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) { Kernels().silu_mul(gate, up, out, n); }
+
 const char* KernelIsa() {
   const detail::KernelTable* table = &Kernels();
+  if (table == detail::Avx512Kernels()) return "avx512";
   if (table == detail::AvxVnniKernels()) return "avxvnni";
   return table == detail::Avx2Kernels() ? "avx2" : "portable";
 }
@@ -132,6 +143,8 @@ bool SetKernelIsa(std::string_view isa) {
     table = detail::Avx2Kernels();
   } else if (isa == "avxvnni") {
     table = detail::AvxVnniKernels();
+  } else if (isa == "avx512") {
+    table = detail::Avx512Kernels();
   }
   if (table == nullptr) return false;
   active_kernels.store(table, std::memory_order_release);

@@ -45,6 +45,10 @@ float Dot(const float* a, const float* b, int64_t n);
 // y[i] += alpha * x[i] for i < n (attention's weighted sum of values).
 void AddScaled(float alpha, const float* x, float* y, int64_t n);
 
+// out[i] = SiLU(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i] for i < n (the gated MLP's
+// activation), vectorised where the CPU allows (exp within a few float32 ulps).
+void SiluMul(const float* gate, const float* up, float* out, int64_t n);
+
 // Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
 void DequantizeRow(const Weight& w, int64_t row, float* out);
 
@@ -55,12 +59,12 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // Threads the pool uses (the cores this process may run on).
 int ThreadCount();
 
-// The kernels in use: "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA
-// and F16C) or "portable".
+// The kernels in use: "avx512" (the AVX2 path with AVX-512 VNNI register-tiled 4-bit products),
+// "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA and F16C) or "portable".
 const char* KernelIsa();
 
-// Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni"
-// (each only when the CPU has its features) or "auto" (the best the CPU has; the default).
+// Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni",
+// "avx512" (each only when the CPU has its features) or "auto" (the best the CPU has; the default).
 // Returns false, changing nothing, for an unknown name or a path this CPU cannot run.
 bool SetKernelIsa(std::string_view isa);
 

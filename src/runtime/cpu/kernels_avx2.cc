@@ -26,7 +26,7 @@ int32_t HorizontalSum(__m256i v) {
 }
 
 void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q, float* d,
-              float* offset) {
+              float* offset, int32_t* start) {
   const int64_t blocks = in / 32;
   const __m256 sign = _mm256_set1_ps(-0.0f);
   // packs leaves dwords in the order 0 2 4 6 1 3 5 7; this restores 0..7.
@@ -59,6 +59,7 @@ void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + (t * blocks + b) * 32), bytes);
       d[t * blocks + b] = scale;
       offset[t * blocks + b] = static_cast<float>(7 * sum) * scale;
+      start[t * blocks + b] = -7 * sum;
     }
   }
 }
@@ -183,6 +184,41 @@ void AddScaled(float alpha, const float* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// e^x in float32: x = k ln 2 + r with |r| <= ln 2 / 2, e^r from a degree-7 polynomial (Cephes'
+// expf coefficients, within ~2 ulp), times 2^k built in the exponent bits. x is clamped to
+// [-87.3, 88.3], so 2^k stays a normal float: no infinities or NaN from huge |x|.
+__m256 Exp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);  // ln 2 in two parts
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i scale = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = Exp(_mm256_xor_ps(g, sign));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; ++i) {
+    const __m256 g = _mm256_set1_ps(gate[i]);
+    const __m256 e = Exp(_mm256_xor_ps(g, sign));
+    out[i] = _mm256_cvtss_f32(_mm256_div_ps(g, _mm256_add_ps(one, e))) * up[i];
+  }
+}
+
 // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
 bool CpuHasF16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -194,7 +230,7 @@ bool CpuHasF16c() {
 const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
-  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled};
+  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul};
   return supported ? &table : nullptr;
 }
 

@@ -1,5 +1,5 @@
 // Internal seam between the kernel dispatcher (kernels.cc) and its instruction-set paths
-// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc): the int8 activation blocks the 4-bit products use and
+// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc, kernels_avx512.cc): the int8 activation blocks the 4-bit products use and
 // one table of entry points per path. Not for the model families: they call kernels.h.
 #pragma once
 
@@ -15,18 +15,20 @@ namespace mlc::cpu::detail {
 // 4-bit weights unpack to: the 16 even input indices, then the 16 odd ones (a weight word's
 // low nibbles come first). offset is 7 * sum(q) * d: sum over a block of (q_w - 7) * x is
 // d * sum(q_w * q) - offset, so the kernels sum q_w * q exactly in int32 and subtract the offsets,
-// weighted by the row's scales, once per row.
+// weighted by the row's scales, once per row. start is -7 * sum(q), the same offset in units of d,
+// exact in int32: kernels that scale each block's sum on its own start the sum there instead.
 struct Q8Activations {
   int64_t blocks = 0;              // in / 32 per token
   const int8_t* q = nullptr;       // [n][blocks][32]
   const float* d = nullptr;        // [n][blocks]
   const float* offset = nullptr;   // [n][blocks]
+  const int32_t* start = nullptr;  // [n][blocks]
 };
 
 struct KernelTable {
   // Rounds row t of x ([n, in], in a multiple of 32) for t in [t_begin, t_end).
   void (*quantize)(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q,
-                   float* d, float* offset);
+                   float* d, float* offset, int32_t* start);
   // y[t][o] for o in [o_begin, o_end), every t < n, 4-bit weights against quantized activations.
   void (*linear_q4)(const Weight& w, const Q8Activations& x, int64_t n, float* y,
                     const float* bias, int64_t o_begin, int64_t o_end);
@@ -35,6 +37,7 @@ struct KernelTable {
                        int64_t o_begin, int64_t o_end);
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*add_scaled)(float alpha, const float* x, float* y, int64_t n);
+  void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
 };
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
@@ -45,5 +48,6 @@ const KernelTable& PortableKernels();
 // Null when the build has no such path (non-x86 compilers) or the CPU cannot run it.
 const KernelTable* Avx2Kernels();
 const KernelTable* AvxVnniKernels();
+const KernelTable* Avx512Kernels();
 
 }  // namespace mlc::cpu::detail

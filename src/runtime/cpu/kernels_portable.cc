@@ -11,7 +11,7 @@ namespace mlc::cpu::detail {
 namespace {
 
 void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q, float* d,
-              float* offset) {
+              float* offset, int32_t* start) {
   const int64_t blocks = in / 32;
   for (int64_t t = t_begin; t < t_end; ++t) {
     for (int64_t b = 0; b < blocks; ++b) {
@@ -29,6 +29,7 @@ void Quantize(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t
       }
       d[t * blocks + b] = scale;
       offset[t * blocks + b] = static_cast<float>(7 * sum) * scale;
+      start[t * blocks + b] = -7 * sum;
     }
   }
 }
@@ -88,10 +89,14 @@ void AddScaled(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
 }  // namespace
 
 const KernelTable& PortableKernels() {
-  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled};
+  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul};
   return table;
 }
 

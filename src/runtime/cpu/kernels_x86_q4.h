@@ -1,5 +1,6 @@
 // The fused 4-bit products of the x86 vector paths, compiled once per instruction set: included by
-// kernels_avx2.cc (vpmaddubsw + vpmaddwd) and kernels_avxvnni.cc (vpdpbusd), each giving its own
+// kernels_avx2.cc (vpmaddubsw + vpmaddwd), kernels_avxvnni.cc and kernels_avx512.cc (vpdpbusd; the
+// latter uses only the one-token product and the helpers), each giving its own
 // `Dot::Block`, the exact int32 partial sums of one block's 32 unsigned weight nibbles against 32
 // int8 activations over 8 lanes. Everything here has internal linkage, so the copies compiled for
 // different instruction sets never meet at link time. Include only inside an unnamed namespace

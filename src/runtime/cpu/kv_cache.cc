@@ -1,38 +1,61 @@
 // The paged KV cache of the CPU program (see kv_cache.h): a pool of pages, page tables per
-// sequence, window and sink bookkeeping. Errors are values; no call past a checked Reserve can
-// reach outside a page.
+// sequence, the sequence interface, window and sink bookkeeping. Every request is checked before
+// anything changes; no call past a checked Prepare can reach outside a page.
 #include "runtime/cpu/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
+#include <set>
 
 namespace mlc::cpu {
 namespace {
-constexpr const char* kWhere = "create_tir_paged_kv_cache";
+
+constexpr const char* kWhere = "kv_cache";
+
+// An error of a call (or of the cache itself): "where: message"; the cache has no document.
+Error CallError(const std::string& where, const std::string& message,
+                ErrorCode code = ErrorCode::kInvalid) {
+  return Error{code, "", where + ": " + message};
 }
+
+std::string SeqName(int64_t id) { return "sequence " + std::to_string(id); }
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
 
 PagedKvCache::PagedKvCache(KvCacheShape shape) : shape_(shape) {
-  int64_t window_pages = (shape_.max_total_seq_len + shape_.page_size - 1) / shape_.page_size;
-  int64_t chunk_pages = (shape_.prefill_chunk_size + shape_.page_size - 1) / shape_.page_size;
-  int64_t sink_pages = (SinkEnd() + shape_.page_size - 1) / shape_.page_size;
-  // A sliding sequence holds its window, the chunk being written and the sinks' pages.
-  max_pages_ = shape_.max_batch_size *
-               (window_pages + (shape_.sliding ? chunk_pages + sink_pages + 1 : 0));
-  seqs_[0] = Sequence{};
+  const int64_t page = shape_.page_size;
+  if (shape_.sliding) {
+    // A sliding sequence holds its window, the chunk being written and the sinks' pages.
+    max_pages_ = shape_.max_batch_size *
+                 (CeilDiv(shape_.max_total_seq_len, page) + CeilDiv(shape_.prefill_chunk_size, page) +
+                  CeilDiv(SinkEnd(), page) + 1);
+  } else {
+    max_pages_ = CeilDiv(shape_.max_total_seq_len, page);
+  }
 }
 
-int64_t PagedKvCache::TotalLength() const { return Length(0); }
+int64_t PagedKvCache::TotalLength() const {
+  int64_t total = 0;
+  for (const auto& [id, s] : seqs_) total += s.length;
+  return total;
+}
 
-int64_t PagedKvCache::Length(int64_t seq_id) const {
+Result<int64_t> PagedKvCache::SequenceLength(int64_t seq_id) const {
   auto it = seqs_.find(seq_id);
-  return it == seqs_.end() ? 0 : it->second.length;
+  if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
+  return it->second.length;
 }
 
 Status PagedKvCache::AddSequence(int64_t seq_id) {
-  if (seqs_.count(seq_id)) return Invalid(kWhere, "sequence " + std::to_string(seq_id) + " exists");
+  if (seq_id < 0) return CallError(kWhere, "sequence ids are >= 0, got " + std::to_string(seq_id));
+  if (seqs_.count(seq_id)) return CallError(kWhere, SeqName(seq_id) + " already exists");
   if (static_cast<int64_t>(seqs_.size()) >= shape_.max_batch_size) {
-    return Error{ErrorCode::kLimit, kWhere,
-                 "the cache holds max_batch_size = " + std::to_string(shape_.max_batch_size) +
-                     " sequences"};
+    return CallError(kWhere,
+                     "the cache holds max_batch_size = " + std::to_string(shape_.max_batch_size) +
+                         " sequences",
+                     ErrorCode::kLimit);
   }
   seqs_[seq_id] = Sequence{};
   return Status::Ok();
@@ -40,12 +63,123 @@ Status PagedKvCache::AddSequence(int64_t seq_id) {
 
 Status PagedKvCache::RemoveSequence(int64_t seq_id) {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid(kWhere, "no sequence " + std::to_string(seq_id));
+  if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
   for (int32_t p : it->second.pages) {
     if (p >= 0) free_.push_back(p);
   }
   seqs_.erase(it);
+  forward_.clear();
   return Status::Ok();
+}
+
+Status PagedKvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
+  auto parent = seqs_.find(parent_id);
+  if (parent == seqs_.end()) return CallError(kWhere, "no " + SeqName(parent_id));
+  const auto& from_pages = parent->second.pages;
+  int64_t pages = std::count_if(from_pages.begin(), from_pages.end(), [](int32_t p) { return p >= 0; });
+  if (pages > FreePages()) {
+    return CallError(kWhere,
+                     "forking " + SeqName(parent_id) + " needs " + std::to_string(pages) + " pages; " +
+                         std::to_string(FreePages()) + " are free",
+                     ErrorCode::kLimit);
+  }
+  MLC_RETURN_IF_ERROR(AddSequence(child_id));
+  const Sequence& from = seqs_.at(parent_id);
+  Sequence& child = seqs_.at(child_id);
+  for (int32_t src : from.pages) {
+    int32_t dst = -1;
+    if (src >= 0) {
+      dst = NewPage();
+      std::memcpy(pages_[static_cast<size_t>(dst)].data(), pages_[static_cast<size_t>(src)].data(),
+                  pages_[static_cast<size_t>(src)].size() * sizeof(float));
+    }
+    child.pages.push_back(dst);
+  }
+  child.length = from.length;
+  return Status::Ok();
+}
+
+int64_t PagedKvCache::NewPages(const Sequence& s, int64_t n) const {
+  return CeilDiv(s.length + n, shape_.page_size) - static_cast<int64_t>(s.pages.size());
+}
+
+Status PagedKvCache::CheckPlan(const std::string& where, const Plan& plan) const {
+  if (plan.empty()) return CallError(where, "a forward pass needs at least one sequence");
+  std::set<int64_t> seen;
+  int64_t pages = 0;
+  for (const auto& [id, n] : plan) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end()) return CallError(where, "no " + SeqName(id) + " in the KV cache");
+    if (!seen.insert(id).second) {
+      return CallError(where, SeqName(id) + " appears twice in one forward pass");
+    }
+    if (n < 1) return CallError(where, "append lengths are >= 1");
+    const Sequence& s = it->second;
+    if (n > shape_.prefill_chunk_size) {
+      return CallError(where,
+                       "a chunk of " + std::to_string(n) +
+                           " positions is longer than prefill_chunk_size " +
+                           std::to_string(shape_.prefill_chunk_size),
+                       ErrorCode::kLimit);
+    }
+    if (!shape_.sliding && s.length + n > shape_.max_total_seq_len) {
+      return CallError(where,
+                       SeqName(id) + " would hold " + std::to_string(s.length + n) +
+                           " positions, more than the context window of " +
+                           std::to_string(shape_.max_total_seq_len),
+                       ErrorCode::kLimit);
+    }
+    pages += std::max<int64_t>(0, NewPages(s, n));
+  }
+  if (pages > FreePages()) {
+    return CallError(where,
+                     "the forward pass needs " + std::to_string(pages) + " more pages; " +
+                         std::to_string(FreePages()) + " of " + std::to_string(max_pages_) +
+                         " are free (the KV cache holds " + std::to_string(TotalLength()) +
+                         " positions)",
+                     ErrorCode::kLimit);
+  }
+  return Status::Ok();
+}
+
+Status PagedKvCache::BeginForward(std::span<const int64_t> seq_ids,
+                                  std::span<const int64_t> append_lengths) {
+  if (seq_ids.size() != append_lengths.size()) {
+    return CallError(kWhere, "begin_forward needs one append length per sequence");
+  }
+  Plan plan;
+  for (size_t i = 0; i < seq_ids.size(); ++i) plan.emplace_back(seq_ids[i], append_lengths[i]);
+  MLC_RETURN_IF_ERROR(CheckPlan(kWhere, plan));
+  forward_ = std::move(plan);
+  return Status::Ok();
+}
+
+Result<std::vector<PagedKvCache::Segment>> PagedKvCache::Prepare(const std::string& function,
+                                                                 int64_t n) {
+  Plan plan = forward_;
+  if (plan.empty()) {  // one-sequence use: the only sequence, added on first use
+    if (seqs_.empty()) MLC_RETURN_IF_ERROR(AddSequence(0));
+    if (seqs_.size() != 1) {
+      return CallError(function, "the KV cache holds " + std::to_string(seqs_.size()) +
+                                     " sequences; name them with begin_forward");
+    }
+    plan.emplace_back(seqs_.begin()->first, n);
+  }
+  int64_t total = 0;
+  for (const auto& [id, length] : plan) total += length;
+  if (total != n) {
+    return CallError(function, "the call has " + std::to_string(n) +
+                                   " positions but begin_forward announced " + std::to_string(total));
+  }
+  MLC_RETURN_IF_ERROR(CheckPlan(function, plan));
+  std::vector<Segment> out;
+  for (const auto& [id, length] : plan) {
+    Sequence& s = seqs_.at(id);
+    const int64_t needed = CeilDiv(s.length + length, shape_.page_size);
+    while (static_cast<int64_t>(s.pages.size()) < needed) s.pages.push_back(NewPage());
+    out.push_back(Segment{id, s.length, length});
+  }
+  return out;
 }
 
 int32_t PagedKvCache::NewPage() {
@@ -58,38 +192,14 @@ int32_t PagedKvCache::NewPage() {
   return static_cast<int32_t>(pages_.size() - 1);
 }
 
-Status PagedKvCache::Reserve(int64_t seq_id, int64_t n) {
-  auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid(kWhere, "no sequence " + std::to_string(seq_id));
-  Sequence& s = it->second;
-  if (n > shape_.prefill_chunk_size) {
-    return Error{ErrorCode::kLimit, kWhere,
-                 "a chunk of " + std::to_string(n) + " positions is longer than prefill_chunk_size " +
-                     std::to_string(shape_.prefill_chunk_size)};
-  }
-  if (!shape_.sliding && s.length + n > shape_.max_total_seq_len) {
-    return Error{ErrorCode::kLimit, kWhere,
-                 "the sequence would hold " + std::to_string(s.length + n) +
-                     " positions, more than the context window of " +
-                     std::to_string(shape_.max_total_seq_len)};
-  }
-  int64_t needed = (s.length + n + shape_.page_size - 1) / shape_.page_size;
-  int64_t new_pages = needed - static_cast<int64_t>(s.pages.size());
-  if (new_pages > 0 && pages_in_use() + new_pages > max_pages_) {
-    return Error{ErrorCode::kLimit, kWhere, "the KV cache's pages are all in use"};
-  }
-  while (static_cast<int64_t>(s.pages.size()) < needed) s.pages.push_back(NewPage());
-  return Status::Ok();
-}
-
 int64_t PagedKvCache::WindowStart(int64_t pos) const {
   if (!shape_.sliding) return 0;
   return std::max<int64_t>(0, pos - shape_.sliding_window + 1);
 }
 
-void PagedKvCache::Commit(int64_t seq_id, int64_t n) {
-  Sequence& s = seqs_.at(seq_id);
-  s.length += n;
+void PagedKvCache::Commit(const Segment& seg) {
+  Sequence& s = seqs_.at(seg.seq_id);
+  s.length = seg.start + seg.length;
   if (!shape_.sliding) return;
   // The next query (at s.length) sees [WindowStart(s.length), s.length] and the sinks.
   int64_t first_needed = WindowStart(s.length);

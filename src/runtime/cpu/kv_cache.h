@@ -2,11 +2,15 @@
 // pages of page_size positions drawn from one pool, per sequence a page table. It honours the
 // context window (max_total_seq_len), the prefill chunk size, and a sliding window with
 // attention sinks (pages wholly outside the window and past the sinks go back to the pool).
-// Several sequences can live in one cache (sequence ids); the program's functions use sequence 0.
+// It holds several sequences (the paged KV cache's sequence interface: add, remove, fork,
+// begin/end forward); a call without begin_forward runs the only sequence.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "mlc_manifest/runtime.h"
@@ -18,37 +22,52 @@ struct KvCacheShape {
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
   int64_t page_size = 16;
-  int64_t max_total_seq_len = 0;  // positions a sequence may hold (the window when sliding)
-  int64_t prefill_chunk_size = 0;
-  int64_t max_batch_size = 1;
+  // Positions over all sequences (the pool's size); also the most one sequence may hold, and
+  // the window when sliding.
+  int64_t max_total_seq_len = 0;
+  int64_t prefill_chunk_size = 0;  // the most positions of one sequence in one call
+  int64_t max_batch_size = 1;      // sequences held at once
   bool sliding = false;           // evict positions older than the window
   int64_t sliding_window = 0;     // positions attended when sliding (= max_total_seq_len)
   int64_t attention_sink = 0;     // first positions always kept when sliding
 };
 
-class PagedKvCache : public KvState {
+class PagedKvCache : public PagedKvState {
  public:
   explicit PagedKvCache(KvCacheShape shape);
   std::string TypeName() const override { return "cpu.PagedKvCache"; }
-  int64_t TotalLength() const override;  // positions appended to sequence 0
+  int64_t TotalLength() const override;  // positions held over all sequences
+
+  Status AddSequence(int64_t seq_id) override;
+  Status RemoveSequence(int64_t seq_id) override;
+  Status ForkSequence(int64_t parent_id, int64_t child_id) override;
+  Status BeginForward(std::span<const int64_t> seq_ids,
+                      std::span<const int64_t> append_lengths) override;
+  void EndForward() override { forward_.clear(); }
+  Result<int64_t> SequenceLength(int64_t seq_id) const override;
+  int64_t PageSize() const override { return shape_.page_size; }
+  int64_t FreePages() const override { return max_pages_ - pages_in_use(); }
+  int64_t TotalPages() const override { return max_pages_; }
 
   const KvCacheShape& shape() const { return shape_; }
   int64_t row_size() const { return shape_.num_kv_heads * shape_.head_dim; }
 
-  Status AddSequence(int64_t seq_id);
-  Status RemoveSequence(int64_t seq_id);
-  bool HasSequence(int64_t seq_id) const { return seqs_.count(seq_id) > 0; }
-  int64_t Length(int64_t seq_id) const;
-
-  // Makes room for n more positions of seq_id (pages for them); an error when the sequence
-  // would pass its window without sliding, or the chunk is longer than prefill_chunk_size.
-  Status Reserve(int64_t seq_id, int64_t n);
-  // After the positions [Length, Length + n) were written: counts them and, when sliding,
-  // returns pages no later query can see.
-  void Commit(int64_t seq_id, int64_t n);
+  // One sequence's part of a call: `length` new positions after `start` held ones.
+  struct Segment {
+    int64_t seq_id = 0;
+    int64_t start = 0;
+    int64_t length = 0;
+  };
+  // The segments of a call of `function` with n positions: those BeginForward named (their
+  // lengths must sum to n), else the only sequence (added as 0 on first use) with n. Checks every
+  // segment (chunk size, context window, free pages) before taking the pages for them.
+  Result<std::vector<Segment>> Prepare(const std::string& function, int64_t n);
+  // After a segment's positions were written: counts them and, when sliding, returns pages no
+  // later query can see.
+  void Commit(const Segment& s);
 
   // Key / value row ([num_kv_heads * head_dim] floats) of absolute position pos of a layer;
-  // pos must be held (reserved and not evicted).
+  // pos must be held (prepared and not evicted).
   float* Key(int64_t seq_id, int64_t layer, int64_t pos);
   float* Value(int64_t seq_id, int64_t layer, int64_t pos);
   // The first position a query at pos may attend to beside the sinks, and the sink count.
@@ -62,6 +81,11 @@ class PagedKvCache : public KvState {
     int64_t length = 0;
     std::vector<int32_t> pages;  // page of position p: pages[p / page_size], -1 when evicted
   };
+  using Plan = std::vector<std::pair<int64_t, int64_t>>;  // (seq_id, append length)
+  // Every check of a forward pass, nothing changed: known distinct ids, lengths in
+  // [1, prefill_chunk_size], each sequence within the context window, pages for all.
+  Status CheckPlan(const std::string& where, const Plan& plan) const;
+  int64_t NewPages(const Sequence& s, int64_t n) const;
   float* Row(int64_t seq_id, int64_t layer, int64_t pos, int which);
   int32_t NewPage();
 
@@ -70,6 +94,7 @@ class PagedKvCache : public KvState {
   std::vector<int32_t> free_;
   int64_t max_pages_ = 0;
   std::map<int64_t, Sequence> seqs_;
+  Plan forward_;  // since BeginForward
 };
 
 }  // namespace mlc::cpu

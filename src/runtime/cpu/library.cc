@@ -51,7 +51,8 @@ class Library : public FunctionTableLibrary {
     return std::vector<Value>{out};
   }
 
-  // prefill (embeddings [1, n, hidden]) and decode ([1, 1, hidden]) -> (logits [1, 1, vocab], kv)
+  // prefill (embeddings [1, total_len, hidden]: the sequences begin_forward named, laid end to
+  // end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, hidden]) -> ([1, 1, vocab], kv).
   Result<std::vector<Value>> Step(Args args, const std::string& fn) {
     ArgReader r(fn, args);
     MLC_RETURN_IF_ERROR(r.Count(3));
@@ -61,16 +62,17 @@ class Library : public FunctionTableLibrary {
     MLC_RETURN_IF_ERROR(kv);
     auto w = Weights(r, 2);
     MLC_RETURN_IF_ERROR(w);
-    auto logits = Forward(c_, **w, **kv, 0, e->data<float>(), e->shape()[1]);
+    auto logits = Forward(c_, **w, **kv, e->data<float>(), e->shape()[1], fn);
     MLC_RETURN_IF_ERROR(logits);
-    NDArray out = NDArray::Empty({1, 1, c_.vocab_size}, DlFloat32());
+    const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
+    NDArray out = NDArray::Empty({1, sequences, c_.vocab_size}, DlFloat32());
     std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
     return std::vector<Value>{out, args[1]};
   }
 
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
   Result<std::vector<Value>> CreateKv(Args args) {
-    const char* fn = "create_tir_paged_kv_cache";
+    const std::string fn = "create_tir_paged_kv_cache";
     ArgReader r(fn, args);
     MLC_RETURN_IF_ERROR(r.Count(5));
     int64_t v[5];
@@ -81,7 +83,7 @@ class Library : public FunctionTableLibrary {
     }
     if (v[0] < 1 || v[0] > 256 || v[1] < 1 || v[1] > (int64_t{1} << 24) || v[2] < 1 ||
         v[2] > (int64_t{1} << 20) || v[3] < 1 || v[3] > 4096 || (v[4] != 0 && v[4] != 1)) {
-      return Invalid(fn, "expected 1 <= max_batch_size <= 256, 1 <= max_total_seq_len <= 2^24, "
+      return Invalid("", fn + ": expected 1 <= max_batch_size <= 256, 1 <= max_total_seq_len <= 2^24, "
                          "1 <= prefill_chunk_size <= 2^20, 1 <= page_size <= 4096 and "
                          "support_sliding_window 0 or 1");
     }

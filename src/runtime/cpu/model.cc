@@ -24,7 +24,7 @@ class ParamIndex {
  public:
   static Result<ParamIndex> Make(const std::vector<ParamSpec>& order, const ParameterSet& params) {
     if (params.names.size() != order.size() || params.tensors.size() != order.size()) {
-      return Invalid("params", "expected " + std::to_string(order.size()) +
+      return Invalid("", "params: expected " + std::to_string(order.size()) +
                                    " parameters in the program's order, got " +
                                    std::to_string(params.tensors.size()));
     }
@@ -36,7 +36,7 @@ class ParamIndex {
       for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
       if (params.names[i] != spec.name || !t.defined() || t.shape() != shape ||
           DlDtypeName(t.dtype()) != spec.dtype) {
-        return Invalid("params", "parameter " + std::to_string(i) + " is \"" + params.names[i] +
+        return Invalid("", "params: parameter " + std::to_string(i) + " is \"" + params.names[i] +
                                      "\" " + (t.defined() ? t.Describe() : "undefined") +
                                      ", expected \"" + spec.name + "\" " + ShapeText(shape) + " " +
                                      spec.dtype);
@@ -88,7 +88,9 @@ void RmsNorm(const float* x, const std::vector<float>& gain, int64_t n, double e
 
 void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
                  float* out) {
-  for (int64_t r = 0; r < rows; ++r) RmsNorm(x + r * n, gain, n, eps, out + r * n);
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) RmsNorm(x + r * n, gain, n, eps, out + r * n);
+  });
 }
 
 // Rotate-half rotary positions of `heads` heads of head_dim at position pos.
@@ -112,11 +114,17 @@ float GeluTanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
 }
 
-float Silu(float x) { return x / (1.0f + std::exp(-x)); }
+// Where row t of a call sits: its sequence and its absolute position.
+struct RowPlace {
+  int64_t seq_id = 0;
+  int64_t pos = 0;
+};
 
-// out[t] (heads x head_dim) = attention of the queries of rows t over the cache, per (row, head).
-void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t layer,
-               const float* qkv, int64_t n, int64_t pos0, float* out) {
+// out[t] (heads x head_dim) = attention of the queries of rows t over their sequence's cache,
+// per (row, head).
+void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t layer, const float* qkv,
+               const std::vector<RowPlace>& rows, float* out) {
+  const int64_t n = static_cast<int64_t>(rows.size());
   const int64_t d = c.head_dim, heads = c.num_heads, group = c.num_heads / c.num_kv_heads;
   const int64_t stride = c.qkv_size();
   const double qpas = c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(d);
@@ -125,21 +133,31 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
   const bool slides = c.LayerSlides(layer);
   ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> scores;
-    std::vector<int64_t> positions;
+    std::vector<const float*> keys, values;  // rows the task's (row, KV head) sees, found once
+    int64_t found_t = -1, found_kvh = -1;
     for (int64_t task = begin; task < end; ++task) {
       int64_t t = task / heads, h = task % heads, kvh = h / group;
-      int64_t pos = pos0 + t;
+      const RowPlace& place = rows[static_cast<size_t>(t)];
+      const int64_t seq_id = place.seq_id, pos = place.pos;
       const float* q = qkv + t * stride + h * d;
-      int64_t lo = kv.WindowStart(pos);
-      if (slides) lo = std::max<int64_t>(lo, pos - c.layer_sliding_window + 1);
-      positions.clear();
-      for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) positions.push_back(j);
-      for (int64_t j = lo; j <= pos; ++j) positions.push_back(j);
-      scores.resize(positions.size());
+      if (t != found_t || kvh != found_kvh) {
+        int64_t lo = kv.WindowStart(pos);
+        if (slides) lo = std::max<int64_t>(lo, pos - c.layer_sliding_window + 1);
+        keys.clear();
+        values.clear();
+        auto see = [&](int64_t j) {
+          keys.push_back(kv.Key(seq_id, layer, j) + kvh * d);
+          values.push_back(kv.Value(seq_id, layer, j) + kvh * d);
+        };
+        for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) see(j);
+        for (int64_t j = lo; j <= pos; ++j) see(j);
+        found_t = t;
+        found_kvh = kvh;
+      }
+      scores.resize(keys.size());
       float max_s = -INFINITY;
-      for (size_t i = 0; i < positions.size(); ++i) {
-        const float* k = kv.Key(seq_id, layer, positions[i]) + kvh * d;
-        float s = Dot(q, k, d) * scale;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        float s = Dot(q, keys[i], d) * scale;
         if (cap > 0) s = cap * std::tanh(s / cap);
         scores[i] = s;
         max_s = std::max(max_s, s);
@@ -151,10 +169,7 @@ void Attention(const ModelConfig& c, PagedKvCache& kv, int64_t seq_id, int64_t l
       }
       float* o = out + t * heads * d + h * d;
       std::fill(o, o + d, 0.0f);
-      for (size_t i = 0; i < positions.size(); ++i) {
-        const float* v = kv.Value(seq_id, layer, positions[i]) + kvh * d;
-        AddScaled(scores[i] / sum, v, o, d);
-      }
+      for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
     }
   });
 }
@@ -196,7 +211,7 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
                    float* out) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= c.vocab_size) {
-      return Invalid("embed", "token id " + std::to_string(ids[i]) + " at position " +
+      return Invalid("", "embed: token id " + std::to_string(ids[i]) + " at position " +
                                   std::to_string(i) + " is outside the vocabulary [0, " +
                                   std::to_string(c.vocab_size) + ")");
     }
@@ -210,14 +225,19 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
 }
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
-                                   int64_t seq_id, const float* embeds, int64_t n, bool all_rows) {
-  if (n < 1) return Invalid("prefill", "expected at least one position");
+                                   const float* embeds, int64_t n, const std::string& function) {
+  if (n < 1) return Invalid("", function + ": expected at least one position");
   const KvCacheShape& ks = kv.shape();
   if (ks.num_layers != c.num_layers || ks.num_kv_heads != c.num_kv_heads || ks.head_dim != c.head_dim) {
-    return Invalid("kv_cache", "the KV cache was made for another model");
+    return Invalid("", "kv_cache: the KV cache was made for another model");
   }
-  MLC_RETURN_IF_ERROR(kv.Reserve(seq_id, n));
-  const int64_t hs = c.hidden_size, pos0 = kv.Length(seq_id);
+  auto segments = kv.Prepare(function, n);
+  MLC_RETURN_IF_ERROR(segments);
+  std::vector<RowPlace> places;
+  for (const PagedKvCache::Segment& s : *segments) {
+    for (int64_t t = 0; t < s.length; ++t) places.push_back(RowPlace{s.seq_id, s.start + t});
+  }
+  const int64_t hs = c.hidden_size;
   std::vector<float> x(embeds, embeds + n * hs);
   if (c.gemma()) {
     const float normalizer = std::sqrt(static_cast<float>(hs));
@@ -232,14 +252,17 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     RmsNormRows(x.data(), lw.norm_attn, n, hs, c.rms_norm_eps, h.data());
     Linear(lw.qkv, h.data(), n, qkv.data(), lw.qkv_bias.empty() ? nullptr : lw.qkv_bias.data());
-    for (int64_t t = 0; t < n; ++t) {
-      float* row = qkv.data() + t * c.qkv_size();
-      ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, pos0 + t);  // q heads, then k heads
-      std::memcpy(kv.Key(seq_id, l, pos0 + t), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
-      std::memcpy(kv.Value(seq_id, l, pos0 + t), row + c.q_size() + kvs,
-                  static_cast<size_t>(kvs) * sizeof(float));
-    }
-    Attention(c, kv, seq_id, l, qkv.data(), n, pos0, attn.data());
+    ParallelFor(n, 8, [&](int64_t t_begin, int64_t t_end) {
+      for (int64_t t = t_begin; t < t_end; ++t) {
+        const RowPlace& at = places[static_cast<size_t>(t)];
+        float* row = qkv.data() + t * c.qkv_size();
+        ApplyRope(c, w, row, c.num_heads + c.num_kv_heads, at.pos);  // q heads, then k heads
+        std::memcpy(kv.Key(at.seq_id, l, at.pos), row + c.q_size(), static_cast<size_t>(kvs) * sizeof(float));
+        std::memcpy(kv.Value(at.seq_id, l, at.pos), row + c.q_size() + kvs,
+                    static_cast<size_t>(kvs) * sizeof(float));
+      }
+    });
+    Attention(c, kv, l, qkv.data(), places, attn.data());
     Linear(lw.o, attn.data(), n, o.data());
     if (c.family == Family::kGemma2) {
       RmsNormRows(o.data(), lw.norm_post_attn, n, hs, c.rms_norm_eps, o.data());
@@ -251,19 +274,31 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     }
     Linear(lw.gate_up, h.data(), n, gu.data());
     const int64_t inter = c.intermediate_size;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* gate = gu.data() + t * 2 * inter;
-      const float* up = gate + inter;
-      float* a = act.data() + t * inter;
-      for (int64_t i = 0; i < inter; ++i) a[i] = (c.gemma() ? GeluTanh(gate[i]) : Silu(gate[i])) * up[i];
-    }
+    ParallelFor(n, 1, [&](int64_t t_begin, int64_t t_end) {
+      for (int64_t t = t_begin; t < t_end; ++t) {
+        const float* gate = gu.data() + t * 2 * inter;
+        const float* up = gate + inter;
+        float* a = act.data() + t * inter;
+        if (c.gemma()) {
+          for (int64_t i = 0; i < inter; ++i) a[i] = GeluTanh(gate[i]) * up[i];
+        } else {
+          SiluMul(gate, up, a, inter);
+        }
+      }
+    });
     Linear(lw.down, act.data(), n, o.data());
     if (c.family == Family::kGemma2) RmsNormRows(o.data(), lw.norm_post_ff, n, hs, c.rms_norm_eps, o.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
   }
-  kv.Commit(seq_id, n);
-  int64_t first = all_rows ? 0 : n - 1, rows = n - first;
-  RmsNormRows(x.data() + first * hs, w.final_norm, rows, hs, c.rms_norm_eps, h.data());
+  // Each sequence's last row through the final norm and the LM head, in one product.
+  const int64_t rows = static_cast<int64_t>(segments->size());
+  int64_t end = 0;
+  for (int64_t s = 0; s < rows; ++s) {
+    const PagedKvCache::Segment& seg = (*segments)[static_cast<size_t>(s)];
+    kv.Commit(seg);
+    end += seg.length;
+    RmsNorm(x.data() + (end - 1) * hs, w.final_norm, hs, c.rms_norm_eps, h.data() + s * hs);
+  }
   std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
   Linear(w.lm_head, h.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "mlc_manifest/runtime.h"
@@ -37,11 +38,12 @@ Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSp
 Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const int32_t> ids,
                    float* out);
 
-// Runs n rows of input embeddings [n, hidden] of sequence seq_id through the decoder, appending
-// their keys and values to the cache. Returns the logits of the last row ([vocab]), or of every
-// row ([n, vocab]) when all_rows.
+// Runs n rows of input embeddings [n, hidden] through the decoder: the rows of the sequences
+// the call names (PagedKvCache::Prepare: those of begin_forward laid end to end, else the only
+// sequence), each appending its keys and values to its sequence. The Linear layers take all n
+// rows in one product; attention is per sequence. Returns the logits of each sequence's last
+// row ([sequences, vocab]). `function` names the call in errors.
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
-                                   int64_t seq_id, const float* embeds, int64_t n,
-                                   bool all_rows = false);
+                                   const float* embeds, int64_t n, const std::string& function);
 
 }  // namespace mlc::cpu

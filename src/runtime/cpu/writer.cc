@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 
 #include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/hash.h"
 #include "mlc_manifest/reference_model.h"
@@ -284,19 +284,22 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   for (const char* f : {kTensorCacheFileName, kChatConfigFileName, "tokenizer.json"}) names.push_back(f);
   if (o.manifest) names.push_back(kManifestFileName);
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return IoError(dir, "cannot create the folder: " + ec.message());
+  Env& env = *DefaultEnv();
+  if (Status made = env.CreateDirs(dir); !made) {
+    return IoError(dir, "cannot create the folder: " + made.error().message);
+  }
   if (!o.force) {
     Errors errors;
     for (const std::string& name : names) {
       if (FileExists(JoinPath(dir, name))) {
-        errors.push_back(Error{ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"});
+        errors.push_back(FileError(ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"));
       }
     }
     if (!errors.empty()) return errors;
   }
-  if (o.force && !o.manifest) std::filesystem::remove(JoinPath(dir, kManifestFileName), ec);
+  if (o.force && !o.manifest && FileExists(JoinPath(dir, kManifestFileName))) {
+    MLC_RETURN_IF_ERROR(env.RemoveFile(JoinPath(dir, kManifestFileName)));
+  }
   for (TensorShard& s : cache->shards) {  // one shard in memory at a time
     std::string bytes = ShardBytes(s, *config, o.seed);
     s.md5sum = Md5Hex(bytes);

@@ -32,11 +32,11 @@ int64_t KvCache::TotalLength() const {
 }
 
 Status KvCache::AddSequence(int64_t seq_id) {
-  if (seq_id < 0) return Invalid("kv_cache", "sequence ids are >= 0, got " + std::to_string(seq_id));
-  if (seqs_.count(seq_id)) return Invalid("kv_cache", SeqName(seq_id) + " already exists");
+  if (seq_id < 0) return Invalid("", "kv_cache: sequence ids are >= 0, got " + std::to_string(seq_id));
+  if (seqs_.count(seq_id)) return Invalid("", "kv_cache: " + SeqName(seq_id) + " already exists");
   if (static_cast<int64_t>(seqs_.size()) >= max_sequences_) {
-    return Error{ErrorCode::kLimit, "kv_cache",
-                 "the KV cache holds at most " + std::to_string(max_sequences_) + " sequences"};
+    return Error{ErrorCode::kLimit, "",
+                 "kv_cache: the KV cache holds at most " + std::to_string(max_sequences_) + " sequences"};
   }
   seqs_[seq_id] = Sequence{};
   return Status::Ok();
@@ -44,7 +44,7 @@ Status KvCache::AddSequence(int64_t seq_id) {
 
 Status KvCache::RemoveSequence(int64_t seq_id) {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid("kv_cache", "no " + SeqName(seq_id));
+  if (it == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(seq_id));
   for (int64_t p : it->second.pages) free_.push_back(p);
   seqs_.erase(it);
   forward_.clear();
@@ -53,11 +53,11 @@ Status KvCache::RemoveSequence(int64_t seq_id) {
 
 Status KvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
   auto parent = seqs_.find(parent_id);
-  if (parent == seqs_.end()) return Invalid("kv_cache", "no " + SeqName(parent_id));
+  if (parent == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(parent_id));
   int64_t pages = static_cast<int64_t>(parent->second.pages.size());
   if (pages > FreePages()) {
-    return Error{ErrorCode::kLimit, "kv_cache",
-                 "forking " + SeqName(parent_id) + " needs " + std::to_string(pages) +
+    return Error{ErrorCode::kLimit, "",
+                 "kv_cache: forking " + SeqName(parent_id) + " needs " + std::to_string(pages) +
                      " pages; " + std::to_string(FreePages()) + " are free"};
   }
   if (Status s = AddSequence(child_id); !s) return s;
@@ -82,23 +82,23 @@ Status KvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
 Status KvCache::BeginForward(std::span<const int64_t> seq_ids,
                              std::span<const int64_t> append_lengths) {
   if (seq_ids.empty() || seq_ids.size() != append_lengths.size()) {
-    return Invalid("kv_cache", "begin_forward needs one append length per sequence, at least one");
+    return Invalid("", "kv_cache: begin_forward needs one append length per sequence, at least one");
   }
   std::set<int64_t> seen;
   int64_t pages = 0;
   for (size_t i = 0; i < seq_ids.size(); ++i) {
     auto it = seqs_.find(seq_ids[i]);
-    if (it == seqs_.end()) return Invalid("kv_cache", "no " + SeqName(seq_ids[i]));
+    if (it == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(seq_ids[i]));
     if (!seen.insert(seq_ids[i]).second) {
-      return Invalid("kv_cache", SeqName(seq_ids[i]) + " appears twice in one forward pass");
+      return Invalid("", "kv_cache: " + SeqName(seq_ids[i]) + " appears twice in one forward pass");
     }
-    if (append_lengths[i] < 1) return Invalid("kv_cache", "append lengths are >= 1");
+    if (append_lengths[i] < 1) return Invalid("", "kv_cache: append lengths are >= 1");
     pages += PagesFor(it->second.length + append_lengths[i]) -
              static_cast<int64_t>(it->second.pages.size());
   }
   if (pages > FreePages()) {
-    return Error{ErrorCode::kLimit, "kv_cache",
-                 "the forward pass needs " + std::to_string(pages) + " more pages; " +
+    return Error{ErrorCode::kLimit, "",
+                 "kv_cache: the forward pass needs " + std::to_string(pages) + " more pages; " +
                      std::to_string(FreePages()) + " of " + std::to_string(num_pages_) + " are free"};
   }
   forward_.clear();
@@ -108,7 +108,7 @@ Status KvCache::BeginForward(std::span<const int64_t> seq_ids,
 
 Result<int64_t> KvCache::SequenceLength(int64_t seq_id) const {
   auto it = seqs_.find(seq_id);
-  if (it == seqs_.end()) return Invalid("kv_cache", "no " + SeqName(seq_id));
+  if (it == seqs_.end()) return Invalid("", "kv_cache: no " + SeqName(seq_id));
   return it->second.length;
 }
 
@@ -119,7 +119,7 @@ Result<std::vector<KvCache::Segment>> KvCache::Prepare(const std::string& functi
       MLC_RETURN_IF_ERROR(AddSequence(0));
     }
     if (seqs_.size() != 1) {
-      return Invalid(function, "the KV cache holds " + std::to_string(seqs_.size()) +
+      return Invalid("", function + ": the KV cache holds " + std::to_string(seqs_.size()) +
                                    " sequences; name them with begin_forward");
     }
     plan.emplace_back(seqs_.begin()->first, n);
@@ -127,18 +127,18 @@ Result<std::vector<KvCache::Segment>> KvCache::Prepare(const std::string& functi
   int64_t total = 0, pages = 0;
   for (const auto& [id, length] : plan) {
     auto it = seqs_.find(id);
-    if (it == seqs_.end()) return Invalid(function, "no " + SeqName(id) + " in the KV cache");
+    if (it == seqs_.end()) return Invalid("", function + ": no " + SeqName(id) + " in the KV cache");
     total += length;
     pages += PagesFor(it->second.length + length) - static_cast<int64_t>(it->second.pages.size());
   }
   if (total != n) {
-    return Invalid(function, "the call has " + std::to_string(n) +
+    return Invalid("", function + ": the call has " + std::to_string(n) +
                                  " positions but begin_forward announced " + std::to_string(total));
   }
   if (pages > FreePages()) {
     int64_t held = TotalLength();
-    return Error{ErrorCode::kLimit, function,
-                 "the KV cache holds " + std::to_string(held) + " positions in " +
+    return Error{ErrorCode::kLimit, "",
+                 function + ": the KV cache holds " + std::to_string(held) + " positions in " +
                      std::to_string(num_pages_ - FreePages()) + " of " + std::to_string(num_pages_) +
                      " pages and cannot take " + std::to_string(n) + " more"};
   }

@@ -22,7 +22,7 @@ Result<Weights> WeightsArg(const Config& c, const ArgReader& r, size_t i) {
 Status CheckIds(const std::string& fn, const Config& c, std::span<const int32_t> ids) {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= c.vocab_size) {
-      return Invalid(fn, "token id " + std::to_string(ids[i]) + " at position " +
+      return Invalid("", fn + ": token id " + std::to_string(ids[i]) + " at position " +
                              std::to_string(i) + " is outside the vocabulary [0, " +
                              std::to_string(c.vocab_size) + ")");
     }
@@ -115,7 +115,7 @@ class Library : public FunctionTableLibrary {
     std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
     for (int64_t i = 0; i < n; ++i) {
       if (m[i] != kModalityText && m[i] != kModalityAdapter) {
-        return Invalid("prefill_tokens", "modality id " + std::to_string(m[i]) + " at position " +
+        return Invalid("", "prefill_tokens: modality id " + std::to_string(m[i]) + " at position " +
                                              std::to_string(i) + "; expected 0 or 1");
       }
       float* row = x.data() + i * c.hidden_size;
@@ -150,7 +150,7 @@ class Library : public FunctionTableLibrary {
     auto logits = Forward(c, *w, **kv, std::move(x), batch, "decode_tokens");
     MLC_RETURN_IF_ERROR(logits);
     if (static_cast<int64_t>(logits->size()) != batch * c.vocab_size) {
-      return Invalid("decode_tokens", "each batch entry must be a sequence of its own, appending one position");
+      return Invalid("", "decode_tokens: each batch entry must be a sequence of its own, appending one position");
     }
     return LogitsAndKv(c, *logits, r.Ref(1), true);
   }
@@ -185,13 +185,13 @@ class Library : public FunctionTableLibrary {
     }
     if (v[0] < 1 || v[0] > 1024 || v[1] < 1 || v[1] > (int64_t{1} << 20) || v[2] < 1 ||
         v[3] < 1 || v[3] > 4096) {
-      return Invalid("create_tir_paged_kv_cache",
-                     "expected 1 <= max_batch_size <= 1024, 1 <= max_total_seq_len <= 1048576, "
+      return Invalid("",
+                     "create_tir_paged_kv_cache: expected 1 <= max_batch_size <= 1024, 1 <= max_total_seq_len <= 1048576, "
                      "prefill_chunk_size >= 1 and 1 <= page_size <= 4096");
     }
     if (v[4] != 0) {
-      return Error{ErrorCode::kUnsupported, "create_tir_paged_kv_cache",
-                   "the reference KV cache has no sliding window"};
+      return Error{ErrorCode::kUnsupported, "",
+                   "create_tir_paged_kv_cache: the reference KV cache has no sliding window"};
     }
     return std::vector<Value>{ObjectRef(std::make_shared<KvCache>(c, v[1], v[3], v[0]))};
   }
@@ -203,7 +203,7 @@ class Library : public FunctionTableLibrary {
     MLC_RETURN_IF_ERROR(pcm);
     auto w = WeightsArg(c, r, 1);
     MLC_RETURN_IF_ERROR(w);
-    if (pcm->Elements() < 1) return Invalid("audio_embed", "expected at least one sample");
+    if (pcm->Elements() < 1) return Invalid("", "audio_embed: expected at least one sample");
     int64_t rows = 0;
     auto out = AudioAdapter(c, *w, std::span<const float>(pcm->data<float>(), static_cast<size_t>(pcm->Elements())), &rows);
     return std::vector<Value>{FloatTensor(out, {rows, c.hidden_size})};
@@ -221,7 +221,7 @@ class Library : public FunctionTableLibrary {
     std::vector<uint32_t> values(static_cast<size_t>(pixels->Elements()));
     for (size_t i = 0; i < values.size(); ++i) {
       values[i] = wide ? pixels->data<uint32_t>()[i] : pixels->data<uint8_t>()[i];
-      if (values[i] > 255) return Invalid("image_embed", "pixel values must be 0..255");
+      if (values[i] > 255) return Invalid("", "image_embed: pixel values must be 0..255");
     }
     auto out = ImageAdapter(c, *w, values);
     return std::vector<Value>{FloatTensor(out, {c.num_patches(), c.hidden_size})};
@@ -274,8 +274,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenReferenceLibrary(const std::string& di
     if (m.contains("artifact")) metadata.artifact = m["artifact"];
   }
   if (!errors.empty()) {
-    for (Error& e : errors) e.path = meta_path + "#" + e.path;
-    return errors;
+    return InDocument(std::move(errors), meta_path);
   }
   std::unique_ptr<ModelLibrary> lib =
       std::make_unique<reference::Library>(*config, std::move(metadata), functions);

@@ -226,7 +226,7 @@ Result<Weights> Weights::From(const Config& c, const ParameterSet& params) {
 
 Result<std::vector<float>> Forward(const Config& c, const Weights& w, KvCache& kv,
                                    std::vector<float> x, int64_t n, const std::string& function) {
-  if (n < 1) return Invalid(function, "a forward pass needs at least one position");
+  if (n < 1) return Invalid("", function + ": a forward pass needs at least one position");
   auto segments = kv.Prepare(function, n);
   MLC_RETURN_IF_ERROR(segments);
   int64_t hs = c.hidden_size, row = 0;

@@ -5,8 +5,8 @@
 // BPE tokenizer.json.
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/hash.h"
 #include "mlc_manifest/package.h"
@@ -268,20 +268,22 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
     files.emplace_back("tokenizer.json", std::move(*tokenizer));
   }
 
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return IoError(dir, "cannot create the folder: " + ec.message());
+  Env& env = *DefaultEnv();
+  if (Status made = env.CreateDirs(dir); !made) {
+    return IoError(dir, "cannot create the folder: " + made.error().message);
+  }
   if (!o.force) {
     Errors errors;
     for (const auto& [name, bytes] : files) {
       if (FileExists(JoinPath(dir, name))) {
-        errors.push_back(Error{ErrorCode::kUsage, JoinPath(dir, name),
-                               "exists; pass --force to replace it"});
+        errors.push_back(FileError(ErrorCode::kExists, JoinPath(dir, name), "exists; not replaced"));
       }
     }
     if (!errors.empty()) return errors;
   }
-  if (o.force && !o.manifest) std::filesystem::remove(JoinPath(dir, kManifestFileName), ec);
+  if (o.force && !o.manifest && FileExists(JoinPath(dir, kManifestFileName))) {
+    MLC_RETURN_IF_ERROR(env.RemoveFile(JoinPath(dir, kManifestFileName)));
+  }
   for (const auto& [name, bytes] : files) {
     MLC_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, name), bytes, o.force));
     report.files.push_back(name);

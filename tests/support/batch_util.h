@@ -1,0 +1,95 @@
+// Helpers for the batching tests (engine_test, cpu_batch_test): a package loaded with its
+// library, a text-only turn, a greedy run alone, and the prefill of several prompts through BatchModel, one chunk of every unfinished
+// sequence per call, laid end to end.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/runtime.h"
+#include "support/test_util.h"
+
+namespace mlc::test {
+
+// A package written into a temporary folder, the library opened for it and the model loaded.
+struct LoadedPackage {
+  TempDir dir;
+  std::unique_ptr<ModelLibrary> library;
+  LoadedModel loaded;
+};
+
+// Takes the opened library and loads the model from m.dir; a failure of either is a test failure
+// and leaves m.library empty.
+inline void LoadInto(LoadedPackage& m, Result<std::unique_ptr<ModelLibrary>> lib) {
+  EXPECT_TRUE(lib.ok()) << (lib.ok() ? "" : FormatErrors(lib.errors()));
+  if (!lib.ok()) return;
+  m.library = std::move(*lib);
+  auto loaded = LoadModel(m.dir.path(), *m.library);
+  EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : FormatErrors(loaded.errors()));
+  if (!loaded.ok()) {
+    m.library.reset();
+    return;
+  }
+  m.loaded = std::move(*loaded);
+}
+
+inline TurnInput Text(std::vector<int32_t> ids) {
+  TurnInput in;
+  in.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/0"});
+  in.media.emplace_back();
+  return in;
+}
+
+inline std::vector<int32_t> Alone(const LoadedModel& m, const TurnInput& in, int64_t max_tokens) {
+  Session s = m.NewSession();
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  auto r = s.Generate(in, o);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : FormatErrors(r.errors()));
+  return r.ok() ? r->tokens : std::vector<int32_t>{};
+}
+
+inline int32_t Greedy(const std::vector<float>& logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+// Prefills each prompt into sequence ids[i], one chunk of every unfinished sequence per call.
+inline std::vector<std::vector<float>> PrefillAll(BatchModel& b, const std::vector<TurnInput>& prompts,
+                                                  const std::vector<int64_t>& ids,
+                                                  std::vector<PreparedPrompt>* prepared) {
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(b.kv().AddSequence(ids[i]).ok());
+    auto p = b.Prepare(prompts[i], 0);
+    EXPECT_TRUE(p.ok()) << (p.ok() ? "" : FormatErrors(p.errors()));
+    if (!p.ok()) return {};
+    prepared->push_back(std::move(*p));
+  }
+  std::vector<size_t> next(prompts.size(), 0);
+  std::vector<std::vector<float>> last(prompts.size());
+  for (;;) {
+    std::vector<SequenceChunk> chunks;
+    std::vector<size_t> who;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (next[i] == (*prepared)[i].plan.chunks.size()) continue;
+      const PrefillChunk& c = (*prepared)[i].plan.chunks[next[i]++];
+      auto e = b.ChunkEmbeddings(c, (*prepared)[i]);
+      EXPECT_TRUE(e.ok());
+      if (!e.ok()) return {};
+      chunks.push_back(SequenceChunk{ids[i], &c, *e});
+      who.push_back(i);
+    }
+    if (chunks.empty()) break;
+    auto logits = b.Prefill(chunks);
+    EXPECT_TRUE(logits.ok()) << (logits.ok() ? "" : FormatErrors(logits.errors()));
+    if (!logits.ok()) return {};
+    EXPECT_EQ(logits->size(), chunks.size());
+    for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
+  }
+  return last;
+}
+
+}  // namespace mlc::test
