@@ -32,7 +32,7 @@ target_include_directories(mlc_manifest_shared
            $<BUILD_INTERFACE:${DLPACK_INCLUDE_DIR}>
            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(mlc_manifest_shared PRIVATE mlc_manifest)
+target_link_libraries(mlc_manifest_shared PRIVATE mlc_manifest mlc_manifest_reference)
 target_link_options(mlc_manifest_shared PRIVATE
     -Wl,--version-script=${PROJECT_SOURCE_DIR}/src/capi/exports.map)
 if(NOT MLC_SANITIZE AND NOT MLC_FUZZ)
@@ -56,7 +56,7 @@ if(pybind11_FOUND AND MLC_PY_SOURCES)
       LIBRARY_OUTPUT_DIRECTORY ${MLC_PYTHON_DIR}/mlc_manifest)
   target_include_directories(mlc_manifest_python PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(mlc_manifest_python PRIVATE ${MLC_WARNINGS})
-  target_link_libraries(mlc_manifest_python PRIVATE mlc_manifest)
+  target_link_libraries(mlc_manifest_python PRIVATE mlc_manifest mlc_manifest_reference)
   configure_file(${PROJECT_SOURCE_DIR}/python/mlc_manifest/__init__.py
                  ${MLC_PYTHON_DIR}/mlc_manifest/__init__.py COPYONLY)
   install(TARGETS mlc_manifest_python LIBRARY DESTINATION ${MLC_PYTHON_INSTALL_DIR}/mlc_manifest

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "mlc_manifest/bind.h"
+#include "mlc_manifest/package.h"
 #include "support/seed_docs.h"
 #include "support/test_util.h"
 
@@ -72,6 +73,37 @@ TEST(Bind, SeedGemmaBindsTheTokenPair) {
   EXPECT_EQ(RequiredFunctions(*r),
             (std::vector<std::string>{"audio_embed", "create_tir_paged_kv_cache", "decode_tokens",
                                       "embed", "prefill_tokens"}));
+}
+
+// One kv_state_kind rule: what Bind reports, what an assembled program records.
+TEST(KvStateKind, ImpliedByTheRolesForBindAndAssembly) {
+  Docs d = Seed();
+  auto prog = ParseCompiledProgram(d.prog);
+  ASSERT_TRUE(prog.ok()) << FormatErrors(prog.errors());
+  auto pkg = ParseModelPackage(d.pkg);
+  ASSERT_TRUE(pkg.ok()) << FormatErrors(pkg.errors());
+  EXPECT_EQ(KvStateKind(prog->programs), "kv_cache");
+  std::map<std::string, Program> programs = prog->programs;
+  programs.begin()->second.exports["create_rnn_state"] = "create_rnn_state";
+  EXPECT_EQ(KvStateKind(programs.begin()->second), "hybrid");
+  EXPECT_EQ(KvStateKind(programs), "hybrid");
+
+  std::vector<ParamSpec> params = {{"w", {int64_t{4}, int64_t{8}}, "float16"},
+                                   {"v", {int64_t{16}}, "float32"}};
+  ProgramParts parts{pkg->tasks, programs, params, {"shader-f16", "shader-f16"}, true};
+  auto assembled = AssembleCompiledProgram(parts, nullptr);
+  ASSERT_TRUE(assembled.ok()) << FormatErrors(assembled.errors());
+  EXPECT_EQ(assembled->interface_id, pkg->interface_id);
+  EXPECT_EQ(assembled->parameter_schema_id, *ComputeParameterSchemaId(params));
+  EXPECT_EQ(assembled->kv_state_kind, std::optional<std::string>("hybrid"));
+  EXPECT_EQ(assembled->resources.required_features, std::vector<std::string>{"shader-f16"});
+  EXPECT_EQ(assembled->resources.max_storage_buffer_binding_size, 64);
+  EXPECT_EQ(assembled->resources.estimated_device_memory_bytes, 128);
+  parts.record_kv_state_kind = false;
+  EXPECT_FALSE(AssembleCompiledProgram(parts, nullptr)->kv_state_kind);
+  // A named dimension with no config to resolve it is an error.
+  parts.params.push_back({"x", {std::string("hidden_size")}, "float32"});
+  EXPECT_FALSE(AssembleCompiledProgram(parts, nullptr).ok());
 }
 
 TEST(Bind, SeedLlavaBindsTheEmbedPairWithImageDtype) {

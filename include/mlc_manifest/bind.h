@@ -53,6 +53,16 @@ struct DeviceLimits {
   int64_t max_storage_buffer_binding_size = 0;
 };
 
+// SPEC 5 rule 8, the one device-fit rule: the required features a device lacks (in the order
+// required), and whether the largest storage buffer binding is within the device's limit.
+struct DeviceFit {
+  std::vector<std::string> missing_features;
+  bool binding_fits = true;
+  bool ok() const { return missing_features.empty() && binding_fits; }
+};
+DeviceFit FitDevice(const DeviceLimits& device, const std::vector<std::string>& required_features,
+                    int64_t max_storage_buffer_binding_size);
+
 struct BindOptions {
   std::string task = "chat.completions";
   // parameter_schema_id recomputed from the weights, when the caller has them.

@@ -98,12 +98,21 @@ struct CompiledProgram {
   std::optional<std::string> kv_state_kind;
 };
 
+// The KV state a program's roles imply (SPEC 5 rule 7): "hybrid" when it exports
+// create_rnn_state, else "kv_cache". Of a compiled program: "hybrid" when any program is.
+std::string KvStateKind(const Program& program);
+std::string KvStateKind(const std::map<std::string, Program>& programs);
+
 // ---- Parsing (every rule of SPEC 1; all errors found, each at its JSON Pointer) ----
 
 // Tasks objects alone (the value of "tasks"); `path` prefixes the pointers.
 Result<Tasks> ParseTasks(const Json& value, const std::string& path = "");
 // A whole mlc.model-package document. The interface_id is recomputed and compared.
 Result<ModelPackage> ParseModelPackage(const Json& doc);
+// The same in two steps: every rule of the document, with the declared interface_id kept as it
+// is; then the id recomputed from the tasks and compared (an error at /interface_id).
+Result<ModelPackage> ParseModelPackageFields(const Json& doc);
+Status CheckInterfaceId(const ModelPackage& pkg);
 // A whole mlc.compiled-program document, or a _metadata object holding it under "artifact"
 // (pointers then start with /artifact).
 Result<CompiledProgram> ParseCompiledProgram(const Json& doc);

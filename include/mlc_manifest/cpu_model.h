@@ -39,8 +39,9 @@ Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config);
 //                             support_sliding_window) -> kv (a PagedKvState: several sequences)
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir);
 
-// The library a package folder runs with: the reference library when the folder holds the
-// reference model's library file, else the CPU program chosen by model_type.
+// The library a package folder runs with: a registered kind whose marker file the folder holds
+// (FindLibraryOpener: the reference runtime's reference-lib.json, when that target is linked),
+// else the CPU program chosen by model_type.
 Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir);
 
 // ---- Random-weight packages of the CPU families ----

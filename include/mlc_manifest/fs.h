@@ -96,7 +96,8 @@ Status CheckFolder(const std::string& dir);
 // The folder a path names a file in ("." for a bare name): the `inside` of a package document.
 std::string FolderOf(const std::string& path);
 
-// "dir/name", without doubling the separator.
+// "dir/name", without doubling the separator; an absolute name, or an empty dir, gives name as
+// it is (a file named relative to a folder: the one way paths in documents are resolved).
 std::string JoinPath(const std::string& dir, const std::string& name);
 
 }  // namespace mlc

@@ -125,4 +125,19 @@ Result<ResourceEstimate> EstimateResources(const std::vector<ParamSpec>& params,
 // Resources for the program document: the estimate plus features sorted and unique.
 Resources MakeResources(const ResourceEstimate& estimate, std::vector<std::string> features);
 
+// ---- compiled programs (SPEC 3, 4) ----
+
+// What a compiled-program document is made of.
+struct ProgramParts {
+  Tasks tasks;                               // -> interface_id
+  std::map<std::string, Program> programs;
+  std::vector<ParamSpec> params;             // -> parameter_schema_id and resources
+  std::vector<std::string> features;         // required device features (any order, repeats)
+  bool record_kv_state_kind = false;         // set kv_state_kind (KvStateKind of the programs)
+};
+
+// The compiled-program document of those parts: ids computed, resources estimated from the
+// parameter list (named dimensions from config, which may be null when there are none).
+Result<CompiledProgram> AssembleCompiledProgram(const ProgramParts& parts, const ChatConfig* config);
+
 }  // namespace mlc

@@ -66,8 +66,9 @@ struct ServeOptions {
 
 class Server {
  public:
-  // Opens the package with OpenPackageLibrary (the reference library, else the built-in CPU
-  // program of its model_type), loads the model and starts the engine.
+  // Opens the package with OpenPackageLibrary (a registered library such as the reference
+  // runtime's, else the built-in CPU program of its model_type), loads the model and starts the
+  // engine.
   static Result<std::unique_ptr<Server>> Create(const std::string& package_dir,
                                                 const ServeOptions& options);
   ~Server();

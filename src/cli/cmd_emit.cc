@@ -100,24 +100,13 @@ int EmitProgram(const EmitArgs& a) {
   if (!params) return ReportFailure(params.errors(), a.json);
   Result<ChatConfig> config = ReadChatConfig(JoinPath(a.dir, kChatConfigFileName));
   if (!config) return ReportFailure(config.errors(), a.json);
-  Result<ResourceEstimate> est = EstimateResources(*params, &*config);
-  if (!est) return ReportFailure(est.errors(), a.json);
-  Result<std::string> pid = ComputeParameterSchemaId(*params);
-  if (!pid) return ReportFailure(pid.errors(), a.json);
-  std::vector<std::string> features = a.features;
+  ProgramParts parts{*tasks, *programs, *params, a.features, a.metadata};
   if (!a.preset.empty()) {
-    for (const std::string& f : TargetFeatures(target, config->quantization)) features.push_back(f);
+    for (const std::string& f : TargetFeatures(target, config->quantization)) parts.features.push_back(f);
   }
-  CompiledProgram cp;
-  cp.interface_id = ComputeInterfaceId(*tasks);
-  cp.parameter_schema_id = *pid;
-  cp.programs = *programs;
-  cp.resources = MakeResources(*est, features);
-  if (a.metadata) {
-    bool hybrid = false;
-    for (const auto& [n, p] : cp.programs) hybrid = hybrid || p.exports.count("create_rnn_state");
-    cp.kv_state_kind = hybrid ? "hybrid" : "kv_cache";
-  }
+  Result<CompiledProgram> program = AssembleCompiledProgram(parts, &*config);
+  if (!program) return ReportFailure(program.errors(), a.json);
+  const CompiledProgram& cp = *program;
   return Finish(a, a.output, WriteCompiledProgram(cp, a.metadata),
                 {{"interface_id", cp.interface_id},
                  {"parameter_schema_id", cp.parameter_schema_id},

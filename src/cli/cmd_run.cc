@@ -7,14 +7,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <map>
 
 #include "cli/command.h"
+#include "mlc_manifest/chat.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/conversation.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
@@ -35,20 +33,11 @@ struct RunArgs {
 
 // Chat sampling: each of the chat config's sampling fields the command line did not give.
 SamplerConfig ChatSampler(const RunArgs& a, const ChatConfig& config) {
-  SamplerConfig s = a.sampler;
-  const ChatConfig::Sampling& d = config.sampling;
-  const std::map<std::string, std::pair<double*, std::optional<double>>> fields = {
-      {"temperature", {&s.temperature, d.temperature}},
-      {"top_p", {&s.top_p, d.top_p}},
-      {"repetition_penalty", {&s.repetition_penalty, d.repetition_penalty}},
-      {"presence_penalty", {&s.presence_penalty, d.presence_penalty}},
-      {"frequency_penalty", {&s.frequency_penalty, d.frequency_penalty}}};
-  for (const auto& [key, field] : fields) {
-    auto flag = a.sampling_flags.find(key);
-    if (flag != a.sampling_flags.end() && flag->second->count() > 0) continue;
-    if (field.second) *field.first = *field.second;
+  ChatSamplingOptions options;
+  for (const auto& [key, flag] : a.sampling_flags) {
+    if (flag->count() > 0) options.keep.insert(key);
   }
-  return s;
+  return ChatSamplerConfig(a.sampler, config.sampling, options);
 }
 
 double PerSecond(int64_t n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
@@ -79,40 +68,6 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
       << " steps)\n  speed: prefill " << Rate(PerSecond(t.prefill_positions, t.prefill_ms))
       << ", decode " << Rate(PerSecond(t.decode_steps, t.decode_ms)) << "\n";
 }
-
-// Chat messages as request turns: the first file is a conversation (SPEC 7 from the first
-// round), each later file holds the messages that follow the reply to the turn before, run as a
-// follow-up turn on the same KV cache. Inline media stays in memory.
-class ChatTurns {
- public:
-  ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer)
-      : tmpl_(std::move(tmpl)), tokenizer_(tokenizer) {}
-
-  Result<RequestTurn> Next(const std::string& file, const std::string& last_reply) {
-    auto messages = ReadMessagesFile(file);
-    MLC_RETURN_IF_ERROR(messages);
-    Result<ChatPrompt> prompt = Errors{};
-    if (history_.empty()) {
-      prompt = BuildChatPrompt(tmpl_, *messages);
-      history_ = std::move(*messages);
-    } else {
-      std::vector<ChatMessage> all = history_;
-      all.push_back(ChatMessage{"assistant", {ContentPart{PartKind::kText, last_reply, "", "", ""}}, ""});
-      all.insert(all.end(), messages->begin(), messages->end());
-      prompt = BuildFollowUpPrompt(tmpl_, history_, last_reply, all);
-      history_ = std::move(all);
-    }
-    MLC_RETURN_IF_ERROR(prompt);
-    std::string base_dir = std::filesystem::path(file).parent_path().string();
-    return PromptTurn(*prompt, tmpl_, tokenizer_, base_dir);
-  }
-  const ConvTemplate& tmpl() const { return tmpl_; }
-
- private:
-  ConvTemplate tmpl_;
-  const Tokenizer& tokenizer_;
-  std::vector<ChatMessage> history_;
-};
 
 int Run(const RunArgs& a) {
   if (a.request.empty() == a.messages.empty()) {
@@ -173,7 +128,7 @@ int Run(const RunArgs& a) {
   std::string reply;
   for (size_t i = 0; i < turn_count; ++i) {
     const std::string& input_file = chat ? a.messages[i] : a.request;
-    auto turn = chat ? chat_turns->Next(input_file, reply) : Result<RequestTurn>(request->turns[i]);
+    auto turn = chat ? chat_turns->NextFromFile(input_file, reply) : Result<RequestTurn>(request->turns[i]);
     if (!turn) return ReportFailure(turn.errors(), a.json, input_file);
     auto input = PrepareTurn(model->bound.contract, *turn);
     if (!input) return ReportFailure(input.errors(), a.json, input_file);

@@ -51,7 +51,7 @@ void BindExports(const Program& program, const std::string& path, BoundContract&
                              "decode_tokens, or prefill_embeds with decode_embeds"));
   }
   out.create_rnn_state_function = find("create_rnn_state");
-  out.kv_state_kind = out.create_rnn_state_function ? "hybrid" : "kv_cache";
+  out.kv_state_kind = KvStateKind(program);
 }
 
 // Rules 5 and 6: one media input bound to its adapter.
@@ -100,6 +100,29 @@ void BindMedia(const std::string& name, const TaskInput& in, const Proc& proc,
 }
 
 }  // namespace
+
+DeviceFit FitDevice(const DeviceLimits& device, const std::vector<std::string>& required_features,
+                    int64_t max_storage_buffer_binding_size) {
+  DeviceFit fit;
+  for (const std::string& f : required_features) {
+    if (std::find(device.features.begin(), device.features.end(), f) == device.features.end()) {
+      fit.missing_features.push_back(f);
+    }
+  }
+  fit.binding_fits = max_storage_buffer_binding_size <= device.max_storage_buffer_binding_size;
+  return fit;
+}
+
+std::string KvStateKind(const Program& program) {
+  return program.exports.count("create_rnn_state") ? "hybrid" : "kv_cache";
+}
+
+std::string KvStateKind(const std::map<std::string, Program>& programs) {
+  for (const auto& [name, program] : programs) {
+    if (KvStateKind(program) == "hybrid") return "hybrid";
+  }
+  return "kv_cache";
+}
 
 const char* GenerationPairName(GenerationPair pair) {
   return pair == GenerationPair::kTokens ? "tokens" : "embeds";
@@ -210,20 +233,19 @@ Result<BoundContract> Bind(const ModelPackage& package, const CompiledProgram& c
   // Rule 8: the device.
   if (options.device) {
     const DeviceLimits& dev = *options.device;
-    for (const std::string& f : compiled.resources.required_features) {
-      if (std::find(dev.features.begin(), dev.features.end(), f) == dev.features.end()) {
-        AddError(errors, Invalid("/resources/required_features",
-                                 "the program requires feature " + Quoted(f) + ", which device " +
-                                     Quoted(dev.name) + " does not support"));
-      }
+    const Resources& r = compiled.resources;
+    DeviceFit fit = FitDevice(dev, r.required_features, r.max_storage_buffer_binding_size);
+    for (const std::string& f : fit.missing_features) {
+      AddError(errors, Invalid("/resources/required_features",
+                               "the program requires feature " + Quoted(f) + ", which device " +
+                                   Quoted(dev.name) + " does not support"));
     }
-    if (compiled.resources.max_storage_buffer_binding_size > dev.max_storage_buffer_binding_size) {
+    if (!fit.binding_fits) {
       AddError(errors, Invalid(
           "/resources/max_storage_buffer_binding_size",
           "the program needs a storage buffer binding of " +
-              std::to_string(compiled.resources.max_storage_buffer_binding_size) +
-              " bytes; device " + Quoted(dev.name) + " allows " +
-              std::to_string(dev.max_storage_buffer_binding_size)));
+              std::to_string(r.max_storage_buffer_binding_size) + " bytes; device " +
+              Quoted(dev.name) + " allows " + std::to_string(dev.max_storage_buffer_binding_size)));
     }
   }
   if (!errors.empty()) return InDocuments(std::move(errors), options);

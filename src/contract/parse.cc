@@ -281,7 +281,7 @@ Result<std::map<std::string, Program>> ParsePrograms(const Json& value, const st
   return out;
 }
 
-Result<ModelPackage> ParseModelPackage(const Json& doc) {
+Result<ModelPackage> ParseModelPackageFields(const Json& doc) {
   Errors errors;
   Parser p(&errors);
   FieldChecker& c = p.checker();
@@ -300,11 +300,22 @@ Result<ModelPackage> ParseModelPackage(const Json& doc) {
   }
   if (doc.contains("tasks")) pkg.tasks = p.TasksOf(doc["tasks"], "/tasks");
   if (!errors.empty()) return errors;
+  return pkg;
+}
+
+Status CheckInterfaceId(const ModelPackage& pkg) {
   std::string computed = ComputeInterfaceId(pkg.tasks);
   if (computed != pkg.interface_id) {
     return Invalid("/interface_id", "does not match the tasks: declared " + pkg.interface_id +
                                         ", computed " + computed);
   }
+  return Status::Ok();
+}
+
+Result<ModelPackage> ParseModelPackage(const Json& doc) {
+  Result<ModelPackage> pkg = ParseModelPackageFields(doc);
+  MLC_RETURN_IF_ERROR(pkg);
+  MLC_RETURN_IF_ERROR(CheckInterfaceId(*pkg));
   return pkg;
 }
 

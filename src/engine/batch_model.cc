@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "mlc_manifest/engine.h"
+#include "runtime/call_checks.h"
 
 namespace mlc {
 namespace {
@@ -65,37 +66,17 @@ Result<NDArray> BatchModel::Embed(std::span<const int32_t> ids) {
   std::vector<Value> args = {input, ObjectRef(params_)};
   auto out = (*model_.embed)(args);
   MLC_RETURN_IF_ERROR(out);
-  const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
-  int64_t n = static_cast<int64_t>(ids.size());
-  if (!e || !e->defined() || e->ndim() != 2 || e->shape()[0] != n ||
-      !SameDtype(e->dtype(), DlFloat32()) || (hidden_size_ && e->shape()[1] != *hidden_size_)) {
-    return Invalid("",
-                   model_.contract.embed_function + ": embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
-                       ", expected [" + std::to_string(n) + ", hidden] float32");
-  }
-  hidden_size_ = e->shape()[1];
-  return *e;
+  return CheckEmbedOutput(*out, static_cast<int64_t>(ids.size()), model_.contract.embed_function,
+                          &hidden_size_);
 }
 
 Result<NDArray> BatchModel::RunAdapter(const MediaPiece& media, const NDArray& input) {
-  const PackedFunction* fn =
-      media.kind == MediaKind::kAudio ? model_.audio_adapter : model_.image_adapter;
-  if (!fn) return Invalid("", "input \"" + media.input + "\": " + "no adapter function is bound for " + AdapterName(media));
+  auto fn = AdapterFor(model_, media);
+  MLC_RETURN_IF_ERROR(fn);
   std::vector<Value> args = {input, ObjectRef(params_)};
-  auto out = (*fn)(args);
+  auto out = (**fn)(args);
   MLC_RETURN_IF_ERROR(out);
-  const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
-  bool ok = e && e->defined() && e->ndim() == 2 && SameDtype(e->dtype(), DlFloat32()) &&
-            (!hidden_size_ || e->shape()[1] == *hidden_size_) &&
-            (media.kind == MediaKind::kAudio ? e->shape()[0] >= 1
-                                             : e->shape()[0] == media.rows.value_or(-1));
-  if (!ok) {
-    return Invalid("", "input \"" + media.input + "\": " + AdapterName(media) + " returned " +
-                                    (e ? e->Describe() : std::string("no tensor")) +
-                                    ", expected [rows, hidden] float32");
-  }
-  hidden_size_ = e->shape()[1];
-  return *e;
+  return CheckAdapterOutput(*out, media, &hidden_size_);
 }
 
 Result<PreparedPrompt> BatchModel::Prepare(const TurnInput& input, int64_t kv_length) {
@@ -148,8 +129,9 @@ Result<std::vector<std::vector<float>>> BatchModel::Call(const PackedFunction& f
                                                          std::span<const int64_t> lengths) {
   MLC_RETURN_IF_ERROR(kv_->BeginForward(seq_ids, lengths));
   ForwardScope scope{kv_};
-  args.push_back(kv_ref_);
-  args.push_back(ObjectRef(params_));
+  // Constructed in place: GCC 12 takes a moved Value temporary here for uninitialized.
+  args.emplace_back(std::in_place_type<ObjectRef>, kv_ref_);
+  args.emplace_back(std::in_place_type<ObjectRef>, params_);
   auto out = fn(args);
   MLC_RETURN_IF_ERROR(out);
   const NDArray* logits = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());

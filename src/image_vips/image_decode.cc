@@ -19,6 +19,7 @@
 #include <string>
 
 #include "media/image_backend.h"
+#include "media/image_backend_convert.h"
 #include "mlc_manifest/image.h"
 
 namespace mlc {
@@ -28,16 +29,15 @@ namespace {
 
 // libvips loads its optional modules (ImageMagick, HEIF, PDF, OpenSlide, JPEG XL) and the large
 // libraries behind them in vips_init: 40 ms of a 200 ms run. We need two of them, and only for
-// their formats, so vips_init is pointed at a libdir without modules (VIPSHOME, restored right
-// after) and LoadVipsModule opens a module when an image of its format arrives.
+// their formats: LoadVipsModule opens a module when an image of its format arrives. A library
+// does not change the environment (another thread may be reading it), so skipping them in
+// vips_init is the program's choice: the CLI points VIPSHOME at a libdir without modules
+// before it starts any thread.
 bool InitVips() {
   static std::once_flag once;
   static bool ok = false;
   std::call_once(once, [] {
-    const char* user_home = std::getenv("VIPSHOME");
-    if (!user_home) setenv("VIPSHOME", "/proc/self/mlc-manifest-no-vips-modules", 1);
     ok = VIPS_INIT("mlc-manifest") == 0;
-    if (!user_home) unsetenv("VIPSHOME");
     if (ok) {
       vips_cache_set_max(0);  // no operation cache: every image is decoded once
       vips_cache_set_max_mem(0);
@@ -585,10 +585,11 @@ Result<DecodedImage> ModuleDecode(std::string_view bytes, const ImageOptions& op
   return DecodePixels(bytes, info->format, *info, options, UsableShrink(info->format, shrink));
 }
 
-Result<std::string> ModuleEncodePng(const RgbImage& rgb) {
+Result<std::string> ModuleEncodePng(const MlcRgbView& rgb) {
   if (!InitVips()) return Error{ErrorCode::kUnsupported, "", "libvips failed to start"};
   if (rgb.width < 1 || rgb.height < 1) return Invalid("", "empty image");
-  ImageRef image(vips_image_new_from_memory(rgb.pixels.data(), rgb.pixels.size(),
+  const size_t size = static_cast<size_t>(rgb.width) * static_cast<size_t>(rgb.height) * 3;
+  ImageRef image(vips_image_new_from_memory(rgb.pixels, size,
                                             static_cast<int>(rgb.width),
                                             static_cast<int>(rgb.height), 3, VIPS_FORMAT_UCHAR));
   if (!image.get()) return Invalid("", "cannot wrap pixels: " + TakeVipsError());
@@ -602,12 +603,93 @@ Result<std::string> ModuleEncodePng(const RgbImage& rgb) {
   return out;
 }
 
+// ---- The C table (media/image_backend.h) ----
+
+std::string_view View(const uint8_t* bytes, size_t size) {
+  return std::string_view(reinterpret_cast<const char*>(bytes), size);
+}
+
+int Fail(MlcImageError* error, const Errors& errors) {
+  image_c::SetError(error, errors);
+  return 0;
+}
+
+int OutOfMemory(MlcImageError* error) {
+  return Fail(error, {Error{ErrorCode::kLimit, "", "out of memory for the decoded pixels"}});
+}
+
+// No exception crosses the C table.
+template <class F>
+int Guarded(MlcImageError* error, F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return OutOfMemory(error);
+  } catch (const std::exception& e) {
+    return Fail(error, {Invalid("", std::string("image module: ") + e.what())});
+  }
+}
+
+int CProbe(const uint8_t* bytes, size_t size, const MlcImageOptions* options, MlcImageInfo* info,
+           MlcImageError* error) {
+  return Guarded(error, [&] {
+    auto r = ModuleProbe(View(bytes, size), image_c::FromC(*options));
+    if (!r) return Fail(error, r.errors());
+    *info = image_c::ToC(*r);
+    return 1;
+  });
+}
+
+int CDecode(const uint8_t* bytes, size_t size, const MlcImageOptions* options, int shrink,
+            MlcImageInfo* info, int64_t* width, int64_t* height, MlcAllocator rgb,
+            MlcSourceBox* box, MlcImageError* error) {
+  return Guarded(error, [&] {
+    auto r = ModuleDecode(View(bytes, size), image_c::FromC(*options), shrink);
+    if (!r) return Fail(error, r.errors());
+    if (!image_c::Give(rgb, r->rgb.pixels.data(), r->rgb.pixels.size())) return OutOfMemory(error);
+    *info = image_c::ToC(r->info);
+    *width = r->rgb.width;
+    *height = r->rgb.height;
+    *box = image_c::ToC(r->box);
+    return 1;
+  });
+}
+
+int CDecodeAndResize(const uint8_t* bytes, size_t size, const MlcImageInfo* header,
+                     const MlcResizePlan* plan, const MlcImageOptions* options, int shrink,
+                     int* done, MlcImageInfo* info, MlcResizePlan* plan_out, int64_t* width,
+                     int64_t* height, MlcAllocator rgb, MlcImageError* error) {
+  return Guarded(error, [&] {
+    auto r = ModuleDecodeAndResize(View(bytes, size), image_c::FromC(*header),
+                                   image_c::FromC(*plan), image_c::FromC(*options), shrink);
+    if (!r) return Fail(error, r.errors());
+    *done = r->has_value() ? 1 : 0;
+    if (!*done) return 1;
+    const PreparedImage& p = **r;
+    if (!image_c::Give(rgb, p.rgb.pixels.data(), p.rgb.pixels.size())) return OutOfMemory(error);
+    *info = image_c::ToC(p.info);
+    *plan_out = image_c::ToC(p.plan);
+    *width = p.rgb.width;
+    *height = p.rgb.height;
+    return 1;
+  });
+}
+
+int CEncodePng(const MlcRgbView* rgb, MlcAllocator png, MlcImageError* error) {
+  return Guarded(error, [&] {
+    auto r = ModuleEncodePng(*rgb);
+    if (!r) return Fail(error, r.errors());
+    if (!image_c::Give(png, r->data(), r->size())) return OutOfMemory(error);
+    return 1;
+  });
+}
+
 }  // namespace
 }  // namespace mlc
 
 // The module's one exported symbol: the table image_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const mlc::ImageBackend* mlc_manifest_image_backend() {
-  static const mlc::ImageBackend backend{mlc::kImageBackendAbi, &mlc::ModuleProbe, &mlc::ModuleDecode,
-                                         &mlc::ModuleDecodeAndResize, &mlc::ModuleEncodePng};
+extern "C" __attribute__((visibility("default"))) const MlcImageBackend* mlc_manifest_image_backend() {
+  static const MlcImageBackend backend{MLC_IMAGE_BACKEND_ABI, &mlc::CProbe, &mlc::CDecode,
+                                       &mlc::CDecodeAndResize, &mlc::CEncodePng};
   return &backend;
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <vector>
 
+#include "media/image_backend_convert.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -36,16 +37,15 @@ std::vector<std::string> ModuleCandidates() {
   return out;
 }
 
-Result<const ImageBackend*> OpenModule() {
+Result<const MlcImageBackend*> OpenModule() {
   std::string tried;
   for (const std::string& path : ModuleCandidates()) {
     if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      using Entry = const ImageBackend* (*)();
-      auto entry = reinterpret_cast<Entry>(::dlsym(handle, "mlc_manifest_image_backend"));
-      const ImageBackend* backend = entry ? entry() : nullptr;
-      if (backend && backend->abi == kImageBackendAbi) return backend;
+      auto entry = reinterpret_cast<MlcImageBackendEntry>(::dlsym(handle, "mlc_manifest_image_backend"));
+      const MlcImageBackend* backend = entry ? entry() : nullptr;
+      if (backend && backend->abi == MLC_IMAGE_BACKEND_ABI) return backend;
       return IoError(path, "is not an image module of this build (expected interface version " +
-                               std::to_string(kImageBackendAbi) + ")");
+                               std::to_string(MLC_IMAGE_BACKEND_ABI) + ")");
     }
     const char* why = ::dlerror();
     tried += "\n  " + path + ": " + (why ? why : "cannot be opened");
@@ -55,23 +55,44 @@ Result<const ImageBackend*> OpenModule() {
 
 }  // namespace
 
-Result<const ImageBackend*> LoadImageBackend() {
+Result<const MlcImageBackend*> LoadImageBackend() {
   static std::once_flag once;
-  static Result<const ImageBackend*> loaded = Errors{};
+  static Result<const MlcImageBackend*> loaded = Errors{};
   std::call_once(once, [] { loaded = OpenModule(); });
   return loaded;
 }
 
+namespace {
+
+const uint8_t* AsBytes(std::string_view bytes) { return reinterpret_cast<const uint8_t*>(bytes.data()); }
+
+}  // namespace
+
 Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
   auto backend = LoadImageBackend();
   MLC_RETURN_IF_ERROR(backend);
-  return (*backend)->probe(bytes, options);
+  MlcImageOptions o = image_c::ToC(options);
+  MlcImageInfo info{};
+  MlcImageError error{};
+  if (!(*backend)->probe(AsBytes(bytes), bytes.size(), &o, &info, &error)) return image_c::ToError(error);
+  return image_c::FromC(info);
 }
 
 Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options, int shrink) {
   auto backend = LoadImageBackend();
   MLC_RETURN_IF_ERROR(backend);
-  return (*backend)->decode(bytes, options, shrink);
+  MlcImageOptions o = image_c::ToC(options);
+  MlcImageInfo info{};
+  MlcSourceBox box{};
+  MlcImageError error{};
+  DecodedImage out;
+  if (!(*backend)->decode(AsBytes(bytes), bytes.size(), &o, shrink, &info, &out.rgb.width,
+                          &out.rgb.height, image_c::AllocatorInto(&out.rgb.pixels), &box, &error)) {
+    return image_c::ToError(error);
+  }
+  out.info = image_c::FromC(info);
+  out.box = image_c::FromC(box);
+  return out;
 }
 
 Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions& options,
@@ -86,13 +107,37 @@ Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, con
                                                      const ImageOptions& options, int shrink) {
   auto backend = LoadImageBackend();
   MLC_RETURN_IF_ERROR(backend);
-  return (*backend)->decode_and_resize(bytes, header, plan, options, shrink);
+  MlcImageOptions o = image_c::ToC(options);
+  MlcImageInfo header_c = image_c::ToC(header), info{};
+  MlcResizePlan plan_c = image_c::ToC(plan), plan_out{};
+  MlcImageError error{};
+  int done = 0;
+  PreparedImage out;
+  if (!(*backend)->decode_and_resize(AsBytes(bytes), bytes.size(), &header_c, &plan_c, &o, shrink,
+                                     &done, &info, &plan_out, &out.rgb.width, &out.rgb.height,
+                                     image_c::AllocatorInto(&out.rgb.pixels), &error)) {
+    return image_c::ToError(error);
+  }
+  if (!done) return std::optional<PreparedImage>();
+  out.info = image_c::FromC(info);
+  out.plan = image_c::FromC(plan_out);
+  return std::optional<PreparedImage>(std::move(out));
 }
 
 Result<std::string> EncodePng(const RgbImage& rgb) {
   auto backend = LoadImageBackend();
   MLC_RETURN_IF_ERROR(backend);
-  return (*backend)->encode_png(rgb);
+  if (rgb.width >= 1 && rgb.height >= 1 &&
+      rgb.pixels.size() != static_cast<size_t>(rgb.width) * static_cast<size_t>(rgb.height) * 3) {
+    return Invalid("", "expected width x height x 3 bytes of pixels");
+  }
+  MlcRgbView view{rgb.width, rgb.height, rgb.pixels.data()};
+  MlcImageError error{};
+  std::string png;
+  if (!(*backend)->encode_png(&view, image_c::AllocatorInto(&png), &error)) {
+    return image_c::ToError(error);
+  }
+  return png;
 }
 
 }  // namespace mlc

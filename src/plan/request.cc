@@ -11,11 +11,6 @@ namespace {
 
 constexpr int64_t kMaxTokenId = std::numeric_limits<int32_t>::max();
 
-std::string ResolvePath(const std::string& base_dir, const std::string& file) {
-  if (base_dir.empty() || std::filesystem::path(file).is_absolute()) return file;
-  return JoinPath(base_dir, file);
-}
-
 void ParseTokens(const Json& value, const std::string& path, RequestSegment& seg,
                  FieldChecker& check) {
   if (!value.is_array()) {
@@ -62,7 +57,7 @@ std::optional<RequestSegment> ParseSegment(const Json& value, const std::string&
       if (HasControlChar(*file)) {
         check.Fail(p, "a file name may not hold control characters");
       } else {
-        seg.file = ResolvePath(base_dir, *file);
+        seg.file = JoinPath(base_dir, *file);
       }
     }
   } else if (key == "audio_rows") {

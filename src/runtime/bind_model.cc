@@ -115,12 +115,12 @@ BoundContract LegacyContract(const ModelLibrary* library) {
       break;
     }
   }
-  c.kv_state_kind = "kv_cache";
   c.program.kind = "token_generation";
   c.program.exports = {{"embed_tokens", c.embed_function},
                        {"prefill_embeds", c.prefill_function},
                        {"decode_embeds", c.decode_function},
                        {"create_kv_cache", c.create_kv_cache_function}};
+  c.kv_state_kind = KvStateKind(c.program);
   return c;
 }
 

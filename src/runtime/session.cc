@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "mlc_manifest/runtime.h"
+#include "runtime/call_checks.h"
 
 namespace mlc {
 namespace {
@@ -60,44 +61,20 @@ Result<NDArray> Session::Embed(std::span<const int32_t> ids) {
   auto out = (*model_.embed)(args);
   timings_.embed_ms += MsSince(start);
   MLC_RETURN_IF_ERROR(out);
-  const std::string& fn = model_.contract.embed_function;
-  const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
-  int64_t n = static_cast<int64_t>(ids.size());
-  if (!e || !e->defined() || e->ndim() != 2 || e->shape()[0] != n ||
-      !SameDtype(e->dtype(), DlFloat32()) || (hidden_size_ && e->shape()[1] != *hidden_size_)) {
-    return Invalid("", fn + ": embed_tokens returned " + (e ? e->Describe() : std::string("no tensor")) +
-                           ", expected [" + std::to_string(n) + ", " +
-                           (hidden_size_ ? std::to_string(*hidden_size_) : "hidden") + "] float32");
-  }
-  hidden_size_ = e->shape()[1];
-  return *e;
+  return CheckEmbedOutput(*out, static_cast<int64_t>(ids.size()), model_.contract.embed_function,
+                          &hidden_size_);
 }
 
 Result<NDArray> Session::RunAdapter(const MediaPiece& media, const NDArray& input) {
-  const PackedFunction* fn =
-      media.kind == MediaKind::kAudio ? model_.audio_adapter : model_.image_adapter;
-  if (!fn) return Invalid("", "input \"" + media.input + "\": " + "no adapter function is bound for " + AdapterName(media));
+  auto fn = AdapterFor(model_, media);
+  MLC_RETURN_IF_ERROR(fn);
   auto start = Clock::now();
   ++adapter_calls_;
   std::vector<Value> args = {input, ObjectRef(params_)};
-  auto out = (*fn)(args);
+  auto out = (**fn)(args);
   timings_.adapter_ms += MsSince(start);
   MLC_RETURN_IF_ERROR(out);
-  const NDArray* e = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
-  bool ok = e && e->defined() && e->ndim() == 2 && SameDtype(e->dtype(), DlFloat32()) &&
-            (!hidden_size_ || e->shape()[1] == *hidden_size_) &&
-            (media.kind == MediaKind::kAudio ? e->shape()[0] >= 1
-                                             : e->shape()[0] == media.rows.value_or(-1));
-  if (!ok) {
-    std::string rows = media.kind == MediaKind::kAudio ? "n >= 1" : std::to_string(*media.rows);
-    return Invalid("", "input \"" + media.input + "\": " + AdapterName(media) + " returned " +
-                                    (e ? e->Describe() : std::string("no tensor")) +
-                                    ", expected [" + rows + ", " +
-                                    (hidden_size_ ? std::to_string(*hidden_size_) : "hidden") +
-                                    "] float32");
-  }
-  hidden_size_ = e->shape()[1];
-  return *e;
+  return CheckAdapterOutput(*out, media, &hidden_size_);
 }
 
 Result<NDArray> Session::ChunkEmbeddings(const PrefillChunk& chunk,

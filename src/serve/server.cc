@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "mlc_manifest/chat.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/serve.h"
 #include "serve/http_backend.h"
@@ -106,20 +107,11 @@ OrderedJson Usage(const StreamEvent& last) {
 // The package's sampling defaults for requests that leave them out (OpenAI's temperature 1 where
 // it sets none); a value the sampler would refuse is left out.
 SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package) {
-  SamplerConfig d;
-  d.temperature = 1.0;
-  auto take = [&d](double SamplerConfig::*field, const std::optional<double>& value) {
-    if (!value) return;
-    SamplerConfig candidate = d;
-    candidate.*field = *value;
-    if (CheckSamplerConfig(candidate)) d = candidate;
-  };
-  take(&SamplerConfig::temperature, package.temperature);
-  take(&SamplerConfig::top_p, package.top_p);
-  take(&SamplerConfig::repetition_penalty, package.repetition_penalty);
-  take(&SamplerConfig::presence_penalty, package.presence_penalty);
-  take(&SamplerConfig::frequency_penalty, package.frequency_penalty);
-  return d;
+  SamplerConfig openai;
+  openai.temperature = 1.0;
+  ChatSamplingOptions options;
+  options.skip_refused = true;
+  return ChatSamplerConfig(openai, package, options);
 }
 
 }  // namespace

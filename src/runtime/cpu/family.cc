@@ -405,6 +405,14 @@ std::vector<ParamSpec> ParamSpecs(const ModelConfig& c) {
   return out;
 }
 
+Tasks TextTasks() {
+  Task task;
+  task.executor = "generation";
+  task.output = "text";
+  task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
+  return {{"chat.completions", task}};
+}
+
 }  // namespace mlc::cpu
 
 namespace mlc {

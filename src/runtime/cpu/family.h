@@ -104,4 +104,7 @@ std::vector<ParamSpec> ParamSpecs(const ModelConfig& c);
 // Every matrix of the model (embedding and lm_head included), in module order.
 std::vector<MatrixSpec> Matrices(const ModelConfig& c);
 
+// The tasks of a CPU package: chat.completions, text in, over the "generation" program.
+Tasks TextTasks();
+
 }  // namespace mlc::cpu

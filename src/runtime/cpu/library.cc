@@ -7,78 +7,27 @@
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/reference_model.h"
 #include "runtime/cpu/model.h"
+#include "runtime/function_table.h"
 
 namespace mlc {
 namespace cpu {
 namespace {
 
-using Args = std::span<const Value>;
-
-Status Count(const std::string& fn, Args args, size_t n) {
-  if (args.size() == n) return Status::Ok();
-  return Invalid("", fn + ": expected " + std::to_string(n) + " arguments, got " + std::to_string(args.size()));
-}
-
-Result<NDArray> TensorArg(const std::string& fn, Args args, size_t i, DLDataType dtype,
-                          std::vector<int64_t> shape) {
-  const NDArray* t = std::get_if<NDArray>(&args[i]);
-  bool ok = t && t->defined() && SameDtype(t->dtype(), dtype) &&
-            t->ndim() == static_cast<int64_t>(shape.size());
-  for (size_t d = 0; ok && d < shape.size(); ++d) ok = shape[d] < 0 || t->shape()[d] == shape[d];
-  if (ok) return *t;
-  std::string want = "[";
-  for (size_t d = 0; d < shape.size(); ++d) {
-    want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
-  }
-  return Invalid("", fn + ": argument " + std::to_string(i) + ": expected " + want + "] " +
-                         DlDtypeName(dtype) + ", got " +
-                         (t ? t->Describe() : std::string(ValueTypeName(args[i]))));
-}
-
-template <class T>
-Result<std::shared_ptr<T>> ObjectArg(const std::string& fn, Args args, size_t i, const char* what) {
-  const ObjectRef* o = std::get_if<ObjectRef>(&args[i]);
-  auto p = o ? std::dynamic_pointer_cast<T>(*o) : nullptr;
-  if (p) return p;
-  return Invalid("", fn + ": argument " + std::to_string(i) + ": expected " + what + ", got " +
-                         (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args[i]))));
-}
-
-Tasks TextTasks() {
-  Task task;
-  task.executor = "generation";
-  task.output = "text";
-  task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
-  return {{"chat.completions", task}};
-}
-
-class Library : public ModelLibrary {
+class Library : public FunctionTableLibrary {
  public:
   Library(ModelConfig config, LibraryMetadata metadata)
-      : c_(std::move(config)), metadata_(std::move(metadata)) {
+      : FunctionTableLibrary(std::move(metadata)), c_(std::move(config)) {
     functions_["embed"] = [this](Args a) { return Embed(a); };
     functions_["prefill"] = [this](Args a) { return Step(a, "prefill"); };
     functions_["decode"] = [this](Args a) { return Step(a, "decode"); };
     functions_["create_tir_paged_kv_cache"] = [this](Args a) { return CreateKv(a); };
   }
 
-  const PackedFunction* GetFunction(const std::string& name) const override {
-    auto it = functions_.find(name);
-    return it == functions_.end() ? nullptr : &it->second;
-  }
-  std::vector<std::string> FunctionNames() const override {
-    std::vector<std::string> out;
-    for (const auto& [n, f] : functions_) out.push_back(n);
-    return out;
-  }
-  const LibraryMetadata& Metadata() const override { return metadata_; }
-
  private:
   // The bound weights of a parameter set, kept while the set is the last one seen.
-  Result<std::shared_ptr<const ModelWeights>> Weights(const std::string& fn, Args args, size_t i) {
-    auto params = ObjectArg<ParameterSet>(fn, args, i, "a parameter set");
+  Result<std::shared_ptr<const ModelWeights>> Weights(const ArgReader& r, size_t i) {
+    auto params = r.Object<ParameterSet>(i, "a parameter set");
     MLC_RETURN_IF_ERROR(params);
     std::lock_guard<std::mutex> lock(mu_);
     if (bound_ && bound_for_.lock() == *params) return bound_;
@@ -90,10 +39,11 @@ class Library : public ModelLibrary {
   }
 
   Result<std::vector<Value>> Embed(Args args) {
-    MLC_RETURN_IF_ERROR(Count("embed", args, 2));
-    auto ids = TensorArg("embed", args, 0, DlInt32(), {-1});
+    ArgReader r("embed", args);
+    MLC_RETURN_IF_ERROR(r.Count(2));
+    auto ids = r.Tensor(0, DlInt32(), {-1});
     MLC_RETURN_IF_ERROR(ids);
-    auto w = Weights("embed", args, 1);
+    auto w = Weights(r, 1);
     MLC_RETURN_IF_ERROR(w);
     NDArray out = NDArray::Empty({ids->Elements(), c_.hidden_size}, DlFloat32());
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
@@ -104,12 +54,13 @@ class Library : public ModelLibrary {
   // prefill (embeddings [1, total_len, hidden]: the sequences begin_forward named, laid end to
   // end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, hidden]) -> ([1, 1, vocab], kv).
   Result<std::vector<Value>> Step(Args args, const std::string& fn) {
-    MLC_RETURN_IF_ERROR(Count(fn, args, 3));
-    auto e = TensorArg(fn, args, 0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
+    ArgReader r(fn, args);
+    MLC_RETURN_IF_ERROR(r.Count(3));
+    auto e = r.Tensor(0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
     MLC_RETURN_IF_ERROR(e);
-    auto kv = ObjectArg<PagedKvCache>(fn, args, 1, "a cpu.PagedKvCache");
+    auto kv = r.Object<PagedKvCache>(1, "a cpu.PagedKvCache");
     MLC_RETURN_IF_ERROR(kv);
-    auto w = Weights(fn, args, 2);
+    auto w = Weights(r, 2);
     MLC_RETURN_IF_ERROR(w);
     auto logits = Forward(c_, **w, **kv, e->data<float>(), e->shape()[1], fn);
     MLC_RETURN_IF_ERROR(logits);
@@ -122,11 +73,12 @@ class Library : public ModelLibrary {
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
   Result<std::vector<Value>> CreateKv(Args args) {
     const std::string fn = "create_tir_paged_kv_cache";
-    MLC_RETURN_IF_ERROR(Count(fn, args, 5));
+    ArgReader r(fn, args);
+    MLC_RETURN_IF_ERROR(r.Count(5));
     int64_t v[5];
     for (size_t i = 0; i < 5; ++i) {
-      const int64_t* x = std::get_if<int64_t>(&args[i]);
-      if (!x) return Invalid("", fn + ": argument " + std::to_string(i) + ": expected an integer");
+      auto x = r.Integer(i);
+      MLC_RETURN_IF_ERROR(x);
       v[i] = *x;
     }
     if (v[0] < 1 || v[0] > 256 || v[1] < 1 || v[1] > (int64_t{1} << 24) || v[2] < 1 ||
@@ -150,8 +102,6 @@ class Library : public ModelLibrary {
   }
 
   ModelConfig c_;
-  LibraryMetadata metadata_;
-  std::map<std::string, PackedFunction> functions_;
   std::mutex mu_;
   std::shared_ptr<const ModelWeights> bound_;
   std::weak_ptr<ParameterSet> bound_for_;
@@ -163,22 +113,14 @@ class Library : public ModelLibrary {
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
   auto params = CpuParamSpecs(config);
   MLC_RETURN_IF_ERROR(params);
-  auto estimate = EstimateResources(*params, &config);
-  MLC_RETURN_IF_ERROR(estimate);
-  auto schema_id = ComputeParameterSchemaId(*params);
-  MLC_RETURN_IF_ERROR(schema_id);
-  CompiledProgram program;
-  program.interface_id = ComputeInterfaceId(cpu::TextTasks());
-  program.parameter_schema_id = *schema_id;
   Program p;
   p.kind = "token_generation";
   p.exports = {{"embed_tokens", "embed"},
                {"prefill_embeds", "prefill"},
                {"decode_embeds", "decode"},
                {"create_kv_cache", "create_tir_paged_kv_cache"}};
-  program.programs["generation"] = p;
-  program.resources = MakeResources(*estimate, {});
-  return program;
+  return AssembleCompiledProgram(ProgramParts{cpu::TextTasks(), {{"generation", p}}, *params, {}, false},
+                                 &config);
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
@@ -198,9 +140,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir) {
-  if (FileExists(JoinPath(package_dir, kReferenceLibraryFile))) {
-    return OpenReferenceLibrary(package_dir);
-  }
+  if (LibraryOpener open = FindLibraryOpener(package_dir)) return open(package_dir);
   return OpenCpuLibrary(package_dir);
 }
 

@@ -16,27 +16,15 @@
 #include "mlc_manifest/reference_model.h"
 #include "runtime/cpu/family.h"
 #include "runtime/cpu/kernels.h"
-#include "runtime/reference/reference_internal.h"
+#include "runtime/reference_tokenizer.h"
+#include "runtime/splitmix.h"
 
 namespace mlc {
 namespace {
 
-// splitmix64, seeded per parameter so a value does not depend on the shard layout.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1).
-  float Symmetric() { return static_cast<float>(static_cast<double>(Next() >> 11) / 4503599627370496.0 - 1.0); }
-
- private:
-  uint64_t state_;
-};
+// Weights are drawn with a splitmix64 stream seeded per parameter, so a value does not depend
+// on the shard layout.
+using Rng = SplitMix64;
 
 uint64_t NameSeed(const std::string& name, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ seed;
@@ -194,17 +182,7 @@ Json ChatConfigJson(const FamilyModelOptions& o, const Shape& s) {
           {"presence_penalty", 0.0},
           {"frequency_penalty", 0.0},
           {"tokenizer_files", {"tokenizer.json"}},
-          {"conv_template",
-           {{"name", "reference"},
-            {"system_template", "{system_message}"},
-            {"system_message", ""},
-            {"system_prefix_token_ids", {ReferenceTokens::kBos}},
-            {"roles", {{"user", "user"}, {"assistant", "assistant"}}},
-            {"seps", {"\n"}},
-            {"role_content_sep", ": "},
-            {"role_empty_sep", ":"},
-            {"stop_str", Json::array()},
-            {"stop_token_ids", {ReferenceTokens::kEos}}}},
+          {"conv_template", reference::ConvTemplateJson()},
           {"bos_token_id", ReferenceTokens::kBos},
           {"eos_token_id", ReferenceTokens::kEos},
           {"random_weights", true}};
@@ -263,14 +241,6 @@ Status CheckOptions(const FamilyModelOptions& o) {
   return Status::Ok();
 }
 
-Tasks TextTasks() {
-  Task task;
-  task.executor = "generation";
-  task.output = "text";
-  task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
-  return {{"chat.completions", task}};
-}
-
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
@@ -304,7 +274,7 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   report.parameter_bytes = estimate->total_bytes;
   report.parameter_schema_id = *schema_id;
   ModelPackage package;
-  package.tasks = TextTasks();
+  package.tasks = cpu::TextTasks();
   package.interface_id = ComputeInterfaceId(package.tasks);
   package.parameter_schema_id = *schema_id;
   report.interface_id = package.interface_id;

@@ -5,56 +5,19 @@
 #include <set>
 
 #include "mlc_manifest/fs.h"
+#include "runtime/function_table.h"
 #include "runtime/reference/reference_internal.h"
 
 namespace mlc {
 namespace reference {
 namespace {
 
-using Args = std::span<const Value>;
-
-// Argument readers: each returns an error naming the function and the argument.
-class ArgReader {
- public:
-  ArgReader(std::string function, Args args) : fn_(std::move(function)), args_(args) {}
-
-  Status Count(size_t n) const {
-    if (args_.size() == n) return Status::Ok();
-    return Invalid(fn_, "expected " + std::to_string(n) + " arguments, got " +
-                            std::to_string(args_.size()));
-  }
-  Result<NDArray> Tensor(size_t i, DLDataType dtype, std::vector<int64_t> shape) const {
-    const NDArray* t = std::get_if<NDArray>(&args_[i]);
-    bool ok = t && t->defined() && SameDtype(t->dtype(), dtype) && t->ndim() == static_cast<int64_t>(shape.size());
-    for (size_t d = 0; ok && d < shape.size(); ++d) ok = shape[d] < 0 || t->shape()[d] == shape[d];
-    if (ok) return *t;
-    std::string want = "[";
-    for (size_t d = 0; d < shape.size(); ++d) {
-      want += (d ? ", " : "") + (shape[d] < 0 ? std::string("n") : std::to_string(shape[d]));
-    }
-    return Invalid(fn_, "argument " + std::to_string(i) + ": expected " + want + "] " +
-                            DlDtypeName(dtype) + ", got " +
-                            (t ? t->Describe() : std::string(ValueTypeName(args_[i]))));
-  }
-  Result<int64_t> Integer(size_t i) const {
-    if (const int64_t* v = std::get_if<int64_t>(&args_[i])) return *v;
-    return Invalid(fn_, "argument " + std::to_string(i) + ": expected an integer");
-  }
-  template <class T>
-  Result<T*> Object(size_t i) const {
-    const ObjectRef* o = std::get_if<ObjectRef>(&args_[i]);
-    T* p = o ? dynamic_cast<T*>(o->get()) : nullptr;
-    if (p) return p;
-    return Invalid(fn_, "argument " + std::to_string(i) + ": expected a " +
-                            (std::is_same_v<T, KvCache> ? "reference KV cache" : "parameter set") +
-                            ", got " + (o && *o ? (*o)->TypeName() : std::string(ValueTypeName(args_[i]))));
-  }
-  const ObjectRef& Ref(size_t i) const { return std::get<ObjectRef>(args_[i]); }
-
- private:
-  std::string fn_;
-  Args args_;
-};
+// The weights in the parameter set of argument i.
+Result<Weights> WeightsArg(const Config& c, const ArgReader& r, size_t i) {
+  auto params = r.Object<ParameterSet>(i, "a parameter set");
+  MLC_RETURN_IF_ERROR(params);
+  return Weights::From(c, **params);
+}
 
 Status CheckIds(const std::string& fn, const Config& c, std::span<const int32_t> ids) {
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -83,25 +46,14 @@ std::vector<Value> LogitsAndKv(const Config& c, const std::vector<float>& logits
   return {FloatTensor(logits, std::move(shape)), kv};
 }
 
-class Library : public ModelLibrary {
+class Library : public FunctionTableLibrary {
  public:
   Library(Config config, LibraryMetadata metadata, const std::vector<std::string>& exported)
-      : c_(std::move(config)), metadata_(std::move(metadata)) {
+      : FunctionTableLibrary(std::move(metadata)), c_(std::move(config)) {
     for (const std::string& name : exported) {
       if (auto f = Make(name)) functions_[name] = std::move(*f);
     }
   }
-
-  const PackedFunction* GetFunction(const std::string& name) const override {
-    auto it = functions_.find(name);
-    return it == functions_.end() ? nullptr : &it->second;
-  }
-  std::vector<std::string> FunctionNames() const override {
-    std::vector<std::string> out;
-    for (const auto& [n, f] : functions_) out.push_back(n);
-    return out;
-  }
-  const LibraryMetadata& Metadata() const override { return metadata_; }
 
   static bool Known(const std::string& name) {
     static const std::set<std::string> kNames = {
@@ -129,9 +81,7 @@ class Library : public ModelLibrary {
     MLC_RETURN_IF_ERROR(r.Count(2));
     auto ids = r.Tensor(0, DlInt32(), {-1});
     MLC_RETURN_IF_ERROR(ids);
-    auto params = r.Object<ParameterSet>(1);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 1);
     MLC_RETURN_IF_ERROR(w);
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
     MLC_RETURN_IF_ERROR(CheckIds("embed", c, span));
@@ -155,11 +105,9 @@ class Library : public ModelLibrary {
     MLC_RETURN_IF_ERROR(ids);
     auto mods = r.Tensor(2, DlInt32(), {1, n});
     MLC_RETURN_IF_ERROR(mods);
-    auto kv = r.Object<KvCache>(3);
+    auto kv = r.Object<KvCache>(3, "a reference KV cache");
     MLC_RETURN_IF_ERROR(kv);
-    auto params = r.Object<ParameterSet>(4);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 4);
     MLC_RETURN_IF_ERROR(w);
     std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(n));
     MLC_RETURN_IF_ERROR(CheckIds("prefill_tokens", c, id_span));
@@ -188,11 +136,9 @@ class Library : public ModelLibrary {
     MLC_RETURN_IF_ERROR(r.Count(3));
     auto ids = r.Tensor(0, DlInt32(), {-1, 1});  // [batch_size, 1]
     MLC_RETURN_IF_ERROR(ids);
-    auto kv = r.Object<KvCache>(1);
+    auto kv = r.Object<KvCache>(1, "a reference KV cache");
     MLC_RETURN_IF_ERROR(kv);
-    auto params = r.Object<ParameterSet>(2);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 2);
     MLC_RETURN_IF_ERROR(w);
     int64_t batch = ids->shape()[0];
     std::span<const int32_t> id_span(ids->data<int32_t>(), static_cast<size_t>(batch));
@@ -216,11 +162,9 @@ class Library : public ModelLibrary {
     bool decode = std::string(fn) == "decode";
     auto e = r.Tensor(0, DlFloat32(), {1, decode ? 1 : -1, c.hidden_size});
     MLC_RETURN_IF_ERROR(e);
-    auto kv = r.Object<KvCache>(1);
+    auto kv = r.Object<KvCache>(1, "a reference KV cache");
     MLC_RETURN_IF_ERROR(kv);
-    auto params = r.Object<ParameterSet>(2);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 2);
     MLC_RETURN_IF_ERROR(w);
     int64_t n = e->shape()[1];
     std::vector<float> x(e->data<float>(), e->data<float>() + n * c.hidden_size);
@@ -257,9 +201,7 @@ class Library : public ModelLibrary {
     MLC_RETURN_IF_ERROR(r.Count(2));
     auto pcm = r.Tensor(0, DlFloat32(), {-1});
     MLC_RETURN_IF_ERROR(pcm);
-    auto params = r.Object<ParameterSet>(1);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 1);
     MLC_RETURN_IF_ERROR(w);
     if (pcm->Elements() < 1) return Invalid("", "audio_embed: expected at least one sample");
     int64_t rows = 0;
@@ -274,9 +216,7 @@ class Library : public ModelLibrary {
     bool wide = px && px->defined() && SameDtype(px->dtype(), DlUInt32());
     auto pixels = r.Tensor(0, wide ? DlUInt32() : DlUInt8(), {1, c.image_size, c.image_size, 3});
     MLC_RETURN_IF_ERROR(pixels);
-    auto params = r.Object<ParameterSet>(1);
-    MLC_RETURN_IF_ERROR(params);
-    auto w = Weights::From(c, **params);
+    auto w = WeightsArg(c, r, 1);
     MLC_RETURN_IF_ERROR(w);
     std::vector<uint32_t> values(static_cast<size_t>(pixels->Elements()));
     for (size_t i = 0; i < values.size(); ++i) {
@@ -288,8 +228,6 @@ class Library : public ModelLibrary {
   }
 
   Config c_;
-  LibraryMetadata metadata_;
-  std::map<std::string, PackedFunction> functions_;
 };
 
 }  // namespace
@@ -342,5 +280,12 @@ Result<std::unique_ptr<ModelLibrary>> OpenReferenceLibrary(const std::string& di
       std::make_unique<reference::Library>(*config, std::move(metadata), functions);
   return lib;
 }
+
+namespace {
+
+// A package holding reference-lib.json runs on the reference runtime (OpenPackageLibrary).
+[[maybe_unused]] const bool kRegistered = (RegisterLibraryOpener(kReferenceLibraryFile, &OpenReferenceLibrary), true);
+
+}  // namespace
 
 }  // namespace mlc

@@ -119,8 +119,4 @@ std::vector<float> AudioAdapter(const Config& c, const Weights& w, std::span<con
 // Pixels [1, S, S, 3] (values 0..255) -> [num_patches, hidden].
 std::vector<float> ImageAdapter(const Config& c, const Weights& w, std::span<const uint32_t> pixels);
 
-// The reference tokenizer.json (byte-level BPE) for a vocabulary of vocab_size ids; none when
-// the vocabulary cannot hold the special tokens and the 256 byte symbols.
-std::optional<std::string> TokenizerJson(int64_t vocab_size);
-
 }  // namespace mlc::reference

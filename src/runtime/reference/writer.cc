@@ -11,29 +11,13 @@
 #include "mlc_manifest/hash.h"
 #include "mlc_manifest/package.h"
 #include "runtime/reference/reference_internal.h"
+#include "runtime/reference_tokenizer.h"
+#include "runtime/splitmix.h"
 
 namespace mlc {
 namespace {
 
-// splitmix64: a portable, seedable stream (std::normal_distribution differs across libraries).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) / 9007199254740992.0; }
-  double Normal() {  // Box-Muller
-    double u1 = Uniform(), u2 = Uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = SplitMix64;
 
 int64_t Elements(const ParamSpec& p) {
   int64_t n = 1;
@@ -134,17 +118,7 @@ Json ChatConfigJson(const ReferenceModelOptions& o, const reference::Config& c) 
           {"tensor_parallel_shards", 1},
           {"temperature", 0.7},
           {"top_p", 0.95},
-          {"conv_template",
-           {{"name", "reference"},
-            {"system_template", "{system_message}"},
-            {"system_message", ""},
-            {"system_prefix_token_ids", {ReferenceTokens::kBos}},
-            {"roles", {{"user", "user"}, {"assistant", "assistant"}}},
-            {"seps", {"\n"}},
-            {"role_content_sep", ": "},
-            {"role_empty_sep", ":"},
-            {"stop_str", Json::array()},
-            {"stop_token_ids", {ReferenceTokens::kEos}}}},
+          {"conv_template", reference::ConvTemplateJson()},
           {"bos_token_id", ReferenceTokens::kBos},
           {"eos_token_id", ReferenceTokens::kEos}};
 }

@@ -1,12 +1,13 @@
 // The reference model's tokenizer: a byte-level BPE `tokenizer.json` in Hugging Face's format
 // whose ids fit the reference vocabulary: the special tokens of ReferenceTokens first, then the
 // 256 byte symbols, then merges trained on a short built-in text until the vocabulary is full.
-// It lets `run --messages` drive the reference model through a real tokenizer.
+// It lets `run --messages` drive the reference model through a real tokenizer; the CPU
+// families' random-weight packages use it too, so it is part of the core library.
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include "runtime/reference/reference_internal.h"
+#include "runtime/reference_tokenizer.h"
 #include "text/hf_components.h"
 
 namespace mlc::reference {
@@ -132,6 +133,19 @@ std::optional<std::string> TokenizerJson(int64_t vocab_size) {
                        {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
                        {"merges", merge_list}}}};
   return doc.dump(1) + "\n";
+}
+
+Json ConvTemplateJson() {
+  return {{"name", "reference"},
+          {"system_template", "{system_message}"},
+          {"system_message", ""},
+          {"system_prefix_token_ids", {ReferenceTokens::kBos}},
+          {"roles", {{"user", "user"}, {"assistant", "assistant"}}},
+          {"seps", {"\n"}},
+          {"role_content_sep", ": "},
+          {"role_empty_sep", ":"},
+          {"stop_str", Json::array()},
+          {"stop_token_ids", {ReferenceTokens::kEos}}};
 }
 
 }  // namespace mlc::reference
