@@ -11,7 +11,6 @@ include(CMakePackageConfigHelpers)
 set(MLC_SOVERSION 1)  # the C ABI's version: bump on an incompatible change
 set(MLC_MODULE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/mlc_manifest)
 target_compile_definitions(mlc_manifest PRIVATE
-    MLC_IMAGE_MODULE_INSTALL_PATH="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest/libmlc_manifest_vips.so"
     MLC_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest")
 # The modules the library opens on demand, installed together in MLC_MODULE_INSTALL_DIR.
 set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_http)

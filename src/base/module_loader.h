@@ -5,6 +5,8 @@
 // first member is its interface version. This finds and opens one.
 #pragma once
 
+#include <mutex>
+
 #include "mlc_manifest/error.h"
 
 namespace mlc {
@@ -31,5 +33,22 @@ const void* CallModuleEntry(void* entry) {
 // naming every place tried and why it failed. Not cached: callers keep the table (the module
 // stays loaded).
 Result<const void*> OpenModule(const ModuleSpec& spec, ModuleEntryCall call);
+
+// OpenModule for the table type Table, once per Table for the life of the process (thread-safe):
+// every later call returns the first call's table or error.
+template <class Table>
+Result<const Table*> LoadModuleOnce(const ModuleSpec& spec) {
+  static std::once_flag once;
+  static Result<const Table*> loaded = Errors{};
+  std::call_once(once, [&spec] {
+    auto table = OpenModule(spec, &CallModuleEntry<Table>);
+    if (table) {
+      loaded = static_cast<const Table*>(*table);
+    } else {
+      loaded = table.errors();
+    }
+  });
+  return loaded;
+}
 
 }  // namespace mlc

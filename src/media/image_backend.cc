@@ -2,64 +2,15 @@
 // and forwards the image decoding calls of image.h to it.
 #include "media/image_backend.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <mutex>
-#include <vector>
-
+#include "base/module_loader.h"
 #include "media/image_backend_convert.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
-namespace {
-
-std::vector<std::string> ModuleCandidates() {
-  if (const char* path = std::getenv("MLC_MANIFEST_IMAGE_MODULE"); path && *path) return {path};
-  std::vector<std::string> out;
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) out.push_back((exe.parent_path() / kImageModuleFile).string());
-  // Beside the shared library holding this code (an installed libmlc_manifest.so.1), or in its
-  // mlc_manifest/ folder (where `cmake --install` puts the module).
-  static const char kHere = 0;
-  Dl_info self{};
-  if (::dladdr(&kHere, &self) && self.dli_fname) {
-    const std::filesystem::path lib = std::filesystem::path(self.dli_fname).parent_path();
-    if (lib != exe.parent_path()) out.push_back((lib / kImageModuleFile).string());
-    out.push_back((lib / "mlc_manifest" / kImageModuleFile).string());
-  }
-  out.emplace_back(MLC_IMAGE_MODULE_PATH);
-#ifdef MLC_IMAGE_MODULE_INSTALL_PATH
-  out.emplace_back(MLC_IMAGE_MODULE_INSTALL_PATH);
-#endif
-  return out;
-}
-
-Result<const MlcImageBackend*> OpenModule() {
-  std::string tried;
-  for (const std::string& path : ModuleCandidates()) {
-    if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-      auto entry = reinterpret_cast<MlcImageBackendEntry>(::dlsym(handle, "mlc_manifest_image_backend"));
-      const MlcImageBackend* backend = entry ? entry() : nullptr;
-      if (backend && backend->abi == MLC_IMAGE_BACKEND_ABI) return backend;
-      return IoError(path, "is not an image module of this build (expected interface version " +
-                               std::to_string(MLC_IMAGE_BACKEND_ABI) + ")");
-    }
-    const char* why = ::dlerror();
-    tried += "\n  " + path + ": " + (why ? why : "cannot be opened");
-  }
-  return IoError(kImageModuleFile, "the image decoding module (libvips) cannot be loaded; tried:" + tried);
-}
-
-}  // namespace
 
 Result<const MlcImageBackend*> LoadImageBackend() {
-  static std::once_flag once;
-  static Result<const MlcImageBackend*> loaded = Errors{};
-  std::call_once(once, [] { loaded = OpenModule(); });
-  return loaded;
+  return LoadModuleOnce<MlcImageBackend>({kImageModuleFile, "MLC_MANIFEST_IMAGE_MODULE", "mlc_manifest_image_backend",
+                                          "the image decoding module (libvips)", MLC_IMAGE_BACKEND_ABI});
 }
 
 namespace {

@@ -92,8 +92,8 @@ typedef const MlcImageBackend* (*MlcImageBackendEntry)(void);
 
 namespace mlc {
 
-// The module's file name, and the folders searched for it: $MLC_MANIFEST_IMAGE_MODULE (a file)
-// alone when set, else the running executable's folder, then the build's output folder.
+// The module's file name; $MLC_MANIFEST_IMAGE_MODULE names the file to open instead (the folders
+// searched otherwise: base/module_loader.h).
 inline constexpr const char* kImageModuleFile = "libmlc_manifest_vips.so";
 
 // Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
