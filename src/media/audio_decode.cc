@@ -52,9 +52,20 @@ AudioSourceInfo SourceInfo(const MlcAudioFormat& f) {
   return s;
 }
 
-void Finalize(AudioSourceInfo& s, int64_t frames) {
-  s.frames = frames;
-  s.duration_s = s.sample_rate_hz > 0 ? static_cast<double>(frames) / s.sample_rate_hz : 0.0;
+// The pipeline's samples at the processor's rate, with the source's description (`frames` of it
+// decoded).
+Result<DecodedAudio> Finished(MonoPipeline& pipe, const AudioDecode& processor, AudioSourceInfo source,
+                              int64_t frames) {
+  auto samples = pipe.Finish();
+  MLC_RETURN_IF_ERROR(samples);
+  DecodedAudio out;
+  out.samples = std::move(*samples);
+  out.sample_rate_hz = processor.sample_rate_hz;
+  out.source = std::move(source);
+  out.source.frames = frames;
+  out.source.duration_s =
+      out.source.sample_rate_hz > 0 ? static_cast<double>(frames) / out.source.sample_rate_hz : 0.0;
+  return out;
 }
 
 // What the first bytes of a file that is not audio libsndfile reads look like, for the message.
@@ -109,14 +120,7 @@ Result<DecodedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& fo
     Status pushed = pipe.Push(mono.data(), got);
     MLC_RETURN_IF_ERROR(pushed);
   }
-  auto samples = pipe.Finish();
-  MLC_RETURN_IF_ERROR(samples);
-  DecodedAudio out;
-  out.samples = std::move(*samples);
-  out.sample_rate_hz = processor.sample_rate_hz;
-  out.source = SourceInfo(format);
-  Finalize(out.source, pipe.frames());
-  return out;
+  return Finished(pipe, processor, SourceInfo(format), pipe.frames());
 }
 
 // Opens a recording with the audio module and decodes it; not audio: NotAudio's error (file
@@ -286,17 +290,7 @@ Result<DecodedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav,
     MLC_RETURN_IF_ERROR(pushed);
     done += n;
   }
-  auto samples = pipe.Finish();
-  MLC_RETURN_IF_ERROR(samples);
-  DecodedAudio out;
-  out.samples = std::move(*samples);
-  out.sample_rate_hz = processor.sample_rate_hz;
-  out.source.container = "WAV";
-  out.source.sample_format = "pcm_s16";
-  out.source.sample_rate_hz = wav.rate;
-  out.source.channels = wav.channels;
-  Finalize(out.source, pipe.frames());
-  return out;
+  return Finished(pipe, processor, AudioSourceInfo{"WAV", "pcm_s16", wav.rate, wav.channels}, pipe.frames());
 }
 
 // The audio module's source over bytes in memory.
@@ -428,17 +422,7 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
     Status pushed = pipe.Push(mono.data(), count);
     MLC_RETURN_IF_ERROR(pushed);
   }
-  auto samples = pipe.Finish();
-  MLC_RETURN_IF_ERROR(samples);
-  DecodedAudio out;
-  out.samples = std::move(*samples);
-  out.sample_rate_hz = processor.sample_rate_hz;
-  out.source.container = "raw";
-  out.source.sample_format = "f32";
-  out.source.sample_rate_hz = sample_rate_hz;
-  out.source.channels = channels;
-  Finalize(out.source, frames);
-  return out;
+  return Finished(pipe, processor, AudioSourceInfo{"raw", "f32", sample_rate_hz, channels}, frames);
 }
 
 }  // namespace mlc
