@@ -1,7 +1,7 @@
 # The audio and HTTP modules (included from CMakeLists.txt), built like the image module: shared
 # objects the library opens with dlopen when a command first needs them (src/base/module_loader.cc),
 # each exporting one C table (src/media/audio_backend.h, src/serve/http_backend.h), so that only
-# the commands using them load libsndfile's codecs and soxr, or cpp-httplib with OpenSSL.
+# the commands using them load libsndfile's codecs, soxr, or cpp-httplib with OpenSSL.
 function(mlc_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
   add_library(${name} MODULE ${M_SOURCES})
@@ -16,7 +16,9 @@ function(mlc_add_module name)
 endfunction()
 
 mlc_add_module(mlc_manifest_audio SOURCES ${PROJECT_SOURCE_DIR}/src/audio_module/audio_module.cc
-               LIBS PkgConfig::SNDFILE PkgConfig::SOXR)
+               LIBS PkgConfig::SNDFILE)
+mlc_add_module(mlc_manifest_soxr SOURCES ${PROJECT_SOURCE_DIR}/src/soxr_module/soxr_module.cc
+               LIBS PkgConfig::SOXR)
 file(GLOB MLC_HTTP_MODULE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/http_module/*.cc)
 mlc_add_module(mlc_manifest_http SOURCES ${MLC_HTTP_MODULE_SOURCES}
                LIBS PkgConfig::HTTPLIB Threads::Threads)

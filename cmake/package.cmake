@@ -13,7 +13,7 @@ set(MLC_MODULE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/mlc_manifest)
 target_compile_definitions(mlc_manifest PRIVATE
     MLC_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest")
 # The modules the library opens on demand, installed together in MLC_MODULE_INSTALL_DIR.
-set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_http)
+set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_soxr mlc_manifest_http)
 
 # ---- the shared library ----
 file(GLOB MLC_CAPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/capi/*.cc)

@@ -6,11 +6,14 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 
 #include "mlc_manifest/audio.h"
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/npy.h"
 #include "support/test_util.h"
@@ -229,6 +232,59 @@ std::pair<int, long> RunCliMeasured(const std::vector<std::string>& args) {
   struct rusage usage {};
   ::wait4(pid, &status, 0, &usage);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss};
+}
+
+TEST(ArrayFileWriter, NpyHeaderIsFinishedOnCommit) {
+  TempDir dir;
+  const std::vector<float> x{0.5f, -1.0f, 0.25f, 3.0f, 7.5f};
+  const std::string_view bytes(reinterpret_cast<const char*>(x.data()), x.size() * 4);
+  // Reserved for up to 10^15 elements, five written in two pieces: the same bytes as EncodeNpy.
+  auto w = ArrayFileWriter::Create(dir.File("a.npy"), "<f4", 1'000'000'000'000'000, true, false);
+  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  ASSERT_TRUE((*w)->Append(bytes.substr(0, 8)).ok());
+  ASSERT_TRUE((*w)->Append(bytes.substr(8)).ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(*ReadFile(dir.File("a.npy")), EncodeNpy({"<f4", {5}, std::string(bytes)}));
+  // A header reserved longer than the final one needs pads out to it and still parses.
+  auto wide = ArrayFileWriter::Create(dir.File("w.npy"), "<f4", INT64_MAX, true, false);
+  ASSERT_TRUE(wide.ok());
+  ASSERT_TRUE((*wide)->Append(bytes).ok());
+  ASSERT_TRUE((*wide)->Commit().ok());
+  auto back = DecodeNpy(*ReadFile(dir.File("w.npy")));
+  ASSERT_TRUE(back.ok()) << FormatErrors(back.errors());
+  EXPECT_EQ(back->shape, std::vector<int64_t>{5});
+  EXPECT_EQ(back->data, std::string(bytes));
+  // Raw: the bare bytes.
+  auto raw = ArrayFileWriter::Create(dir.File("a.f32"), "<f4", 5, false, false);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_TRUE((*raw)->Append(bytes).ok());
+  ASSERT_TRUE((*raw)->Commit().ok());
+  EXPECT_EQ(*ReadFile(dir.File("a.f32")), std::string(bytes));
+}
+
+TEST(AudioCli, AFailureLateInTheRecordingLeavesNoFile) {
+  // The samples stream into the output as they are made; a NaN near the end fails the decode,
+  // and neither the output nor a temporary file is left behind.
+  TempDir dir;
+  WavLayout l;
+  l.format = WavSample::kF32;
+  l.sample_rate_hz = 44100;
+  std::vector<double> x(200000, 0.25);
+  x[199990] = std::numeric_limits<double>::quiet_NaN();
+  const std::string in = dir.Write("nan.wav", test::EncodeWav(l, x));
+  for (const char* name : {"out.npy", "out.f32"}) {
+    auto r = RunCli({"audio", in, "-o", dir.File(name), "--rate", "16000", "--json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(ParseOut(r)["errors"][0]["path"], "frame 199990") << r.out;
+  }
+  // Over an existing file (with --force) the old content stays.
+  const std::string old = dir.Write("old.npy", "old");
+  EXPECT_EQ(RunCli({"audio", in, "-o", old, "--rate", "16000", "--force"}).exit_code, 1);
+  EXPECT_EQ(*ReadFile(old), "old");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"nan.wav", "old.npy"}));
 }
 
 TEST(AudioCli, StreamsATwoGigabyteRecordingInBoundedMemory) {

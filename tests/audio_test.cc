@@ -264,6 +264,80 @@ TEST(AudioQuality, FileAndSamplePathsAgreeAcrossBlocks) {
                             from_wav->samples.size() - kEdge), 90);
 }
 
+// Keeps what a streamed decode hands over, block by block; fails after `fail_after` samples.
+class RecordingSink final : public AudioSink {
+ public:
+  explicit RecordingSink(int64_t fail_after = -1) : fail_after_(fail_after) {}
+  void Expect(int64_t n) override { expected = n; }
+  Status Write(std::span<const float> s) override {
+    if (fail_after_ >= 0 && static_cast<int64_t>(samples.size() + s.size()) > fail_after_) {
+      return Error{ErrorCode::kIo, "", "the sink is full"};
+    }
+    samples.insert(samples.end(), s.begin(), s.end());
+    ++blocks;
+    return Status::Ok();
+  }
+  std::vector<float> samples;
+  int64_t expected = -1;
+  int blocks = 0;
+
+ private:
+  int64_t fail_after_;
+};
+
+TEST(AudioStream, SinkGetsTheSamplesOfTheWholeDecode) {
+  test::TempDir dir;
+  // 16-bit WAV (read directly) and float WAV (libsndfile), resampled and not.
+  for (WavSample format : {WavSample::kS16, WavSample::kF32}) {
+    for (int64_t target : {16000, 44100}) {
+      WavLayout l;
+      l.format = format;
+      l.channels = 2;
+      l.sample_rate_hz = 44100;
+      const std::string path = dir.Write("in.wav", EncodeWav(l, Tones({Tone{997, {0.4, 0.3}}}, 2, 44100, 123457)));
+      auto whole = DecodeAudioFile(path, Processor(target));
+      ASSERT_TRUE(whole.ok()) << FormatErrors(whole.errors());
+      RecordingSink sink;
+      auto streamed = StreamAudioFile(path, Processor(target), sink);
+      ASSERT_TRUE(streamed.ok()) << FormatErrors(streamed.errors());
+      EXPECT_EQ(sink.samples, whole->samples) << test::WavSampleName(format) << " to " << target;
+      EXPECT_EQ(streamed->samples, static_cast<int64_t>(whole->samples.size()));
+      EXPECT_EQ(sink.expected, streamed->samples) << "the header's length is announced";
+      EXPECT_GT(sink.blocks, 1) << "handed over as made, not at the end";
+      EXPECT_EQ(streamed->source.frames, 123457);
+    }
+  }
+}
+
+TEST(AudioStream, PaddingReachesTheCanonicalLength) {
+  // 3 frames at 8 kHz make round_half_up(3 * 44100 / 8000) = 17 samples, whatever soxr gives for
+  // so short a recording (what it does not give are zeros).
+  test::TempDir dir;
+  WavLayout l;
+  l.sample_rate_hz = 8000;
+  const std::string path = dir.Write("short.wav", EncodeWav(l, {0.5, 0.5, 0.5}));
+  RecordingSink sink;
+  auto streamed = StreamAudioFile(path, Processor(44100), sink);
+  ASSERT_TRUE(streamed.ok()) << FormatErrors(streamed.errors());
+  EXPECT_EQ(streamed->samples, 17);
+  EXPECT_EQ(sink.samples.size(), 17u);
+  auto whole = DecodeAudioFile(path, Processor(44100));
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(sink.samples, whole->samples);
+}
+
+TEST(AudioStream, ASinkErrorStopsTheDecode) {
+  test::TempDir dir;
+  WavLayout l;
+  const std::string path = dir.Write("in.wav", EncodeWav(l, std::vector<double>(100000, 0.1)));
+  RecordingSink sink(/*fail_after=*/50000);
+  auto streamed = StreamAudioFile(path, Processor(16000), sink);
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_EQ(streamed.error().code, ErrorCode::kIo);
+  EXPECT_EQ(streamed.error().message, "the sink is full");
+  EXPECT_LE(sink.samples.size(), 50000u);
+}
+
 // ---- Length bounds ----
 
 Result<DecodedAudio> DecodeZeros(int64_t frames, int64_t rate, const AudioDecode& p) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "mlc_manifest/fs.h"
@@ -170,6 +171,61 @@ TEST(WriteFileAtomic, NoClobberUnlessAsked) {
   Status nowhere = WriteFileAtomic(dir.File("no/such/folder/x"), "x", false);
   ASSERT_FALSE(nowhere.ok());
   EXPECT_EQ(nowhere.errors()[0].code, ErrorCode::kIo);
+}
+
+// The names in a folder that are temporary files of a writer ("<target>.tmp-PID-RAND").
+int Temporaries(const test::TempDir& dir) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
+    n += e.path().filename().string().find(".tmp-") != std::string::npos;
+  }
+  return n;
+}
+
+TEST(AtomicFileWriter, DroppedBeforeCommitLeavesTheOldFile) {
+  test::TempDir dir;
+  const std::string path = dir.Write("out.bin", "old");
+  {
+    auto w = AtomicFileWriter::Create(path, /*overwrite=*/true);
+    ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+    ASSERT_TRUE((*w)->Append("new bytes").ok());
+    EXPECT_EQ(Temporaries(dir), 1);
+  }
+  EXPECT_EQ(*ReadFile(path), "old");
+  EXPECT_EQ(Temporaries(dir), 0);
+}
+
+TEST(AtomicFileWriter, WriteAtFinishesAHeaderBeforeCommit) {
+  test::TempDir dir;
+  const std::string path = dir.File("out.bin");
+  auto w = AtomicFileWriter::Create(path, /*overwrite=*/false);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Append("....").ok());
+  ASSERT_TRUE((*w)->Append(Pattern(100000)).ok());
+  EXPECT_FALSE(FileExists(path)) << "in place before Commit";
+  ASSERT_TRUE((*w)->WriteAt(0, "HEAD").ok());
+  ASSERT_TRUE((*w)->Commit().ok());
+  EXPECT_EQ(*ReadFile(path), "HEAD" + Pattern(100000));
+  EXPECT_EQ(Temporaries(dir), 0);
+  EXPECT_FALSE((*w)->Append("more").ok()) << "a committed writer takes no more bytes";
+}
+
+TEST(AtomicFileWriter, NoClobberHoldsAgainstAFileMadeMeanwhile) {
+  test::TempDir dir;
+  const std::string path = dir.File("out.bin");
+  auto w = AtomicFileWriter::Create(path, /*overwrite=*/false);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Append("mine").ok());
+  dir.Write("out.bin", "theirs");  // another writer got there first
+  Status st = (*w)->Commit();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.errors()[0].code, ErrorCode::kExists);
+  EXPECT_EQ(*ReadFile(path), "theirs");
+  EXPECT_EQ(Temporaries(dir), 0);
+  // The checks of WriteFileAtomic: an existing file without overwrite, "-", a non-file.
+  EXPECT_EQ(AtomicFileWriter::Create(path, false).errors()[0].code, ErrorCode::kExists);
+  EXPECT_FALSE(AtomicFileWriter::Create("-", true).ok());
+  EXPECT_EQ(AtomicFileWriter::Create(dir.path(), true).errors()[0].code, ErrorCode::kIo);
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include "base/module_loader.h"
 #include "media/audio_backend.h"
+#include "media/resampler_backend.h"
+#include "mlc_manifest/fs.h"
 #include "serve/http_backend.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
@@ -60,17 +62,27 @@ TEST(ModuleLoader, TheModulesLoad) {
   auto audio = LoadAudioBackend();
   ASSERT_TRUE(audio.ok()) << FormatErrors(audio.errors());
   EXPECT_EQ((*audio)->abi, MLC_AUDIO_BACKEND_ABI);
+  auto soxr = LoadResamplerBackend();
+  ASSERT_TRUE(soxr.ok()) << FormatErrors(soxr.errors());
+  EXPECT_EQ((*soxr)->abi, MLC_RESAMPLER_BACKEND_ABI);
   auto http = LoadHttpBackend();
   ASSERT_TRUE(http.ok()) << FormatErrors(http.errors());
   EXPECT_EQ((*http)->abi, MLC_HTTP_BACKEND_ABI);
 }
 
-// A 0.25 s stereo 44.1 kHz tone as 16-bit WAV.
+// A 0.25 s stereo 44.1 kHz tone as 16-bit WAV (read without libsndfile).
 std::string ToneWav(const TempDir& dir) {
   test::WavLayout l;
   l.channels = 2;
   l.sample_rate_hz = 44100;
   return dir.Write("in.wav", test::EncodeWav(l, test::Tones({{1000, {0.5, 0.5}}}, 2, 44100, 11025)));
+}
+
+// A 0.1 s mono 16 kHz tone as float WAV (read by libsndfile, no resampling to 16 kHz).
+std::string FloatWav(const TempDir& dir) {
+  test::WavLayout l;
+  l.format = test::WavSample::kF32;
+  return dir.Write("f32.wav", test::EncodeWav(l, test::Tones({{1000, {0.5}}}, 1, 16000, 1600)));
 }
 
 // The shared objects the dynamic linker loaded for a run of the CLI (LD_DEBUG=files).
@@ -86,27 +98,48 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   auto version = RunTracingLibraries({"version"});
   ASSERT_EQ(version.exit_code, 0) << version.err;
   for (const char* lib : {"libsndfile", "libsoxr", "libcpp-httplib", "libssl", "libbrotli", "libgomp",
-                          "libmlc_manifest_audio", "libmlc_manifest_http"}) {
+                          "libmlc_manifest_audio", "libmlc_manifest_soxr", "libmlc_manifest_http"}) {
     EXPECT_EQ(version.err.find(lib), std::string::npos) << lib << " loaded by `version`";
   }
   TempDir dir;
   const std::string wav = ToneWav(dir);
+  // 16-bit WAV is read without libsndfile; a rate change opens the resampler module alone.
   auto audio = RunTracingLibraries({"audio", wav, "-o", dir.File("a.npy"), "--rate", "16000"});
   ASSERT_EQ(audio.exit_code, 0) << audio.err;
-  EXPECT_NE(audio.err.find("libmlc_manifest_audio.so"), std::string::npos);
+  EXPECT_NE(audio.err.find("libmlc_manifest_soxr.so"), std::string::npos);
   EXPECT_NE(audio.err.find("libsoxr"), std::string::npos);
-  EXPECT_EQ(audio.err.find("libcpp-httplib"), std::string::npos) << "cpp-httplib loaded by `audio`";
+  for (const char* lib : {"libsndfile", "libmlc_manifest_audio", "libcpp-httplib"}) {
+    EXPECT_EQ(audio.err.find(lib), std::string::npos) << lib << " loaded by `audio` on 16-bit WAV";
+  }
+  // Other sample formats go through libsndfile: float WAV at the processor's rate loads no
+  // resampler.
+  auto coded = RunTracingLibraries({"audio", FloatWav(dir), "-o", dir.File("f.npy"), "--rate", "16000"});
+  ASSERT_EQ(coded.exit_code, 0) << coded.err;
+  EXPECT_NE(coded.err.find("libmlc_manifest_audio.so"), std::string::npos);
+  EXPECT_NE(coded.err.find("libsndfile"), std::string::npos);
+  EXPECT_EQ(coded.err.find("libsoxr"), std::string::npos) << "soxr loaded without a rate change";
 }
 
 TEST(ModuleLoader, AudioWithoutItsModuleIsAnIoError) {
   TempDir dir;
-  const std::string wav = ToneWav(dir);
+  const std::string wav = FloatWav(dir);
   auto missing = RunTracingLibraries({"audio", wav, "-o", dir.File("b.npy"), "--rate", "16000", "--json"},
                                      "MLC_MANIFEST_AUDIO_MODULE=/nonexistent/libmlc_manifest_audio.so");
   EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
   EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_audio.so"), std::string::npos) << missing.out;
-  EXPECT_NE(missing.out.find("the audio module (libsndfile, soxr) cannot be loaded"), std::string::npos)
+  EXPECT_NE(missing.out.find("the audio module (libsndfile) cannot be loaded"), std::string::npos)
       << missing.out;
+}
+
+TEST(ModuleLoader, ResamplingWithoutItsModuleIsAnIoError) {
+  TempDir dir;
+  const std::string wav = ToneWav(dir);
+  auto missing = RunTracingLibraries({"audio", wav, "-o", dir.File("b.npy"), "--rate", "16000", "--json"},
+                                     "MLC_MANIFEST_SOXR_MODULE=/nonexistent/libmlc_manifest_soxr.so");
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_soxr.so"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("the resampler module (soxr) cannot be loaded"), std::string::npos) << missing.out;
+  EXPECT_FALSE(FileExists(dir.File("b.npy")));
 }
 
 }  // namespace

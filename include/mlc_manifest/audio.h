@@ -1,7 +1,8 @@
 // The audio frontend (SPEC 6.1): turns a recording (a file, bytes in memory or raw float
 // samples) into exactly what an `audio_decode` processor declares: mono float32 PCM at
-// sample_rate_hz, with the contract's canonical length. Decoding is libsndfile's, resampling
-// soxr's; the source is streamed, so memory stays proportional to the output.
+// sample_rate_hz, with the contract's canonical length. 16-bit WAV is read directly, other formats
+// by libsndfile, resampling is soxr's; the source is streamed, so memory stays proportional to
+// the output (or a few blocks, streamed to a sink).
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,30 @@ int64_t CanonicalAudioLength(int64_t frames, int64_t source_rate_hz, int64_t tar
 
 // Checks the processor itself (rate >= 1, channels == 1, 1 <= min <= max); kUsage otherwise.
 Status CheckAudioProcessor(const AudioDecode& processor);
+
+// Where a streamed decode puts the canonical samples, in order, block by block.
+class AudioSink {
+ public:
+  virtual ~AudioSink() = default;
+  // The canonical length, when a header tells it before the first block (a hint: a recording
+  // may still fail or, without a header count, end elsewhere).
+  virtual void Expect(int64_t samples) { (void)samples; }
+  // The next samples (valid only during the call); an error stops the decode with it.
+  virtual Status Write(std::span<const float> samples) = 0;
+};
+
+// What a streamed decode made: the canonical sample count at the processor's rate, and the source.
+struct StreamedAudio {
+  int64_t samples = 0;
+  int64_t sample_rate_hz = 0;
+  AudioSourceInfo source;
+};
+
+// DecodeAudioFile with the samples handed to `sink` as they are made instead of held, so that
+// memory stays a few blocks whatever the length (e.g. straight into an output file). The sink
+// gets exactly `samples` values in total when this succeeds; when it fails, part of them.
+Result<StreamedAudio> StreamAudioFile(const std::string& path, const AudioDecode& processor,
+                                      AudioSink& sink, const AudioOptions& options = {});
 
 // Decodes a file ("-": standard input, up to 1 GiB). An unreadable file is ErrorCode::kIo; a file
 // that is not audio, or a recording the processor rejects, is kInvalid (kLimit for AudioOptions

@@ -57,6 +57,8 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(std::string_view bytes) = 0;  // all of bytes, or an error
+  // Overwrites bytes at offset (within what was appended: a header finished last).
+  virtual Status WriteAt(uint64_t offset, std::string_view bytes) = 0;
   virtual Status Sync() = 0;                          // fsync
   virtual Status Close() = 0;                         // reports a failed close
 };

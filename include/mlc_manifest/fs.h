@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -87,6 +88,39 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
 // The same for a file made of several pieces, written one after the other (no joined copy).
 Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
                             bool overwrite);
+
+class Env;
+class WritableFile;
+
+// A file written in pieces and put in place by the rules of WriteFileAtomic: Create checks the
+// target and makes the temporary file beside it, Append and WriteAt fill it, Commit makes it
+// durable and moves it into place. A failed write, or dropping the writer before Commit, removes
+// the temporary file and leaves whatever was at path as it was. Not for "-".
+class AtomicFileWriter {
+ public:
+  static Result<std::unique_ptr<AtomicFileWriter>> Create(const std::string& path, bool overwrite);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  const std::string& path() const { return path_; }
+  Status Append(std::string_view bytes);
+  // Overwrites bytes written earlier (a header finished last).
+  Status WriteAt(uint64_t offset, std::string_view bytes);
+  Status Commit();
+
+ private:
+  AtomicFileWriter(Env& env, std::string path, std::string tmp, std::unique_ptr<WritableFile> file,
+                   bool overwrite);
+  void Abandon();
+  Status Failed(const char* what, const Status& st);
+
+  Env& env_;
+  std::string path_;
+  std::string tmp_;
+  std::unique_ptr<WritableFile> file_;  // null once committed or abandoned
+  bool overwrite_;
+};
 
 bool FileExists(const std::string& path);
 

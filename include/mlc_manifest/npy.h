@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "mlc_manifest/error.h"
+#include "mlc_manifest/fs.h"
 
 namespace mlc {
 
@@ -26,8 +28,31 @@ Result<NpyArray> DecodeNpy(std::string_view bytes);
 // Size in bytes of one element of a descr, or 0 when unsupported.
 size_t NpyItemSize(std::string_view descr);
 
-// The .npy v1.0 header (magic, version, padded dict) that precedes the element bytes.
-std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape);
+// The .npy v1.0 header (magic, version, padded dict) that precedes the element bytes: padded to
+// a multiple of 64 bytes, and to at least min_size (a header reserved before the shape was known:
+// a shorter one pads out to it).
+std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape, size_t min_size = 0);
+
+// A 1-D array written to a file as its elements are made and put in place atomically on Commit
+// (the rules of WriteFileAtomic): .npy, its header reserved for up to max_count elements and
+// finished on Commit, or (npy false) the bare element bytes.
+class ArrayFileWriter {
+ public:
+  static Result<std::unique_ptr<ArrayFileWriter>> Create(const std::string& path, std::string_view descr,
+                                                         int64_t max_count, bool npy, bool overwrite);
+  // Whole elements' bytes, in order.
+  Status Append(std::string_view element_bytes);
+  // The count is what was appended; the file is in place when this returns Ok.
+  Status Commit();
+
+ private:
+  ArrayFileWriter(std::unique_ptr<AtomicFileWriter> file, std::string descr, size_t header_size);
+
+  std::unique_ptr<AtomicFileWriter> file_;
+  std::string descr_;
+  size_t header_size_;  // 0: raw
+  uint64_t bytes_ = 0;
+};
 
 // EncodeNpy + WriteFileAtomic.
 Status WriteNpy(const std::string& path, const NpyArray& array, bool overwrite);

@@ -1,9 +1,8 @@
 // The audio module (libmlc_manifest_audio.so): libsndfile's decoders over the caller's byte
-// source and soxr's resampler behind the plain C table of media/audio_backend.h. The audio
-// frontend (src/media/audio_*.cc) opens it on first use, so no other command loads libsndfile,
-// its codec libraries or soxr.
+// source behind the plain C table of media/audio_backend.h. The audio frontend
+// (src/media/audio_*.cc) opens it on first use for what it does not read itself, so no other
+// command loads libsndfile or its codec libraries.
 #include <sndfile.h>
-#include <soxr.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -149,42 +148,10 @@ void Close(MlcAudioDecoder* d) {
   delete d;
 }
 
-MlcResampler* CreateResampler(double from_hz, double to_hz, int very_high, MlcAudioError* error) {
-  soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
-  // soxr's recipes roll the passband off by up to 0.01 dB towards its edge (0.913 of Nyquist),
-  // which costs 7 kHz tones at 16 kHz output to ~62 dB SNR from 44.1 kHz; ROLLOFF_NONE keeps
-  // the passband flat (>= 130 dB SNR) with the same stopband (>= 125 dB from Nyquist).
-  soxr_quality_spec_t q = soxr_quality_spec(very_high ? SOXR_VHQ : SOXR_HQ, SOXR_ROLLOFF_NONE);
-  soxr_runtime_spec_t rt = soxr_runtime_spec(1);
-  soxr_error_t err = nullptr;
-  soxr_t s = soxr_create(from_hz, to_hz, 1, &err, &io, &q, &rt);
-  if (!s || err) {
-    if (s) soxr_delete(s);
-    SetText(error->message, err ? err : "soxr failed");
-    return nullptr;
-  }
-  return reinterpret_cast<MlcResampler*>(s);
-}
-
-int Resample(MlcResampler* r, const float* in, size_t in_count, size_t* consumed, float* out,
-             size_t out_room, size_t* produced, MlcAudioError* error) {
-  *consumed = *produced = 0;
-  soxr_error_t err = soxr_process(reinterpret_cast<soxr_t>(r), in, in ? in_count : 0, consumed,
-                                  out, out_room, produced);
-  if (!err) return 1;
-  SetText(error->message, err);
-  return 0;
-}
-
-void DeleteResampler(MlcResampler* r) {
-  if (r) soxr_delete(reinterpret_cast<soxr_t>(r));
-}
-
 }  // namespace
 
 // The module's one exported symbol: the table media/audio_backend.cc looks up after dlopen.
 extern "C" __attribute__((visibility("default"))) const MlcAudioBackend* mlc_manifest_audio_backend() {
-  static const MlcAudioBackend backend{MLC_AUDIO_BACKEND_ABI, &Open, &ReadFrames, &Close,
-                                       &CreateResampler, &Resample, &DeleteResampler};
+  static const MlcAudioBackend backend{MLC_AUDIO_BACKEND_ABI, &Open, &ReadFrames, &Close};
   return &backend;
 }

@@ -104,6 +104,18 @@ class PosixWritableFile final : public WritableFile {
     }
     return Status::Ok();
   }
+  Status WriteAt(uint64_t offset, std::string_view bytes) override {
+    while (!bytes.empty()) {
+      ssize_t n = ::pwrite(fd_.get(), bytes.data(), bytes.size(), static_cast<off_t>(offset));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return IoError(path_, ErrnoText(errno));
+      }
+      bytes.remove_prefix(static_cast<size_t>(n));
+      offset += static_cast<uint64_t>(n);
+    }
+    return Status::Ok();
+  }
   Status Sync() override {
     if (::fsync(fd_.get()) != 0) return IoError(path_, ErrnoText(errno));
     return Status::Ok();

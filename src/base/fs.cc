@@ -291,40 +291,23 @@ Status WriteFileAtomic(const std::string& path, std::string_view bytes, bool ove
   return WriteFileAtomicParts(path, {bytes}, overwrite);
 }
 
-namespace {
+AtomicFileWriter::AtomicFileWriter(Env& env, std::string path, std::string tmp,
+                                   std::unique_ptr<WritableFile> file, bool overwrite)
+    : env_(env), path_(std::move(path)), tmp_(std::move(tmp)), file_(std::move(file)), overwrite_(overwrite) {}
 
-// Writes the parts to the new file tmp and makes them durable; on failure nothing is left at tmp.
-Status WriteTemporary(Env& env, const std::string& path, const std::string& tmp,
-                      std::initializer_list<std::string_view> parts) {
-  auto file = env.NewWritableFile(tmp);
-  if (!file) return IoError(path, "cannot create temporary file: " + file.error().message);
-  Status st;
-  for (std::string_view part : parts) {
-    if (st) st = (*file)->Append(part);
-  }
-  const char* what = "write failed: ";
-  if (st) {
-    st = (*file)->Sync();
-    what = "cannot flush to disk (fsync): ";
-  }
-  Status closed = (*file)->Close();
-  if (st && !closed) {
-    st = closed;
-    what = "cannot close: ";
-  }
-  if (st) return Status::Ok();
-  (void)env.RemoveFile(tmp);
-  return IoError(path, what + st.error().message);
+AtomicFileWriter::~AtomicFileWriter() { Abandon(); }
+
+void AtomicFileWriter::Abandon() {
+  if (!file_) return;
+  (void)file_->Close();
+  file_.reset();
+  (void)env_.RemoveFile(tmp_);
 }
 
-}  // namespace
-
-Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
-                            bool overwrite) {
-  if (path == "-") return WriteToStdout(parts);
+Result<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Create(const std::string& path, bool overwrite) {
+  if (path == "-") return IoError("<stdout>", "standard output cannot be written as a file put in place");
   if (HasControlChar(path)) {
-    return FileError(ErrorCode::kInvalid, EscapeControl(path),
-                     "a file name may not hold control characters");
+    return FileError(ErrorCode::kInvalid, EscapeControl(path), "a file name may not hold control characters");
   }
   Env& env = *DefaultEnv();
   const FileStat st = env.Stat(path, /*follow_symlinks=*/false);
@@ -338,21 +321,64 @@ Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::
   RemoveStaleTemporaries(env, path);
   std::random_device rd;
   std::string tmp = path + kTmpInfix + std::to_string(::getpid()) + "-" + std::to_string(rd());
-  MLC_RETURN_IF_ERROR(WriteTemporary(env, path, tmp, parts));
-  if (!overwrite) {
-    // link() fails if the target appeared meanwhile: no clobbering even under a race.
-    Status linked = env.LinkFile(tmp, path);
-    (void)env.RemoveFile(tmp);
-    if (!linked) {
-      if (linked.error().code == ErrorCode::kExists) return FileError(ErrorCode::kExists, path, kExistsText);
-      return IoError(path, "cannot create: " + linked.error().message);
-    }
-  } else if (Status moved = env.RenameFile(tmp, path); !moved) {
-    (void)env.RemoveFile(tmp);
-    return IoError(path, "cannot rename into place: " + moved.error().message);
+  auto file = env.NewWritableFile(tmp);
+  if (!file) return IoError(path, "cannot create temporary file: " + file.error().message);
+  return std::unique_ptr<AtomicFileWriter>(new AtomicFileWriter(env, path, std::move(tmp), std::move(*file), overwrite));
+}
+
+Status AtomicFileWriter::Failed(const char* what, const Status& st) {
+  Abandon();
+  return IoError(path_, what + st.error().message);
+}
+
+Status AtomicFileWriter::Append(std::string_view bytes) {
+  if (!file_) return IoError(path_, "write failed: the file was abandoned");
+  Status st = file_->Append(bytes);
+  return st ? st : Failed("write failed: ", st);
+}
+
+Status AtomicFileWriter::WriteAt(uint64_t offset, std::string_view bytes) {
+  if (!file_) return IoError(path_, "write failed: the file was abandoned");
+  Status st = file_->WriteAt(offset, bytes);
+  return st ? st : Failed("write failed: ", st);
+}
+
+Status AtomicFileWriter::Commit() {
+  if (!file_) return IoError(path_, "write failed: the file was abandoned");
+  Status synced = file_->Sync();
+  if (!synced) return Failed("cannot flush to disk (fsync): ", synced);
+  Status closed = file_->Close();
+  file_.reset();
+  if (!closed) {
+    (void)env_.RemoveFile(tmp_);
+    return IoError(path_, "cannot close: " + closed.error().message);
   }
-  (void)env.SyncDir(DirName(path));
+  if (!overwrite_) {
+    // link() fails if the target appeared meanwhile: no clobbering even under a race.
+    Status linked = env_.LinkFile(tmp_, path_);
+    (void)env_.RemoveFile(tmp_);
+    if (!linked) {
+      if (linked.error().code == ErrorCode::kExists) return FileError(ErrorCode::kExists, path_, kExistsText);
+      return IoError(path_, "cannot create: " + linked.error().message);
+    }
+  } else if (Status moved = env_.RenameFile(tmp_, path_); !moved) {
+    (void)env_.RemoveFile(tmp_);
+    return IoError(path_, "cannot rename into place: " + moved.error().message);
+  }
+  (void)env_.SyncDir(DirName(path_));
   return Status::Ok();
+}
+
+Status WriteFileAtomicParts(const std::string& path, std::initializer_list<std::string_view> parts,
+                            bool overwrite) {
+  if (path == "-") return WriteToStdout(parts);
+  auto writer = AtomicFileWriter::Create(path, overwrite);
+  MLC_RETURN_IF_ERROR(writer);
+  for (std::string_view part : parts) {
+    Status wrote = (*writer)->Append(part);
+    MLC_RETURN_IF_ERROR(wrote);
+  }
+  return (*writer)->Commit();
 }
 
 std::string FolderOf(const std::string& path) { return DirName(path); }

@@ -87,16 +87,21 @@ Result<ResampleQuality> ParseQuality(const std::string& q) {
   return Usage("--quality must be high or very-high");
 }
 
-Status WriteOutput(const AudioArgs& a, OutputKind kind, const std::vector<float>& samples) {
-  // The samples in memory are the file's little-endian float32 bytes: written without a copy.
-  static_assert(std::endian::native == std::endian::little, "float32 output assumes little-endian");
-  const std::string_view bytes(reinterpret_cast<const char*>(samples.data()),
-                               samples.size() * sizeof(float));
-  if (kind == OutputKind::kF32) return WriteFileAtomic(a.output, bytes, a.force);
-  return WriteNpyData(a.output, "<f4", {static_cast<int64_t>(samples.size())}, bytes, a.force);
-}
+// The decoded samples go straight into the output file as they are made.
+class FileSink final : public AudioSink {
+ public:
+  explicit FileSink(ArrayFileWriter& file) : file_(file) {}
+  Status Write(std::span<const float> samples) override {
+    // The samples in memory are the file's little-endian float32 bytes: written without a copy.
+    static_assert(std::endian::native == std::endian::little, "float32 output assumes little-endian");
+    return file_.Append({reinterpret_cast<const char*>(samples.data()), samples.size_bytes()});
+  }
 
-OrderedJson ResultJson(const AudioArgs& a, const DecodedAudio& d, const AudioDecode& p,
+ private:
+  ArrayFileWriter& file_;
+};
+
+OrderedJson ResultJson(const AudioArgs& a, const StreamedAudio& d, const AudioDecode& p,
                        ResampleQuality quality) {
   const AudioSourceInfo& s = d.source;
   return {{"ok", true},
@@ -112,12 +117,12 @@ OrderedJson ResultJson(const AudioArgs& a, const DecodedAudio& d, const AudioDec
           {"output", {{"path", a.output},
                       {"dtype", "float32"},
                       {"sample_rate_hz", d.sample_rate_hz},
-                      {"samples", d.samples.size()},
+                      {"samples", d.samples},
                       {"min_samples", p.min_samples},
                       {"max_samples", p.max_samples}}}};
 }
 
-void PrintHuman(const AudioArgs& a, const DecodedAudio& d, ResampleQuality quality) {
+void PrintHuman(const AudioArgs& a, const StreamedAudio& d, ResampleQuality quality) {
   const AudioSourceInfo& s = d.source;
   std::ostringstream o;
   o << "input:  " << a.input << ": " << s.container << " " << s.sample_format << ", "
@@ -125,7 +130,7 @@ void PrintHuman(const AudioArgs& a, const DecodedAudio& d, ResampleQuality quali
     << ", " << s.frames << " frames (" << std::fixed << std::setprecision(3) << s.duration_s
     << " s)\n";
   o << "output: " << a.output << ": mono float32, " << d.sample_rate_hz << " Hz, "
-    << d.samples.size() << " samples";
+    << d.samples << " samples";
   if (s.sample_rate_hz != d.sample_rate_hz) o << " (resampled, " << ResampleQualityName(quality) << " quality)";
   o << "\n";
   std::cout << o.str();
@@ -144,9 +149,12 @@ int Run(const AudioArgs& a) {
   }
   AudioOptions options;
   options.quality = *quality;
-  auto decoded = DecodeAudioFile(a.input, *processor, options);
-  if (!decoded) return ReportFailure(decoded.errors(), a.json);
-  Status wrote = WriteOutput(a, *kind, decoded->samples);
+  auto file = ArrayFileWriter::Create(a.output, "<f4", processor->max_samples, *kind == OutputKind::kNpy, a.force);
+  if (!file) return ReportFailure(file.errors(), a.json);
+  FileSink sink(**file);
+  auto decoded = StreamAudioFile(a.input, *processor, sink, options);
+  if (!decoded) return ReportFailure(decoded.errors(), a.json);  // the unfinished file is removed
+  Status wrote = (*file)->Commit();
   if (!wrote) return ReportFailure(wrote.errors(), a.json);
   if (a.json) {
     PrintJson(ResultJson(a, *decoded, *processor, *quality));

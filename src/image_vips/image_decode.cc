@@ -41,6 +41,12 @@ bool InitVips() {
     if (ok) {
       vips_cache_set_max(0);  // no operation cache: every image is decoded once
       vips_cache_set_max_mem(0);
+      // One worker per threadpool. libvips 8.14 ends a pool whose work failed (a damaged image)
+      // by setting its stop flag outside the allocation lock, while a second worker may be
+      // past its own check of that flag and about to assert it clear: a rare abort of the
+      // whole process on hostile input. Our decodes are sequential (rows flow top to bottom
+      // into the resizer), so a second worker had nothing to do in parallel anyway.
+      vips_concurrency_set(1);
       // Decoder warnings about damaged files become errors (fail_on) or are irrelevant; a
       // library does not print them on stderr.
       g_log_set_handler("VIPS", G_LOG_LEVEL_WARNING,

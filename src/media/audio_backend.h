@@ -1,8 +1,9 @@
-// The audio codecs and the resampler live in a module of their own (libmlc_manifest_audio.so,
-// src/audio_module/): libsndfile with its codec libraries (FLAC, Vorbis, Opus, mpg123, LAME) and
-// soxr with OpenMP cost start-up that commands without audio should not pay. This is the table
-// the module exports -- plain C: opaque handles, the caller's byte source as callbacks, error
-// text in caller-provided buffers -- and the loader the audio frontend uses to reach it.
+// The audio codecs live in a module of their own (libmlc_manifest_audio.so, src/audio_module/):
+// libsndfile with its codec libraries (FLAC, Vorbis, Opus, mpg123, LAME) costs start-up that
+// commands without audio, and 16-bit WAV read directly, should not pay (the resampler is a module
+// of its own: media/resampler_backend.h). This is the table the module exports -- plain C: opaque
+// handles, the caller's byte source as callbacks, error text in caller-provided buffers -- and
+// the loader the audio frontend uses to reach it.
 #pragma once
 
 #include <stddef.h>
@@ -13,7 +14,7 @@
 extern "C" {
 
 // Bumped whenever the table or a struct it passes changes.
-enum { MLC_AUDIO_BACKEND_ABI = 1 };
+enum { MLC_AUDIO_BACKEND_ABI = 2 };
 
 // What went wrong, NUL-terminated and cut to fit.
 typedef struct MlcAudioError {
@@ -36,7 +37,6 @@ typedef struct MlcAudioFormat {
 } MlcAudioFormat;
 
 typedef struct MlcAudioDecoder MlcAudioDecoder;
-typedef struct MlcResampler MlcResampler;
 
 typedef struct MlcAudioBackend {
   int abi;
@@ -47,13 +47,6 @@ typedef struct MlcAudioBackend {
   // Reads up to `frames` interleaved frames: the count, 0 at the end, -1 on a decoding error.
   int64_t (*read)(MlcAudioDecoder* decoder, double* out, int64_t frames, MlcAudioError* error);
   void (*close)(MlcAudioDecoder* decoder);
-  // soxr, one channel of float32, one thread, flat passband (HQ or, with very_high, VHQ).
-  MlcResampler* (*resampler_create)(double from_hz, double to_hz, int very_high,
-                                    MlcAudioError* error);
-  // Takes up to in_count samples (in NULL: flush) and gives up to out_room: 1, or 0 on failure.
-  int (*resample)(MlcResampler* resampler, const float* in, size_t in_count, size_t* consumed,
-                  float* out, size_t out_room, size_t* produced, MlcAudioError* error);
-  void (*resampler_delete)(MlcResampler* resampler);
 } MlcAudioBackend;
 
 // The module's one exported symbol.

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -52,19 +53,32 @@ AudioSourceInfo SourceInfo(const MlcAudioFormat& f) {
   return s;
 }
 
-// The pipeline's samples at the processor's rate, with the source's description (`frames` of it
-// decoded).
-Result<DecodedAudio> Finished(MonoPipeline& pipe, const AudioDecode& processor, AudioSourceInfo source,
-                              int64_t frames) {
+// Ends the pipeline's output: the sample count at the processor's rate, with the source's
+// description (`frames` of it decoded).
+Result<StreamedAudio> Finished(MonoPipeline& pipe, const AudioDecode& processor, AudioSourceInfo source,
+                               int64_t frames) {
   auto samples = pipe.Finish();
   MLC_RETURN_IF_ERROR(samples);
-  DecodedAudio out;
-  out.samples = std::move(*samples);
+  StreamedAudio out;
+  out.samples = *samples;
   out.sample_rate_hz = processor.sample_rate_hz;
   out.source = std::move(source);
   out.source.frames = frames;
   out.source.duration_s =
       out.source.sample_rate_hz > 0 ? static_cast<double>(frames) / out.source.sample_rate_hz : 0.0;
+  return out;
+}
+
+// A streamed decode gathered in memory.
+template <class Stream>
+Result<DecodedAudio> Collected(Stream&& stream) {
+  audio_internal::VectorSink sink;
+  Result<StreamedAudio> streamed = stream(sink);
+  MLC_RETURN_IF_ERROR(streamed);
+  DecodedAudio out;
+  out.samples = sink.Take();
+  out.sample_rate_hz = streamed->sample_rate_hz;
+  out.source = std::move(streamed->source);
   return out;
 }
 
@@ -89,35 +103,35 @@ Error NotAudio(const std::string& file, std::string_view head, int64_t sample_ra
 }
 
 // Reads every frame of an open recording into the pipeline. Checks the header first.
-Result<DecodedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& format,
-                                const AudioDecode& processor, const AudioOptions& options) {
+Result<StreamedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& format,
+                                 const AudioDecode& processor, const AudioOptions& options,
+                                 AudioSink& sink) {
   Status shape = audio_internal::CheckSourceShape(format.sample_rate_hz, format.channels, options);
   MLC_RETURN_IF_ERROR(shape);
   if (format.frames >= 0) {
     Status declared = audio_internal::CheckDeclaredFrames(format.frames, format.sample_rate_hz, processor);
     MLC_RETURN_IF_ERROR(declared);
   }
-  auto pipeline = MonoPipeline::Create(format.sample_rate_hz, processor, options);
+  auto pipeline = MonoPipeline::Create(format.sample_rate_hz, processor, options, sink);
   MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
-  if (format.frames >= 0) pipe.ReserveFor(format.frames);
+  if (format.frames >= 0) pipe.Expect(format.frames);
 
   const int64_t channels = format.channels;
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
-  std::vector<double> block(static_cast<size_t>(block_frames * channels));
-  std::vector<float> mono(static_cast<size_t>(block_frames));
+  auto block = std::make_unique_for_overwrite<double[]>(static_cast<size_t>(block_frames * channels));
+  auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
   MlcAudioError error{};
   for (;;) {
-    const int64_t got = decoder.backend().read(decoder.get(), block.data(), block_frames, &error);
+    const int64_t got = decoder.backend().read(decoder.get(), block.get(), block_frames, &error);
     if (got < 0) {
       return Invalid("frame " + std::to_string(pipe.frames()),
                      std::string("decoding failed: ") + error.message);
     }
     if (got == 0) break;
-    Status mixed = audio_internal::DownmixDouble(block.data(), got, channels, pipe.frames(),
-                                                 mono.data());
+    Status mixed = audio_internal::DownmixDouble(block.get(), got, channels, pipe.frames(), mono.get());
     MLC_RETURN_IF_ERROR(mixed);
-    Status pushed = pipe.Push(mono.data(), got);
+    Status pushed = pipe.Push(mono.get(), got);
     MLC_RETURN_IF_ERROR(pushed);
   }
   return Finished(pipe, processor, SourceInfo(format), pipe.frames());
@@ -125,9 +139,9 @@ Result<DecodedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& fo
 
 // Opens a recording with the audio module and decodes it; not audio: NotAudio's error (file
 // names the input in its hint, "" for bytes in memory).
-Result<DecodedAudio> DecodeWithModule(const MlcAudioSource& source, std::string_view head,
-                                      const std::string& file, const AudioDecode& processor,
-                                      const AudioOptions& options) {
+Result<StreamedAudio> DecodeWithModule(const MlcAudioSource& source, std::string_view head,
+                                       const std::string& file, const AudioDecode& processor,
+                                       const AudioOptions& options, AudioSink& sink) {
   auto backend = LoadAudioBackend();
   MLC_RETURN_IF_ERROR(backend);
   MlcAudioFormat format{};
@@ -135,7 +149,7 @@ Result<DecodedAudio> DecodeWithModule(const MlcAudioSource& source, std::string_
   MlcAudioDecoder* opened = (*backend)->open(&source, &format, &error);
   if (!opened) return NotAudio(file, head, processor.sample_rate_hz);
   Decoder decoder(*backend, opened);
-  return DecodeOpen(decoder, format, processor, options);
+  return DecodeOpen(decoder, format, processor, options, sink);
 }
 
 // RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
@@ -266,27 +280,27 @@ void DownmixPcm16(const unsigned char* in, int64_t frames, int64_t channels, flo
 // Decodes a Pcm16Wav through the pipeline, reading blocks of frames; nullopt never (the layout
 // was checked), an error when the file shrinks under the reader.
 template <class ReadAt>
-Result<DecodedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav,
-                                    const AudioDecode& processor, const AudioOptions& options) {
+Result<StreamedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav, const AudioDecode& processor,
+                                     const AudioOptions& options, AudioSink& sink) {
   Status shape = audio_internal::CheckSourceShape(wav.rate, wav.channels, options);
   MLC_RETURN_IF_ERROR(shape);
   Status declared = audio_internal::CheckDeclaredFrames(wav.frames, wav.rate, processor);
   MLC_RETURN_IF_ERROR(declared);
-  auto pipeline = MonoPipeline::Create(wav.rate, processor, options);
+  auto pipeline = MonoPipeline::Create(wav.rate, processor, options, sink);
   MLC_RETURN_IF_ERROR(pipeline);
   MonoPipeline& pipe = **pipeline;
-  pipe.ReserveFor(wav.frames);
-  const int64_t block_frames = std::max<int64_t>(1, kBlockSamples * 4 / wav.channels);
-  std::vector<unsigned char> block(static_cast<size_t>(block_frames * wav.channels * 2));
-  std::vector<float> mono(static_cast<size_t>(block_frames));
+  pipe.Expect(wav.frames);
+  const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / wav.channels);
+  auto block = std::make_unique_for_overwrite<unsigned char[]>(static_cast<size_t>(block_frames * wav.channels * 2));
+  auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
   for (int64_t done = 0; done < wav.frames;) {
     const int64_t n = std::min(block_frames, wav.frames - done);
     const size_t bytes = static_cast<size_t>(n * wav.channels * 2);
-    if (read_at(wav.data_offset + static_cast<uint64_t>(done * wav.channels * 2), block.data(), bytes) != bytes) {
+    if (read_at(wav.data_offset + static_cast<uint64_t>(done * wav.channels * 2), block.get(), bytes) != bytes) {
       return Invalid("frame " + std::to_string(done), "decoding failed: the file ended early");
     }
-    DownmixPcm16(block.data(), n, wav.channels, mono.data());
-    Status pushed = pipe.Push(mono.data(), n);
+    DownmixPcm16(block.get(), n, wav.channels, mono.get());
+    Status pushed = pipe.Push(mono.get(), n);
     MLC_RETURN_IF_ERROR(pushed);
     done += n;
   }
@@ -335,22 +349,42 @@ int64_t ReadFileSource(void* context, int64_t offset, void* buffer, int64_t n) {
 
 // The errors of decoding the file at path name it as their document; a read error of the file
 // wins over what the decoder made of it.
-Result<DecodedAudio> InFile(const std::string& path, const Status& failure,
-                            Result<DecodedAudio> decoded) {
+template <class T>
+Result<T> InFile(const std::string& path, const Status& failure, Result<T> decoded) {
   if (!failure) return InDocument(failure.errors(), path);
   return InDocument(std::move(decoded), path);
 }
 
+// StreamAudioFile for bytes in memory (the errors have no document).
+Result<StreamedAudio> StreamAudioMemory(std::string_view bytes, const AudioDecode& processor,
+                                        const AudioOptions& options, AudioSink& sink) {
+  Status ok = CheckAudioProcessor(processor);
+  MLC_RETURN_IF_ERROR(ok);
+  auto read_mem = [bytes](uint64_t at, unsigned char* buf, size_t n) {
+    if (at >= bytes.size()) return size_t{0};
+    size_t k = std::min<size_t>(n, bytes.size() - at);
+    std::memcpy(buf, bytes.data() + at, k);
+    return k;
+  };
+  Status chunks = CheckRiffChunks(read_mem, bytes.size(), "");
+  MLC_RETURN_IF_ERROR(chunks);
+  if (auto wav = FindPcm16Wav(read_mem, bytes.size())) {
+    return DecodePcm16Wav(read_mem, *wav, processor, options, sink);
+  }
+  const MlcAudioSource source{&bytes, static_cast<int64_t>(bytes.size()), ReadMemory};
+  return DecodeWithModule(source, bytes.substr(0, 16), "", processor, options, sink);
+}
+
 }  // namespace
 
-Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
-                                     const AudioOptions& options) {
+Result<StreamedAudio> StreamAudioFile(const std::string& path, const AudioDecode& processor,
+                                      AudioSink& sink, const AudioOptions& options) {
   Status ok = CheckAudioProcessor(processor);
   MLC_RETURN_IF_ERROR(ok);
   if (path == "-") {  // standard input: read whole (it cannot be seeked), up to 1 GiB
     auto bytes = ReadFile(path, uint64_t{1} << 30);
     MLC_RETURN_IF_ERROR(bytes);
-    return InFile(DocumentName(path), Status::Ok(), DecodeAudioMemory(*bytes, processor, options));
+    return InFile(DocumentName(path), Status::Ok(), StreamAudioMemory(*bytes, processor, options, sink));
   }
   auto file = DefaultEnv()->NewRandomAccessFile(path, "");
   MLC_RETURN_IF_ERROR(file);
@@ -364,7 +398,7 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
   MLC_RETURN_IF_ERROR(failure);
   MLC_RETURN_IF_ERROR(chunks);
   if (auto wav = FindPcm16Wav(read_file, size)) {
-    return InFile(path, failure, DecodePcm16Wav(read_file, *wav, processor, options));
+    return InFile(path, failure, DecodePcm16Wav(read_file, *wav, processor, options, sink));
   }
   MLC_RETURN_IF_ERROR(failure);
   if (size > static_cast<uint64_t>(INT64_MAX)) return IoError(path, "too large");
@@ -374,25 +408,18 @@ Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode&
   FileSource context{&f, &failure};
   const MlcAudioSource source{&context, static_cast<int64_t>(size), ReadFileSource};
   auto decoded = DecodeWithModule(source, std::string_view(reinterpret_cast<const char*>(head), head_size),
-                                  path, processor, options);
+                                  path, processor, options, sink);
   return InFile(path, failure, std::move(decoded));
+}
+
+Result<DecodedAudio> DecodeAudioFile(const std::string& path, const AudioDecode& processor,
+                                     const AudioOptions& options) {
+  return Collected([&](AudioSink& sink) { return StreamAudioFile(path, processor, sink, options); });
 }
 
 Result<DecodedAudio> DecodeAudioMemory(std::string_view bytes, const AudioDecode& processor,
                                        const AudioOptions& options) {
-  Status ok = CheckAudioProcessor(processor);
-  MLC_RETURN_IF_ERROR(ok);
-  auto read_mem = [bytes](uint64_t at, unsigned char* buf, size_t n) {
-    if (at >= bytes.size()) return size_t{0};
-    size_t k = std::min<size_t>(n, bytes.size() - at);
-    std::memcpy(buf, bytes.data() + at, k);
-    return k;
-  };
-  Status chunks = CheckRiffChunks(read_mem, bytes.size(), "");
-  MLC_RETURN_IF_ERROR(chunks);
-  if (auto wav = FindPcm16Wav(read_mem, bytes.size())) return DecodePcm16Wav(read_mem, *wav, processor, options);
-  const MlcAudioSource source{&bytes, static_cast<int64_t>(bytes.size()), ReadMemory};
-  return DecodeWithModule(source, bytes.substr(0, 16), "", processor, options);
+  return Collected([&](AudioSink& sink) { return StreamAudioMemory(bytes, processor, options, sink); });
 }
 
 Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int64_t channels,
@@ -409,20 +436,23 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
   const int64_t frames = static_cast<int64_t>(interleaved.size()) / channels;
   Status declared = audio_internal::CheckDeclaredFrames(frames, sample_rate_hz, processor);
   MLC_RETURN_IF_ERROR(declared);
-  auto pipeline = MonoPipeline::Create(sample_rate_hz, processor, options);
-  MLC_RETURN_IF_ERROR(pipeline);
-  MonoPipeline& pipe = **pipeline;
-  const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
-  std::vector<float> mono(static_cast<size_t>(block_frames));
-  for (int64_t start = 0; start < frames; start += block_frames) {
-    int64_t count = std::min(block_frames, frames - start);
-    Status mixed = audio_internal::DownmixFloat(interleaved.data() + start * channels, count,
-                                                channels, start, mono.data());
-    MLC_RETURN_IF_ERROR(mixed);
-    Status pushed = pipe.Push(mono.data(), count);
-    MLC_RETURN_IF_ERROR(pushed);
-  }
-  return Finished(pipe, processor, AudioSourceInfo{"raw", "f32", sample_rate_hz, channels}, frames);
+  return Collected([&](AudioSink& sink) -> Result<StreamedAudio> {
+    auto pipeline = MonoPipeline::Create(sample_rate_hz, processor, options, sink);
+    MLC_RETURN_IF_ERROR(pipeline);
+    MonoPipeline& pipe = **pipeline;
+    pipe.Expect(frames);
+    const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
+    auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
+    for (int64_t start = 0; start < frames; start += block_frames) {
+      int64_t count = std::min(block_frames, frames - start);
+      Status mixed = audio_internal::DownmixFloat(interleaved.data() + start * channels, count,
+                                                  channels, start, mono.get());
+      MLC_RETURN_IF_ERROR(mixed);
+      Status pushed = pipe.Push(mono.get(), count);
+      MLC_RETURN_IF_ERROR(pushed);
+    }
+    return Finished(pipe, processor, AudioSourceInfo{"raw", "f32", sample_rate_hz, channels}, frames);
+  });
 }
 
 }  // namespace mlc

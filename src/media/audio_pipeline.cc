@@ -1,6 +1,6 @@
 // The audio frontend's streaming core: canonical lengths (SPEC 6.1), channel averaging with the
-// non-finite check, and soxr resampling (through the audio module) fed block by block so memory
-// follows the output size.
+// non-finite check, and soxr resampling (through the resampler module) fed block by block, its
+// output handed to a sink as it is made (in memory, or straight into a file).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -153,16 +153,25 @@ Status DownmixFloat(const float* in, int64_t frames, int64_t channels, int64_t f
   return Downmix(in, frames, channels, first_frame, out);
 }
 
-MonoPipeline::MonoPipeline(int64_t source_rate_hz, const AudioDecode& processor)
-    : source_rate_hz_(source_rate_hz), processor_(processor) {}
+void VectorSink::Expect(int64_t samples) {
+  if (samples > 0) samples_.reserve(static_cast<size_t>(samples));
+}
+
+Status VectorSink::Write(std::span<const float> samples) {
+  samples_.insert(samples_.end(), samples.begin(), samples.end());
+  return Status::Ok();
+}
+
+MonoPipeline::MonoPipeline(int64_t source_rate_hz, const AudioDecode& processor, AudioSink& sink)
+    : source_rate_hz_(source_rate_hz), processor_(processor), sink_(sink) {}
 
 MonoPipeline::~MonoPipeline() {
-  if (resampler_) backend_->resampler_delete(resampler_);
+  if (resampler_) backend_->destroy(resampler_);
 }
 
 Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_hz,
                                                            const AudioDecode& processor,
-                                                           const AudioOptions& options) {
+                                                           const AudioOptions& options, AudioSink& sink) {
   Status ok = CheckAudioProcessor(processor);
   MLC_RETURN_IF_ERROR(ok);
   int64_t hi = std::max(source_rate_hz, processor.sample_rate_hz);
@@ -172,12 +181,12 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
                          std::to_string(processor.sample_rate_hz) +
                          " Hz is over the ratio limit of " + std::to_string(options.max_rate_ratio));
   }
-  std::unique_ptr<MonoPipeline> p(new MonoPipeline(source_rate_hz, processor));
+  std::unique_ptr<MonoPipeline> p(new MonoPipeline(source_rate_hz, processor, sink));
   if (source_rate_hz == processor.sample_rate_hz) return p;
-  auto backend = LoadAudioBackend();
+  auto backend = LoadResamplerBackend();
   MLC_RETURN_IF_ERROR(backend);
   MlcAudioError error{};
-  MlcResampler* r = (*backend)->resampler_create(
+  MlcResampler* r = (*backend)->create(
       static_cast<double>(source_rate_hz), static_cast<double>(processor.sample_rate_hz),
       options.quality == ResampleQuality::kVeryHigh ? 1 : 0, &error);
   if (!r) {
@@ -191,19 +200,40 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
   return p;
 }
 
-void MonoPipeline::ReserveFor(int64_t frames) {
-  const int64_t n = CanonicalAudioLength(frames, source_rate_hz_, processor_.sample_rate_hz);
-  out_.reserve(static_cast<size_t>(std::clamp<int64_t>(n + 1, 0, processor_.max_samples)));
+void MonoPipeline::Expect(int64_t frames) {
+  sink_.Expect(CanonicalAudioLength(frames, source_rate_hz_, processor_.sample_rate_hz));
 }
 
-void MonoPipeline::Append(const float* data, size_t count) {
-  // Nothing beyond max_samples can survive the final trim; keep memory bounded by it.
-  size_t room = static_cast<size_t>(processor_.max_samples) - std::min(out_.size(),
-                                                                       static_cast<size_t>(processor_.max_samples));
-  out_.insert(out_.end(), data, data + std::min(count, room));
+Status MonoPipeline::Write(const float* data, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(data[i])) {
+      return Invalid("sample " + std::to_string(written_ + static_cast<int64_t>(i)),
+                     "resampled value outside the float32 range, expected a finite sample");
+    }
+  }
+  written_ += static_cast<int64_t>(count);
+  return sink_.Write(std::span<const float>(data, count));
+}
+
+Status MonoPipeline::Emit(const float* data, size_t count, int64_t limit) {
+  if (!pending_.empty()) {  // earlier samples first
+    pending_.insert(pending_.end(), data, data + count);
+    const size_t now = static_cast<size_t>(std::clamp<int64_t>(limit - written_, 0, static_cast<int64_t>(pending_.size())));
+    Status wrote = Write(pending_.data(), now);
+    MLC_RETURN_IF_ERROR(wrote);
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(now));
+    return Status::Ok();
+  }
+  const size_t now = static_cast<size_t>(std::clamp<int64_t>(limit - written_, 0, static_cast<int64_t>(count)));
+  Status wrote = Write(data, now);
+  MLC_RETURN_IF_ERROR(wrote);
+  pending_.assign(data + now, data + count);
+  return Status::Ok();
 }
 
 Status MonoPipeline::Resample(const float* in, size_t count) {
+  // Nothing past the canonical length of the frames pushed so far can be part of the output.
+  const int64_t limit = CanonicalAudioLength(frames_, source_rate_hz_, processor_.sample_rate_hz);
   size_t consumed = 0;
   int idle = 0;
   // in == nullptr flushes: drain until soxr has nothing more to give.
@@ -214,7 +244,8 @@ Status MonoPipeline::Resample(const float* in, size_t count) {
                             &idone, scratch_.data(), scratch_.size(), &odone, &error)) {
       return Error{ErrorCode::kUnsupported, "", std::string("resampler failed: ") + error.message};
     }
-    Append(scratch_.data(), odone);
+    Status emitted = Emit(scratch_.data(), odone, limit);
+    MLC_RETURN_IF_ERROR(emitted);
     consumed += idone;
     if (in == nullptr) {
       if (odone == 0) return Status::Ok();
@@ -234,30 +265,29 @@ Status MonoPipeline::Push(const float* mono, int64_t count) {
     return TooLong(total, source_rate_hz_, processor_, true);
   }
   frames_ = total;
-  if (!resampler_) {
-    Append(mono, static_cast<size_t>(count));
-    return Status::Ok();
-  }
+  if (!resampler_) return Emit(mono, static_cast<size_t>(count), frames_);
   return Resample(mono, static_cast<size_t>(count));
 }
 
-Result<std::vector<float>> MonoPipeline::Finish() {
+Result<int64_t> MonoPipeline::Finish() {
   if (frames_ == 0) return NoFrames();
-  int64_t n = CanonicalAudioLength(frames_, source_rate_hz_, processor_.sample_rate_hz);
+  const int64_t n = CanonicalAudioLength(frames_, source_rate_hz_, processor_.sample_rate_hz);
   if (n < processor_.min_samples) return TooShort(frames_, source_rate_hz_, processor_);
   if (n > processor_.max_samples) return TooLong(frames_, source_rate_hz_, processor_, false);
   if (resampler_) {
     Status flushed = Resample(nullptr, 0);
     MLC_RETURN_IF_ERROR(flushed);
   }
-  out_.resize(static_cast<size_t>(n), 0.0f);  // pad (zeros after the end) or trim
-  for (size_t i = 0; i < out_.size(); ++i) {
-    if (!std::isfinite(out_[i])) {
-      return Invalid("sample " + std::to_string(i),
-                     "resampled value outside the float32 range, expected a finite sample");
-    }
+  pending_.clear();  // past the end: trimmed
+  // Zeros after the end when the resampler gave fewer than the canonical length.
+  const std::vector<float> zeros(
+      static_cast<size_t>(std::clamp<int64_t>(n - written_, 0, static_cast<int64_t>(kScratchSamples))), 0.0f);
+  while (written_ < n) {
+    const size_t k = static_cast<size_t>(std::min<int64_t>(n - written_, static_cast<int64_t>(zeros.size())));
+    Status wrote = Write(zeros.data(), k);
+    MLC_RETURN_IF_ERROR(wrote);
   }
-  return std::move(out_);
+  return n;
 }
 
 }  // namespace audio_internal

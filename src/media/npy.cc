@@ -2,6 +2,7 @@
 // dict literal {'descr': ..., 'fortran_order': False, 'shape': (...), } padded with spaces.
 #include "mlc_manifest/npy.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -51,7 +52,7 @@ size_t NpyItemSize(std::string_view descr) {
   return 0;
 }
 
-std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape) {
+std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape, size_t min_size) {
   std::string dims = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
     dims += std::to_string(shape[i]);
@@ -63,7 +64,8 @@ std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape)
   dict += descr;
   dict += "', 'fortran_order': False, 'shape': " + dims + ", }";
   size_t total = kMagic.size() + 2 + 2 + dict.size() + 1;
-  dict.append((64 - total % 64) % 64, ' ');
+  size_t padded = std::max(total + (64 - total % 64) % 64, min_size + (64 - min_size % 64) % 64);
+  dict.append(padded - total, ' ');
   dict += '\n';
   std::string out(kMagic);
   out += '\x01';
@@ -72,6 +74,44 @@ std::string NpyHeader(std::string_view descr, const std::vector<int64_t>& shape)
   out += static_cast<char>((dict.size() >> 8) & 0xFF);
   out += dict;
   return out;
+}
+
+ArrayFileWriter::ArrayFileWriter(std::unique_ptr<AtomicFileWriter> file, std::string descr, size_t header_size)
+    : file_(std::move(file)), descr_(std::move(descr)), header_size_(header_size) {}
+
+Result<std::unique_ptr<ArrayFileWriter>> ArrayFileWriter::Create(const std::string& path, std::string_view descr,
+                                                                 int64_t max_count, bool npy, bool overwrite) {
+  if (NpyItemSize(descr) == 0) return Error{ErrorCode::kUsage, "", "unsupported descr " + std::string(descr)};
+  auto file = AtomicFileWriter::Create(path, overwrite);
+  MLC_RETURN_IF_ERROR(file);
+  size_t header_size = 0;
+  if (npy) {
+    // A placeholder as long as the longest header the final count can need.
+    const std::string reserved = NpyHeader(descr, {std::max<int64_t>(max_count, 0)});
+    header_size = reserved.size();
+    Status wrote = (*file)->Append(reserved);
+    MLC_RETURN_IF_ERROR(wrote);
+  }
+  return std::unique_ptr<ArrayFileWriter>(new ArrayFileWriter(std::move(*file), std::string(descr), header_size));
+}
+
+Status ArrayFileWriter::Append(std::string_view element_bytes) {
+  bytes_ += element_bytes.size();
+  return file_->Append(element_bytes);
+}
+
+Status ArrayFileWriter::Commit() {
+  if (header_size_ > 0) {
+    const int64_t count = static_cast<int64_t>(bytes_ / NpyItemSize(descr_));
+    const std::string header = NpyHeader(descr_, {count}, header_size_);
+    if (header.size() != header_size_) {
+      return Error{ErrorCode::kLimit, "", std::to_string(count) +
+                                              " elements need a longer .npy header than the one reserved"};
+    }
+    Status wrote = file_->WriteAt(0, header);
+    MLC_RETURN_IF_ERROR(wrote);
+  }
+  return file_->Commit();
 }
 
 std::string EncodeNpy(const NpyArray& array) {

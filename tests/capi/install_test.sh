@@ -68,7 +68,7 @@ s = mlc_manifest.decode_audio('$work/tone.wav', 16000)
 assert s.shape == (1600,), s.shape
 "
     # The package links to the installed modules (so a relocated tree finds them).
-    for module in vips audio http; do
+    for module in vips audio soxr http; do
       [ -e "$pydir/mlc_manifest/libmlc_manifest_$module.so" ] ||
         { echo "no link to the $module module in $pydir/mlc_manifest" >&2; return 1; }
     done

@@ -109,6 +109,13 @@ class FaultyWritableFile final : public WritableFile {
     }
     return base_->Append(bytes);
   }
+  Status WriteAt(uint64_t offset, std::string_view bytes) override {
+    if (fault_ == Fault::kWriteNoSpace || fault_ == Fault::kWriteIo) {
+      env_->Hit();
+      return SystemError(path_, fault_ == Fault::kWriteNoSpace ? ENOSPC : EIO);
+    }
+    return base_->WriteAt(offset, bytes);
+  }
   Status Sync() override {
     if (fault_ == Fault::kSyncIo || fault_ == Fault::kSyncNoSpace) {
       env_->Hit();

@@ -1,0 +1,42 @@
+// The resampler lives in a module of its own (libmlc_manifest_soxr.so, src/soxr_module/): soxr
+// with OpenMP, opened only when a recording's rate differs from the processor's, and without
+// libsndfile's codec libraries when the recording is 16-bit WAV read directly. This is the
+// plain-C table the module exports and the loader the audio pipeline uses to reach it.
+#pragma once
+
+#include <stddef.h>
+
+#include "media/audio_backend.h"
+#include "mlc_manifest/error.h"
+
+extern "C" {
+
+// Bumped whenever the table changes.
+enum { MLC_RESAMPLER_BACKEND_ABI = 1 };
+
+typedef struct MlcResampler MlcResampler;
+
+typedef struct MlcResamplerBackend {
+  int abi;
+  // soxr, one channel of float32, one thread, flat passband (HQ or, with very_high, VHQ).
+  MlcResampler* (*create)(double from_hz, double to_hz, int very_high, MlcAudioError* error);
+  // Takes up to in_count samples (in NULL: flush) and gives up to out_room: 1, or 0 on failure.
+  int (*resample)(MlcResampler* resampler, const float* in, size_t in_count, size_t* consumed,
+                  float* out, size_t out_room, size_t* produced, MlcAudioError* error);
+  void (*destroy)(MlcResampler* resampler);
+} MlcResamplerBackend;
+
+// The module's one exported symbol.
+typedef const MlcResamplerBackend* (*MlcResamplerBackendEntry)(void);
+
+}  // extern "C"
+
+namespace mlc {
+
+// The module's file name; $MLC_MANIFEST_SOXR_MODULE names the file to open instead.
+inline constexpr const char* kResamplerModuleFile = "libmlc_manifest_soxr.so";
+
+// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
+Result<const MlcResamplerBackend*> LoadResamplerBackend();
+
+}  // namespace mlc
