@@ -164,10 +164,10 @@ int Run(const AudioArgs& a) {
   return kExitOk;
 }
 
-const Registration kAudio(50, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "audio", "Decode, downmix and resample a recording into the mono float32 PCM an "
-               "audio_decode processor declares (.npy or .f32)");
+const Registration kAudio(50, "audio",
+                          "Decode, downmix and resample a recording into the mono float32 PCM an "
+                          "audio_decode processor declares (.npy or .f32)",
+                          [](CLI::App* cmd) {
   auto a = std::make_shared<AudioArgs>();
   cmd->add_option("INPUT", a->input, "Recording (WAV/RF64, FLAC, Ogg, MP3, ... via libsndfile)")
       ->required();

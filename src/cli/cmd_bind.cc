@@ -32,8 +32,9 @@ void PrintHuman(const BoundContract& b) {
   }
 }
 
-const Registration kBind(20, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("bind", "Bind a package to a compiled program and print the resolved contract");
+const Registration kBind(20, "bind",
+                         "Bind a package to a compiled program and print the resolved contract",
+                         [](CLI::App* cmd) {
   struct Args {
     std::string package, program, task = "chat.completions";
     bool json = false;

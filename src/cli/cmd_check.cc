@@ -119,8 +119,9 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-const Registration kCheck(50, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("check", "Check a whole package: documents, ids, binding, resources, shards, device fit");
+const Registration kCheck(50, "check",
+                          "Check a whole package: documents, ids, binding, resources, shards, device fit",
+                          [](CLI::App* cmd) {
   struct Args {
     std::string dir, program, params, device, features, task = "chat.completions";
     int64_t max_binding = -1, memory = -1;

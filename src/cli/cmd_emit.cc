@@ -125,8 +125,9 @@ int EmitTensorCache(const EmitArgs& a) {
                 {{"shard_count", cache->shards.size()}, {"parameter_count", params->size()}});
 }
 
-const Registration kEmit(40, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("emit", "Write mlc-model-manifest.json, the compiled-program document, or a tensor-cache layout");
+const Registration kEmit(40, "emit",
+                         "Write mlc-model-manifest.json, the compiled-program document, or a tensor-cache layout",
+                         [](CLI::App* cmd) {
   cmd->require_subcommand(1);
   auto a = std::make_shared<EmitArgs>();
   auto action = std::make_shared<int>(0);

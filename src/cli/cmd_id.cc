@@ -67,8 +67,9 @@ Result<IdReport> ParamsId(const std::string& source) {
   return IdReport{*id, true, count};
 }
 
-const Registration kId(30, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("id", "Compute interface_id (tasks) or parameter_schema_id (params)");
+const Registration kId(30, "id",
+                       "Compute interface_id (tasks) or parameter_schema_id (params)",
+                       [](CLI::App* cmd) {
   struct Args {
     std::string what, source;
     bool json = false;

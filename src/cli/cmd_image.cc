@@ -220,10 +220,10 @@ int Run(const ImageArgs& a) {
   return kExitOk;
 }
 
-const Registration kImage(60, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "image", "Decode and resize an image into the uint8/uint32 [1, H, W, 3] tensor an "
-               "image_decode processor declares (.npy)");
+const Registration kImage(60, "image",
+                          "Decode and resize an image into the uint8/uint32 [1, H, W, 3] tensor an "
+                          "image_decode processor declares (.npy)",
+                          [](CLI::App* cmd) {
   auto a = std::make_shared<ImageArgs>();
   cmd->add_option("INPUT", a->input, "Image file (JPEG, PNG, WebP, GIF, BMP, TIFF, HEIF)")
       ->required();

@@ -65,8 +65,9 @@ void PrintHuman(const OrderedJson& j) {
   }
 }
 
-const Registration kInspect(60, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Summarize a package: tasks, inputs, ids, parameters, shards, resources");
+const Registration kInspect(60, "inspect",
+                            "Summarize a package: tasks, inputs, ids, parameters, shards, resources",
+                            [](CLI::App* cmd) {
   auto dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("DIR", *dir, "Converted-model folder")->required();

@@ -82,8 +82,9 @@ int Run(const PlanArgs& a) {
   return kExitOk;
 }
 
-const Registration kPlan(600, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("plan", "Plan the prefill chunks of a request (no runtime)");
+const Registration kPlan(600, "plan",
+                         "Plan the prefill chunks of a request (no runtime)",
+                         [](CLI::App* cmd) {
   auto a = std::make_shared<PlanArgs>();
   cmd->add_option("DIR", a->dir, "The converted-model folder")->required();
   cmd->add_option("--program", a->program, "The compiled-program document (or _metadata)");

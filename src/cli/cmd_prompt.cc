@@ -136,8 +136,9 @@ int Run(const PromptArgs& a) {
   return kExitOk;
 }
 
-const Registration kPrompt(605, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("prompt", "Show the prompt segments and token ids of chat messages");
+const Registration kPrompt(605, "prompt",
+                           "Show the prompt segments and token ids of chat messages",
+                           [](CLI::App* cmd) {
   auto a = std::make_shared<PromptArgs>();
   cmd->add_option("DIR", a->dir, "A package folder (mlc-chat-config.json, tokenizer)")->required();
   cmd->add_option("--messages", a->messages, "Messages JSON (OpenAI-style array; \"-\": stdin)")->required();

@@ -83,10 +83,10 @@ int Run(GenArgs a) {
   return kExitOk;
 }
 
-const Registration kReferenceModel(620, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "reference-model", "Write the small reference transformer (or, with --family, a model of a CPU program "
-      "family) as a converted package with random weights");
+const Registration kReferenceModel(620, "reference-model",
+                                   "Write the small reference transformer (or, with --family, a model of a CPU program "
+                                   "family) as a converted package with random weights",
+                                   [](CLI::App* cmd) {
   auto a = std::make_shared<GenArgs>();
   ReferenceModelOptions& o = a->options;
   cmd->add_option("DIR", a->dir, "Output folder (created when missing)")->required();

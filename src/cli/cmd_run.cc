@@ -179,10 +179,10 @@ int Run(const RunArgs& a) {
   return kExitOk;
 }
 
-const Registration kRun(610, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "run", "Generate on a package: the reference runtime, or the built-in CPU program for "
-             "llama, qwen2, gemma, gemma2 and phi3 packages");
+const Registration kRun(610, "run",
+                        "Generate on a package: the reference runtime, or the built-in CPU program for "
+                        "llama, qwen2, gemma, gemma2 and phi3 packages",
+                        [](CLI::App* cmd) {
   auto a = std::make_shared<RunArgs>();
   cmd->add_option("DIR", a->dir, "A converted package folder")->required();
   cmd->add_option("--program", a->program,

@@ -63,8 +63,9 @@ int Serve(ServeArgs a) {
   return kExitOk;
 }
 
-const Registration kServe(620, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("serve", "Serve a package over an OpenAI-compatible HTTP API");
+const Registration kServe(620, "serve",
+                          "Serve a package over an OpenAI-compatible HTTP API",
+                          [](CLI::App* cmd) {
   auto a = std::make_shared<ServeArgs>();
   cmd->add_option("DIR", a->dir, "A package folder (reference model or a CPU-program family)")->required();
   cmd->add_option("--host", a->options.host, "Address to bind (default loopback)")->capture_default_str();

@@ -84,9 +84,9 @@ int Run(const Options& o) {
   return kExitOk;
 }
 
-const Registration kTokenize(700, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "tokenize", "Encode text with a package's tokenizer (tokenizer.json, else tokenizer.model)");
+const Registration kTokenize(700, "tokenize",
+                             "Encode text with a package's tokenizer (tokenizer.json, else tokenizer.model)",
+                             [](CLI::App* cmd) {
   auto o = std::make_shared<Options>();
   cmd->add_option("dir", o->dir, "Model package folder holding the tokenizer");
   cmd->add_option("--tokenizer", o->tokenizer_file,

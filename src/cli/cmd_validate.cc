@@ -64,8 +64,9 @@ FileReport ValidateFile(const std::string& file) {
   return rep;
 }
 
-const Registration kValidate(10, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("validate", "Check mlc-model-manifest.json / compiled-program documents");
+const Registration kValidate(10, "validate",
+                             "Check mlc-model-manifest.json / compiled-program documents",
+                             [](CLI::App* cmd) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto json = std::make_shared<bool>(false);
   cmd->add_option("FILE", *files, "Documents to check (kind detected from \"schema\")")->required();

@@ -7,8 +7,9 @@
 namespace mlc::cli {
 namespace {
 
-const Registration kVersion(100, [](CLI::App& app) {
-  auto* cmd = app.add_subcommand("version", "Print the tool version and the schema version");
+const Registration kVersion(100, "version",
+                            "Print the tool version and the schema version",
+                            [](CLI::App* cmd) {
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "One JSON object on stdout");
   return [json]() {

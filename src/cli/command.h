@@ -22,11 +22,14 @@ inline constexpr int kExitProblems = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitIo = 3;
 
-// Adds the subcommand and its options to app; returns the action to run once parsed.
-using Setup = std::function<std::function<int()>(CLI::App& app)>;
+// Adds a subcommand's options (and nested subcommands) to it; returns the action to run once
+// parsed.
+using Setup = std::function<std::function<int()>(CLI::App* cmd)>;
 
+// A subcommand: its place in the help list, its name, its one-line description and its setup.
+// Only the subcommand a command line names is set up (the others' options cost start-up).
 struct Registration {
-  Registration(int order, Setup setup);
+  Registration(int order, const char* name, const char* description, Setup setup);
 };
 
 // The exit code for a failure: I/O -> 3, usage -> 2, anything else -> 1.

@@ -15,6 +15,8 @@ namespace {
 
 struct Entry {
   int order;
+  const char* name;
+  const char* description;
   Setup setup;
 };
 
@@ -25,8 +27,8 @@ std::vector<Entry>& Entries() {
 
 }  // namespace
 
-Registration::Registration(int order, Setup setup) {
-  Entries().push_back(Entry{order, std::move(setup)});
+Registration::Registration(int order, const char* name, const char* description, Setup setup) {
+  Entries().push_back(Entry{order, name, description, std::move(setup)});
 }
 
 int ExitCodeFor(const Errors& errors) {
@@ -141,6 +143,21 @@ std::optional<mlc::Error> UnknownSubcommand(const CLI::App& app, int argc, char*
   return std::nullopt;
 }
 
+// The subcommands a command line needs, in help order: the one its first word names (options,
+// help and errors are the subcommand's own), none for --version alone, else all of them (the
+// list in --help, "did you mean" for a misspelt name).
+std::vector<mlc::cli::Entry> SubcommandsToSetUp(int argc, char** argv) {
+  std::vector<mlc::cli::Entry> entries = mlc::cli::Entries();
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const mlc::cli::Entry& a, const mlc::cli::Entry& b) { return a.order < b.order; });
+  const std::string_view first = argc > 1 ? argv[1] : "";
+  if (first == "--version" && argc == 2) return {};
+  for (const mlc::cli::Entry& e : entries) {
+    if (first == e.name) return {e};
+  }
+  return entries;
+}
+
 int RunMain(int argc, char** argv);
 
 }  // namespace
@@ -169,15 +186,12 @@ int RunMain(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.set_help_all_flag("--help-all", "Every subcommand's help");
   app.set_version_flag("--version", std::string("mlc-manifest ") + MLC_MANIFEST_VERSION);
-  std::vector<Entry> entries = Entries();
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const Entry& a, const Entry& b) { return a.order < b.order; });
-  // Each setup adds one subcommand; remember which action belongs to it.
+  std::vector<Entry> entries = SubcommandsToSetUp(argc, argv);
+  // Each setup fills one subcommand; remember which action belongs to it.
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
   for (Entry& e : entries) {
-    std::function<int()> action = e.setup(app);
-    auto subs = app.get_subcommands([](CLI::App*) { return true; });
-    actions.emplace_back(subs.back(), std::move(action));
+    CLI::App* cmd = app.add_subcommand(e.name, e.description);
+    actions.emplace_back(cmd, e.setup(cmd));
   }
   const bool json = WantsJson(argc, argv);
   if (auto unknown = UnknownSubcommand(app, argc, argv)) return ReportFailure({*unknown}, json);
