@@ -1,7 +1,9 @@
-# The audio and HTTP modules (included from CMakeLists.txt), built like the image module: shared
-# objects the library opens with dlopen when a command first needs them (src/base/module_loader.cc),
-# each exporting one C table (src/media/audio_backend.h, src/serve/http_backend.h), so that only
-# the commands using them load libsndfile's codecs, soxr, or cpp-httplib with OpenSSL.
+# The audio, resampler, HTTP, crypto and SentencePiece modules (included from CMakeLists.txt),
+# built like the image module: shared objects the library opens with dlopen when a command first
+# needs them (src/base/module_loader.cc), each exporting one C table (src/media/audio_backend.h,
+# src/media/resampler_backend.h, src/serve/http_backend.h, src/base/crypto_backend.h,
+# src/text/sp_backend.h), so that only the commands using them load libsndfile's codecs, soxr,
+# cpp-httplib with OpenSSL, libcrypto (the digests) or libsentencepiece with protobuf-lite.
 function(mlc_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
   add_library(${name} MODULE ${M_SOURCES})
@@ -22,3 +24,8 @@ mlc_add_module(mlc_manifest_soxr SOURCES ${PROJECT_SOURCE_DIR}/src/soxr_module/s
 file(GLOB MLC_HTTP_MODULE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/http_module/*.cc)
 mlc_add_module(mlc_manifest_http SOURCES ${MLC_HTTP_MODULE_SOURCES}
                LIBS PkgConfig::HTTPLIB Threads::Threads)
+mlc_add_module(mlc_manifest_crypto SOURCES ${PROJECT_SOURCE_DIR}/src/crypto_module/crypto_module.cc
+               LIBS OpenSSL::Crypto)
+mlc_add_module(mlc_manifest_sentencepiece
+               SOURCES ${PROJECT_SOURCE_DIR}/src/sentencepiece_module/sentencepiece_module.cc
+               LIBS PkgConfig::SENTENCEPIECE)

@@ -2,7 +2,8 @@
 # - libmlc_manifest.so.1: the C API of include/mlc_manifest/mlc_manifest.h (src/capi/) over the
 #   static library, exporting the mlc_* functions and nothing else (src/capi/exports.map);
 # - the Python module mlc_manifest (python/, pybind11), not in sanitizer builds;
-# - cmake --install rules: headers, the library, the modules (image, audio, HTTP), the CLI, the CMake package
+# - cmake --install rules: headers, the library, the modules (image, audio, HTTP, crypto,
+#   SentencePiece), the CLI, the CMake package
 #   (find_package(mlc_manifest CONFIG) -> mlc_manifest::mlc_manifest), mlc-manifest.pc;
 # - the tests of all that (exported symbols, pytest, an install and two external programs).
 include(GNUInstallDirs)
@@ -13,7 +14,8 @@ set(MLC_MODULE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/mlc_manifest)
 target_compile_definitions(mlc_manifest PRIVATE
     MLC_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest")
 # The modules the library opens on demand, installed together in MLC_MODULE_INSTALL_DIR.
-set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_soxr mlc_manifest_http)
+set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_soxr mlc_manifest_http mlc_manifest_crypto
+    mlc_manifest_sentencepiece)
 
 # ---- the shared library ----
 file(GLOB MLC_CAPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/capi/*.cc)

@@ -182,7 +182,7 @@ std::string WriteAudioPackage(const TempDir& dir) {
   task.output = "text";
   ModelPackage pkg;
   pkg.tasks = {{"chat.completions", task}, {"transcribe", task}};
-  pkg.interface_id = ComputeInterfaceId(pkg.tasks);
+  pkg.interface_id = *ComputeInterfaceId(pkg.tasks);
   pkg.parameter_schema_id = "sha256:" + std::string(64, '0');
   dir.Write("model/" + std::string(kManifestFileName), WriteModelPackage(pkg));
   return dir.File("model");

@@ -25,7 +25,7 @@ Docs Seed() {
 void RefreshIds(Docs& d) {
   auto tasks = ParseTasks(d.pkg["tasks"], "/tasks");
   ASSERT_TRUE(tasks.ok()) << FormatErrors(tasks.errors());
-  std::string id = ComputeInterfaceId(*tasks);
+  std::string id = *ComputeInterfaceId(*tasks);
   d.pkg["interface_id"] = id;
   d.prog["interface_id"] = id;
 }

@@ -28,7 +28,7 @@ TEST(Contract, SeedAudioTaskHashesToPublishedId) {
   test::SeedDocs docs = LoadSeedDocs();
   auto tasks = ParseTasks(docs.gemma_package["tasks"], "/tasks");
   ASSERT_TRUE(tasks.ok()) << FormatErrors(tasks.errors());
-  EXPECT_EQ(ComputeInterfaceId(*tasks), kSeedAudioInterfaceId);
+  EXPECT_EQ(*ComputeInterfaceId(*tasks), kSeedAudioInterfaceId);
 }
 
 TEST(Contract, SeedPackageAndProgramParse) {
@@ -82,14 +82,14 @@ TEST(Contract, NormalizationMakesEquivalentSpellingsHashAlike) {
   c["chat.completions"]["inputs"]["audio"]["processor"].erase("min_samples");
   auto ta = ParseTasks(a), tb = ParseTasks(b), tc = ParseTasks(c);
   ASSERT_TRUE(ta.ok() && tb.ok() && tc.ok());
-  EXPECT_EQ(ComputeInterfaceId(*ta), ComputeInterfaceId(*tb));
+  EXPECT_EQ(*ComputeInterfaceId(*ta), *ComputeInterfaceId(*tb));
   // min_samples absent means 1, which differs from the seed's 161.
-  EXPECT_NE(ComputeInterfaceId(*ta), ComputeInterfaceId(*tc));
+  EXPECT_NE(*ComputeInterfaceId(*ta), *ComputeInterfaceId(*tc));
   Json d = c;
   d["chat.completions"]["inputs"]["audio"]["processor"]["min_samples"] = 1;
   auto td = ParseTasks(d);
   ASSERT_TRUE(td.ok());
-  EXPECT_EQ(ComputeInterfaceId(*tc), ComputeInterfaceId(*td));
+  EXPECT_EQ(*ComputeInterfaceId(*tc), *ComputeInterfaceId(*td));
 }
 
 struct BadCase {
@@ -385,7 +385,7 @@ TEST(Writer, RoundTripIsByteIdentical) {
 TEST(Writer, EscapesNonAsciiAsPythonDoes) {
   Tasks tasks;
   tasks["caf\xC3\xA9 \xF0\x9F\x98\x80"] = Task{"g", {{"text", TaskInput{std::string("tokenizer"), {}, {}}}}, "text"};
-  ModelPackage pkg{ComputeInterfaceId(tasks), test::FakeId("p"), tasks};
+  ModelPackage pkg{*ComputeInterfaceId(tasks), test::FakeId("p"), tasks};
   std::string text = WriteModelPackage(pkg);
   EXPECT_NE(text.find("\"caf\\u00e9 \\ud83d\\ude00\": {"), std::string::npos) << text;
   auto back = ParseJson(text);
@@ -411,7 +411,7 @@ TEST(ParameterSchemaId, SortedByNameAndUniqueNames) {
   auto ia = ComputeParameterSchemaId(a), ib = ComputeParameterSchemaId(b);
   ASSERT_TRUE(ia.ok() && ib.ok());
   EXPECT_EQ(*ia, *ib);
-  EXPECT_EQ(*ia, Sha256Id(R"([{"dtype":"uint32","name":"a","shape":[2]},{"dtype":"float16","name":"b","shape":[4,"vocab_size"]}])"));
+  EXPECT_EQ(*ia, *Sha256Id(R"([{"dtype":"uint32","name":"a","shape":[2]},{"dtype":"float16","name":"b","shape":[4,"vocab_size"]}])"));
   a.push_back(a[0]);
   auto dup = ComputeParameterSchemaId(a);
   ASSERT_FALSE(dup.ok());

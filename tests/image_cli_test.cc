@@ -233,7 +233,7 @@ void WriteModel(const TempDir& dir, ResizeMode mode, int64_t h, int64_t w) {
   task.inputs = {{"text", text}, {"image", image}};
   task.output = "text";
   pkg.tasks["chat.completions"] = task;
-  pkg.interface_id = ComputeInterfaceId(pkg.tasks);
+  pkg.interface_id = *ComputeInterfaceId(pkg.tasks);
   pkg.parameter_schema_id = "sha256:" + std::string(64, '0');
   dir.Write("model/" + std::string(kManifestFileName), WriteModelPackage(pkg));
 

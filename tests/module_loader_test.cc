@@ -1,16 +1,20 @@
 // The modules the library opens on demand (base/module_loader.h): a missing module is an I/O
 // error naming every place tried; commands load only the libraries they use (the audio module
-// for `audio`, the HTTP module for `serve`, neither for `version`).
+// for `audio`, the HTTP module for `serve`, the crypto module for ids, the SentencePiece module
+// for a tokenizer.model, none for `version`), and no built binary links what the modules hold.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
+#include "base/crypto_backend.h"
 #include "base/module_loader.h"
 #include "media/audio_backend.h"
 #include "media/resampler_backend.h"
 #include "mlc_manifest/fs.h"
 #include "serve/http_backend.h"
+#include "text/sp_backend.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
 
@@ -68,6 +72,35 @@ TEST(ModuleLoader, TheModulesLoad) {
   auto http = LoadHttpBackend();
   ASSERT_TRUE(http.ok()) << FormatErrors(http.errors());
   EXPECT_EQ((*http)->abi, MLC_HTTP_BACKEND_ABI);
+  auto crypto = LoadCryptoBackend();
+  ASSERT_TRUE(crypto.ok()) << FormatErrors(crypto.errors());
+  EXPECT_EQ((*crypto)->abi, MLC_CRYPTO_BACKEND_ABI);
+  auto sp = LoadSentencePieceBackend();
+  ASSERT_TRUE(sp.ok()) << FormatErrors(sp.errors());
+  EXPECT_EQ((*sp)->abi, MLC_SP_BACKEND_ABI);
+}
+
+// The libraries only the modules may hold: none may be in a built binary's DT_NEEDED.
+constexpr const char* kModuleOnlyLibraries[] = {"libcrypto", "libssl", "libsentencepiece", "libprotobuf",
+                                                "libsndfile", "libsoxr", "libvips", "libcpp-httplib"};
+
+TEST(ModuleLoader, BinariesDoNotLinkWhatTheModulesHold) {
+  std::vector<std::string> binaries = {MLC_CLI_PATH, std::filesystem::read_symlink("/proc/self/exe").string(),
+                                       std::string(MLC_BINARY_DIR) + "/libmlc_manifest.so.1"};
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MLC_BINARY_DIR) + "/python/mlc_manifest", ec)) {
+    if (entry.path().extension() == ".so" && entry.path().filename().string().starts_with("_core")) {
+      binaries.push_back(entry.path().string());  // the Python module (not in sanitizer builds)
+    }
+  }
+  for (const std::string& binary : binaries) {
+    auto r = test::RunProgram({"readelf", "-d", binary});
+    ASSERT_EQ(r.exit_code, 0) << binary << ": " << r.err;
+    ASSERT_NE(r.out.find("(NEEDED)"), std::string::npos) << binary << ":\n" << r.out;
+    for (const char* lib : kModuleOnlyLibraries) {
+      EXPECT_EQ(r.out.find(std::string("[") + lib), std::string::npos) << binary << " needs " << lib << ":\n" << r.out;
+    }
+  }
 }
 
 // A 0.25 s stereo 44.1 kHz tone as 16-bit WAV (read without libsndfile).
@@ -98,7 +131,9 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   auto version = RunTracingLibraries({"version"});
   ASSERT_EQ(version.exit_code, 0) << version.err;
   for (const char* lib : {"libsndfile", "libsoxr", "libcpp-httplib", "libssl", "libbrotli", "libgomp",
-                          "libmlc_manifest_audio", "libmlc_manifest_soxr", "libmlc_manifest_http"}) {
+                          "libcrypto", "libsentencepiece", "libprotobuf", "libmlc_manifest_audio",
+                          "libmlc_manifest_soxr", "libmlc_manifest_http", "libmlc_manifest_crypto",
+                          "libmlc_manifest_sentencepiece"}) {
     EXPECT_EQ(version.err.find(lib), std::string::npos) << lib << " loaded by `version`";
   }
   TempDir dir;
@@ -108,7 +143,7 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   ASSERT_EQ(audio.exit_code, 0) << audio.err;
   EXPECT_NE(audio.err.find("libmlc_manifest_soxr.so"), std::string::npos);
   EXPECT_NE(audio.err.find("libsoxr"), std::string::npos);
-  for (const char* lib : {"libsndfile", "libmlc_manifest_audio", "libcpp-httplib"}) {
+  for (const char* lib : {"libsndfile", "libmlc_manifest_audio", "libcpp-httplib", "libsentencepiece"}) {
     EXPECT_EQ(audio.err.find(lib), std::string::npos) << lib << " loaded by `audio` on 16-bit WAV";
   }
   // Other sample formats go through libsndfile: float WAV at the processor's rate loads no
@@ -118,6 +153,20 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   EXPECT_NE(coded.err.find("libmlc_manifest_audio.so"), std::string::npos);
   EXPECT_NE(coded.err.find("libsndfile"), std::string::npos);
   EXPECT_EQ(coded.err.find("libsoxr"), std::string::npos) << "soxr loaded without a rate change";
+
+  // An id hashes (the crypto module); a tokenizer.model needs SentencePiece (even to refuse it).
+  const std::string package = std::string(MLC_SOURCE_DIR) + "/examples/gemma-4-E2B-it-q4f16_1";
+  auto id = RunTracingLibraries({"id", "tasks", package});
+  ASSERT_EQ(id.exit_code, 0) << id.out << id.err;
+  EXPECT_NE(id.err.find("libmlc_manifest_crypto.so"), std::string::npos);
+  EXPECT_NE(id.err.find("libcrypto"), std::string::npos);
+  EXPECT_EQ(id.err.find("libsentencepiece"), std::string::npos) << "sentencepiece loaded by `id`";
+  const std::string model = dir.Write("tokenizer.model", "not a model");
+  auto sp = RunTracingLibraries({"tokenize", "--tokenizer", model, "--text", "hi"});
+  EXPECT_EQ(sp.exit_code, 1) << sp.out << sp.err;
+  EXPECT_NE(sp.err.find("libmlc_manifest_sentencepiece.so"), std::string::npos);
+  EXPECT_NE(sp.err.find("libsentencepiece"), std::string::npos);
+  EXPECT_EQ(sp.err.find("libcrypto"), std::string::npos) << "libcrypto loaded by `tokenize`";
 }
 
 TEST(ModuleLoader, AudioWithoutItsModuleIsAnIoError) {
@@ -140,6 +189,26 @@ TEST(ModuleLoader, ResamplingWithoutItsModuleIsAnIoError) {
   EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_soxr.so"), std::string::npos) << missing.out;
   EXPECT_NE(missing.out.find("the resampler module (soxr) cannot be loaded"), std::string::npos) << missing.out;
   EXPECT_FALSE(FileExists(dir.File("b.npy")));
+}
+
+TEST(ModuleLoader, IdsWithoutTheCryptoModuleAreAnIoError) {
+  const std::string package = std::string(MLC_SOURCE_DIR) + "/examples/gemma-4-E2B-it-q4f16_1";
+  auto missing = RunTracingLibraries({"id", "tasks", package, "--json"},
+                                     "MLC_MANIFEST_CRYPTO_MODULE=/nonexistent/libmlc_manifest_crypto.so");
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_crypto.so"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("the crypto module (libcrypto) cannot be loaded"), std::string::npos) << missing.out;
+}
+
+TEST(ModuleLoader, SentencePieceWithoutItsModuleIsAnIoError) {
+  TempDir dir;
+  const std::string model = dir.Write("tokenizer.model", "not a model");
+  auto missing = RunTracingLibraries({"tokenize", "--tokenizer", model, "--text", "hi", "--json"},
+                                     "MLC_MANIFEST_SENTENCEPIECE_MODULE=/nonexistent/libmlc_manifest_sentencepiece.so");
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_sentencepiece.so"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("the SentencePiece module (libsentencepiece) cannot be loaded"), std::string::npos)
+      << missing.out;
 }
 
 }  // namespace

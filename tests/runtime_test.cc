@@ -235,7 +235,7 @@ TEST(Bind, MalformedOrMismatchedManifestIsAnErrorNotAFallback) {
   ASSERT_TRUE(parsed.ok());
   changed = *parsed;
   changed.tasks["chat.completions"].inputs["audio"].prompt->placeholder_token_id = 9;
-  changed.interface_id = ComputeInterfaceId(changed.tasks);
+  changed.interface_id = *ComputeInterfaceId(changed.tasks);
   ASSERT_TRUE(WriteFileAtomic(manifest, WriteModelPackage(changed), true).ok());
   auto b2 = BindModel(p->path(), *p->library);
   ASSERT_FALSE(b2.ok());

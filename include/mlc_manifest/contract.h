@@ -134,8 +134,8 @@ OrderedJson TasksJson(const Tasks& tasks);  // normalized: defaults filled, prod
 OrderedJson ModelPackageJson(const ModelPackage& pkg);
 OrderedJson CompiledProgramJson(const CompiledProgram& program);
 
-// "sha256:..." of canonical({"tasks": normalized tasks}).
-std::string ComputeInterfaceId(const Tasks& tasks);
+// "sha256:..." of canonical({"tasks": normalized tasks}) (an I/O error when the crypto module is missing).
+Result<std::string> ComputeInterfaceId(const Tasks& tasks);
 
 // One parameter of the post-quantization parameter list.
 struct ParamSpec {

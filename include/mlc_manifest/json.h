@@ -65,8 +65,8 @@ std::string PythonIndentJson(const OrderedJson& value, int indent = 2);
 // written without a second copy of it.
 void WriteJsonStringBody(std::ostream& out, std::string_view s);
 
-// "sha256:" + lowercase hex SHA-256 of bytes.
-std::string Sha256Id(std::string_view bytes);
+// "sha256:" + lowercase hex SHA-256 of bytes (an I/O error when the crypto module is missing).
+Result<std::string> Sha256Id(std::string_view bytes);
 
 // Field checks for document parsers. Each appends an Error at the value's pointer and returns
 // false / nullopt when the value is not what the rule expects.

@@ -128,12 +128,12 @@ std::string InterfaceId(const py::object& obj) {
   Json doc = Document(obj);
   switch (DetectDocument(doc)) {
     case DocumentKind::kModelPackage:
-      return ComputeInterfaceId(Take(ParseTasks(doc.value("tasks", Json()), "/tasks")));
+      return Take(ComputeInterfaceId(Take(ParseTasks(doc.value("tasks", Json()), "/tasks"))));
     case DocumentKind::kCompiledProgram:
     case DocumentKind::kMetadata:
       return Take(ParseCompiledProgram(doc)).interface_id;
     default:
-      return ComputeInterfaceId(Take(ParseTasks(doc)));
+      return Take(ComputeInterfaceId(Take(ParseTasks(doc))));
   }
 }
 
@@ -163,7 +163,7 @@ std::string EmitPackage(const py::object& tasks_obj, const py::object& params) {
                 : Take(ParseTasks(doc));
   }
   std::string pid = Take(ComputeParameterSchemaId(Take(ParamSpecsOfDocument(Document(params)))));
-  return WriteModelPackage(ModelPackage{ComputeInterfaceId(tasks), pid, tasks});
+  return WriteModelPackage(ModelPackage{Take(ComputeInterfaceId(tasks)), pid, tasks});
 }
 
 py::object BindDocs(const py::object& package, const py::object& program, const std::string& task,

@@ -1,16 +1,16 @@
-// One-shot digests through OpenSSL's EVP interface.
+// One-shot digests through the streaming Digester (base/digest.h).
 #include "mlc_manifest/hash.h"
 
-#include <openssl/evp.h>
+#include "base/digest.h"
 
 namespace mlc {
 namespace {
 
-std::string Digest(std::string_view bytes, const EVP_MD* md) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, md, nullptr);
-  return HexLower(digest, len);
+Result<std::string> DigestHex(DigestKind kind, std::string_view bytes) {
+  auto digester = Digester::Start(kind);
+  MLC_RETURN_IF_ERROR(digester);
+  digester->Update(bytes);
+  return digester->FinishHex();
 }
 
 }  // namespace
@@ -26,8 +26,8 @@ std::string HexLower(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-std::string Md5Hex(std::string_view bytes) { return Digest(bytes, EVP_md5()); }
+Result<std::string> Md5Hex(std::string_view bytes) { return DigestHex(DigestKind::kMd5, bytes); }
 
-std::string Sha256Hex(std::string_view bytes) { return Digest(bytes, EVP_sha256()); }
+Result<std::string> Sha256Hex(std::string_view bytes) { return DigestHex(DigestKind::kSha256, bytes); }
 
 }  // namespace mlc

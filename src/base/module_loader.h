@@ -1,8 +1,9 @@
 // The library keeps its heaviest dependencies in modules of their own (shared objects it opens
 // on first use), so that a command pays only for the libraries it calls: the image decoder
-// (libvips), the audio codecs and resampler (libsndfile, soxr) and the HTTP server
-// (cpp-httplib with OpenSSL). Each module exports one C function returning a plain C table whose
-// first member is its interface version. This finds and opens one.
+// (libvips), the audio codecs and resampler (libsndfile, soxr), the HTTP server (cpp-httplib
+// with OpenSSL), the digests (libcrypto: base/crypto_backend.h) and SentencePiece
+// (libsentencepiece with protobuf-lite: text/sp_backend.h). Each module exports one C function
+// returning a plain C table whose first member is its interface version. This finds and opens one.
 #pragma once
 
 #include <mutex>

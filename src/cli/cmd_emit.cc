@@ -64,7 +64,9 @@ int EmitPackage(const EmitArgs& a) {
   if (!cache) return ReportFailure(cache.errors(), a.json);
   Result<std::string> pid = ComputeParameterSchemaId(ParamSpecsOf(*cache));
   if (!pid) return ReportFailure(pid.errors(), a.json);
-  ModelPackage pkg{ComputeInterfaceId(*tasks), *pid, *tasks};
+  Result<std::string> iid = ComputeInterfaceId(*tasks);
+  if (!iid) return ReportFailure(iid.errors(), a.json);
+  ModelPackage pkg{*iid, *pid, *tasks};
   std::string out = a.output.empty() ? JoinPath(a.dir, kManifestFileName) : a.output;
   return Finish(a, out, WriteModelPackage(pkg),
                 {{"interface_id", pkg.interface_id}, {"parameter_schema_id", pkg.parameter_schema_id}});

@@ -43,7 +43,9 @@ Result<IdReport> TasksId(const std::string& source) {
   const Json& tasks_json = is_package && doc->contains("tasks") ? (*doc)["tasks"] : *doc;
   Result<Tasks> tasks = InDocument(ParseTasks(tasks_json, is_package ? "/tasks" : ""), DocumentName(file));
   MLC_RETURN_IF_ERROR(tasks);
-  return IdReport{ComputeInterfaceId(*tasks), true, std::nullopt};
+  Result<std::string> id = ComputeInterfaceId(*tasks);
+  MLC_RETURN_IF_ERROR(id);
+  return IdReport{*id, true, std::nullopt};
 }
 
 Result<IdReport> ParamsId(const std::string& source) {

@@ -304,10 +304,11 @@ Result<ModelPackage> ParseModelPackageFields(const Json& doc) {
 }
 
 Status CheckInterfaceId(const ModelPackage& pkg) {
-  std::string computed = ComputeInterfaceId(pkg.tasks);
-  if (computed != pkg.interface_id) {
+  Result<std::string> computed = ComputeInterfaceId(pkg.tasks);
+  MLC_RETURN_IF_ERROR(computed);
+  if (*computed != pkg.interface_id) {
     return Invalid("/interface_id", "does not match the tasks: declared " + pkg.interface_id +
-                                        ", computed " + computed);
+                                        ", computed " + *computed);
   }
   return Status::Ok();
 }

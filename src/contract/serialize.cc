@@ -119,7 +119,7 @@ OrderedJson CompiledProgramJson(const CompiledProgram& cp) {
   return o;
 }
 
-std::string ComputeInterfaceId(const Tasks& tasks) {
+Result<std::string> ComputeInterfaceId(const Tasks& tasks) {
   OrderedJson doc;
   doc["tasks"] = TasksJson(tasks);
   return Sha256Id(CanonicalJson(doc));

@@ -78,6 +78,10 @@ bool IsSha256Id(std::string_view s) {
   return true;
 }
 
-std::string Sha256Id(std::string_view bytes) { return "sha256:" + Sha256Hex(bytes); }
+Result<std::string> Sha256Id(std::string_view bytes) {
+  auto hex = Sha256Hex(bytes);
+  MLC_RETURN_IF_ERROR(hex);
+  return "sha256:" + *hex;
+}
 
 }  // namespace mlc

@@ -9,8 +9,10 @@ Result<CompiledProgram> AssembleCompiledProgram(const ProgramParts& parts, const
   MLC_RETURN_IF_ERROR(estimate);
   Result<std::string> schema_id = ComputeParameterSchemaId(parts.params);
   MLC_RETURN_IF_ERROR(schema_id);
+  Result<std::string> interface_id = ComputeInterfaceId(parts.tasks);
+  MLC_RETURN_IF_ERROR(interface_id);
   CompiledProgram program;
-  program.interface_id = ComputeInterfaceId(parts.tasks);
+  program.interface_id = *interface_id;
   program.parameter_schema_id = *schema_id;
   program.programs = parts.programs;
   program.resources = MakeResources(*estimate, parts.features);

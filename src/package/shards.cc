@@ -1,7 +1,6 @@
 // Shard integrity: containment, presence, size and md5, hashed in parallel with bounded memory
 // (each worker streams its shard through one fixed block).
 #include <limits.h>
-#include <openssl/evp.h>
 
 #include <atomic>
 #include <cerrno>
@@ -16,7 +15,7 @@
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/hash.h"
+#include "base/digest.h"
 
 namespace mlc {
 namespace {
@@ -68,20 +67,17 @@ Result<std::string> Md5File(const std::string& path, const std::function<void(ui
                             const std::string& inside) {
   auto file = DefaultEnv()->NewSequentialFile(path, inside);
   MLC_RETURN_IF_ERROR(file);
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
+  auto md5 = Digester::Start(DigestKind::kMd5);
+  MLC_RETURN_IF_ERROR(md5);
   std::unique_ptr<char[]> buf(new char[kBlock]);
   for (;;) {
     auto n = (*file)->Read(buf.get(), kBlock);
     MLC_RETURN_IF_ERROR(n);
     if (*n == 0) break;
-    EVP_DigestUpdate(ctx.get(), buf.get(), *n);
+    md5->Update(buf.get(), *n);
     if (on_bytes) on_bytes(static_cast<uint64_t>(*n));
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
-  return HexLower(digest, len);
+  return md5->FinishHex();
 }
 
 std::vector<ShardResult> CheckShards(const std::string& dir, const TensorCache& cache,

@@ -5,7 +5,9 @@
 #   - an external C++ program with find_package(mlc_manifest CONFIG) (tests/capi/external/),
 #   - `import mlc_manifest` under /usr/bin/python3 from the installed Python package,
 # each validating the shipped Gemma example and binding it to its compiled-program.json. The C
-# program must load the image module installed beside the library.
+# program must load the image module installed beside the library; every module must be installed
+# there, and the installed CLI, library and Python module must not link (DT_NEEDED) what the
+# modules hold (libcrypto, libsentencepiece and protobuf, libsndfile, soxr, libvips, cpp-httplib).
 #   install_test.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1
@@ -44,8 +46,8 @@ check_tree() {
     { echo "libmlc_manifest.so.1 not loaded from $libdir" >&2; return 1; }
   grep -q "calling init: $libdir/mlc_manifest/libmlc_manifest_vips.so\$" "$work/$name-c.err" ||
     { echo "the image module was not loaded from $libdir/mlc_manifest" >&2; return 1; }
-  # The audio and HTTP modules are installed beside the image module.
-  for module in audio http; do
+  # The other modules are installed beside the image module.
+  for module in audio http crypto sentencepiece; do
     [ -f "$libdir/mlc_manifest/libmlc_manifest_$module.so" ] ||
       { echo "no $libdir/mlc_manifest/libmlc_manifest_$module.so" >&2; return 1; }
   done
@@ -68,7 +70,7 @@ s = mlc_manifest.decode_audio('$work/tone.wav', 16000)
 assert s.shape == (1600,), s.shape
 "
     # The package links to the installed modules (so a relocated tree finds them).
-    for module in vips audio soxr http; do
+    for module in vips audio soxr http crypto sentencepiece; do
       [ -e "$pydir/mlc_manifest/libmlc_manifest_$module.so" ] ||
         { echo "no link to the $module module in $pydir/mlc_manifest" >&2; return 1; }
     done
@@ -76,6 +78,17 @@ assert s.shape == (1600,), s.shape
     echo "python: no package in $pydir (built without pybind11?)" >&2
     return 1
   fi
+  # What the modules hold stays out of the installed binaries' DT_NEEDED.
+  local binary
+  for binary in "$root/bin/mlc-manifest" "$libdir/libmlc_manifest.so.1" "$pydir"/mlc_manifest/_core*.so; do
+    [ -f "$binary" ] || { echo "no $binary" >&2; return 1; }
+    if readelf -d "$binary" | grep "(NEEDED)" |
+        grep -E "\[lib(crypto|ssl|sentencepiece|protobuf|sndfile|soxr|vips|cpp-httplib)"; then
+      echo "$binary links a library that belongs in a module (above)" >&2
+      return 1
+    fi
+  done
+  echo "$name: no module library in the DT_NEEDED of the CLI, libmlc_manifest.so.1 and the Python module"
 }
 
 prefix=$work/prefix

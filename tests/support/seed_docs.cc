@@ -47,7 +47,7 @@ std::vector<std::string> JsonBlocks(const std::string& text) {
 
 std::string SeedText() { return ReadText(SharedPath("seed/model-artifact-manifest.txt")); }
 
-std::string FakeId(const std::string& label) { return Sha256Id(label); }
+std::string FakeId(const std::string& label) { return *Sha256Id(label); }
 
 SeedDocs LoadSeedDocs() {
   SeedDocs docs;
@@ -72,7 +72,7 @@ SeedDocs LoadSeedDocs() {
     ADD_FAILURE() << FormatErrors(tasks.errors());
     return docs;
   }
-  std::string iid = ComputeInterfaceId(*tasks);
+  std::string iid = *ComputeInterfaceId(*tasks);
   std::string pid = FakeId("gemma-4 parameters");
   docs.gemma_package["interface_id"] = iid;
   docs.gemma_package["weights"]["parameter_schema_id"] = pid;

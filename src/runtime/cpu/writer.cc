@@ -275,7 +275,9 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   report.parameter_schema_id = *schema_id;
   ModelPackage package;
   package.tasks = cpu::TextTasks();
-  package.interface_id = ComputeInterfaceId(package.tasks);
+  Result<std::string> interface_id = ComputeInterfaceId(package.tasks);
+  MLC_RETURN_IF_ERROR(interface_id);
+  package.interface_id = *interface_id;
   package.parameter_schema_id = *schema_id;
   report.interface_id = package.interface_id;
 
@@ -302,7 +304,9 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   }
   for (TensorShard& s : cache->shards) {  // one shard in memory at a time
     std::string bytes = ShardBytes(s, *config, o.seed);
-    s.md5sum = Md5Hex(bytes);
+    Result<std::string> md5 = Md5Hex(bytes);
+    MLC_RETURN_IF_ERROR(md5);
+    s.md5sum = *md5;
     report.shard_bytes += static_cast<int64_t>(bytes.size());
     MLC_RETURN_IF_ERROR(WriteFileAtomic(JoinPath(dir, s.data_path), bytes, o.force));
     report.files.push_back(s.data_path);

@@ -137,28 +137,31 @@ struct Shards {
 
 // Packs bf16-encoded parameters into shards of at most shard_bytes (one oversized parameter
 // gets a shard of its own).
-Shards PackShards(const std::vector<ParamSpec>& specs, uint64_t seed, uint64_t shard_bytes) {
+Result<Shards> PackShards(const std::vector<ParamSpec>& specs, uint64_t seed, uint64_t shard_bytes) {
   Rng rng(seed ^ 0x6d6c632d6d616e69ull);
   Shards out;
   std::string data;
   OrderedJson records = OrderedJson::array();
-  auto flush = [&]() {
-    if (data.empty()) return;
+  auto flush = [&]() -> Status {
+    if (data.empty()) return Status::Ok();
+    Result<std::string> md5 = Md5Hex(data);
+    MLC_RETURN_IF_ERROR(md5);
     std::string name = "params_shard_" + std::to_string(out.files.size()) + ".bin";
     out.records.push_back({{"dataPath", name},
                            {"format", "raw-shard"},
                            {"nbytes", data.size()},
                            {"records", records},
-                           {"md5sum", Md5Hex(data)}});
+                           {"md5sum", *md5}});
     out.bytes += static_cast<int64_t>(data.size());
     out.files.emplace_back(name, std::move(data));
     data.clear();
     records = OrderedJson::array();
+    return Status::Ok();
   };
   for (const ParamSpec& p : specs) {
     std::vector<float> values = Draw(p, rng);
     size_t nbytes = values.size() * 2;
-    if (!data.empty() && data.size() + nbytes > shard_bytes) flush();
+    if (!data.empty() && data.size() + nbytes > shard_bytes) MLC_RETURN_IF_ERROR(flush());
     OrderedJson rec = ParamSpecJson(p);
     rec["format"] = "f32-to-bf16";
     rec["nbytes"] = nbytes;
@@ -170,7 +173,7 @@ Shards PackShards(const std::vector<ParamSpec>& specs, uint64_t seed, uint64_t s
       data.push_back(static_cast<char>(b >> 8));
     }
   }
-  flush();
+  MLC_RETURN_IF_ERROR(flush());
   return out;
 }
 
@@ -228,7 +231,9 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
 
   ModelPackage package;
   package.tasks = ReferenceTasks(o, c);
-  package.interface_id = ComputeInterfaceId(package.tasks);
+  Result<std::string> interface_id = ComputeInterfaceId(package.tasks);
+  MLC_RETURN_IF_ERROR(interface_id);
+  package.interface_id = *interface_id;
   package.parameter_schema_id = *schema_id;
   report.interface_id = package.interface_id;
 
@@ -239,7 +244,9 @@ Result<ReferenceModelReport> WriteReferenceModel(const std::string& dir,
   program.resources = MakeResources(*estimate, {});
   std::string program_text = WriteCompiledProgram(program);
 
-  Shards shards = PackShards(specs, o.seed, o.shard_bytes);
+  Result<Shards> packed = PackShards(specs, o.seed, o.shard_bytes);
+  MLC_RETURN_IF_ERROR(packed);
+  Shards& shards = *packed;
   OrderedJson cache = {{"metadata",
                         {{"ParamSize", specs.size()},
                          {"ParamBytes", static_cast<double>(estimate->total_bytes)},
