@@ -195,29 +195,36 @@ TEST(AtomicFileWriter, DroppedBeforeCommitLeavesTheOldFile) {
   EXPECT_EQ(Temporaries(dir), 0);
 }
 
+// A writer of a new file with its first bytes appended.
+std::unique_ptr<AtomicFileWriter> Started(const std::string& path, std::string_view first) {
+  auto w = AtomicFileWriter::Create(path, /*overwrite=*/false);
+  EXPECT_TRUE(w.ok()) << FormatErrors(w.errors());
+  if (!w.ok()) return nullptr;
+  EXPECT_TRUE((*w)->Append(first).ok());
+  return std::move(*w);
+}
+
 TEST(AtomicFileWriter, WriteAtFinishesAHeaderBeforeCommit) {
   test::TempDir dir;
   const std::string path = dir.File("out.bin");
-  auto w = AtomicFileWriter::Create(path, /*overwrite=*/false);
-  ASSERT_TRUE(w.ok());
-  ASSERT_TRUE((*w)->Append("....").ok());
-  ASSERT_TRUE((*w)->Append(Pattern(100000)).ok());
+  auto w = Started(path, "....");
+  ASSERT_TRUE(w);
+  ASSERT_TRUE(w->Append(Pattern(100000)).ok());
   EXPECT_FALSE(FileExists(path)) << "in place before Commit";
-  ASSERT_TRUE((*w)->WriteAt(0, "HEAD").ok());
-  ASSERT_TRUE((*w)->Commit().ok());
+  ASSERT_TRUE(w->WriteAt(0, "HEAD").ok());
+  ASSERT_TRUE(w->Commit().ok());
   EXPECT_EQ(*ReadFile(path), "HEAD" + Pattern(100000));
   EXPECT_EQ(Temporaries(dir), 0);
-  EXPECT_FALSE((*w)->Append("more").ok()) << "a committed writer takes no more bytes";
+  EXPECT_FALSE(w->Append("more").ok()) << "a committed writer takes no more bytes";
 }
 
 TEST(AtomicFileWriter, NoClobberHoldsAgainstAFileMadeMeanwhile) {
   test::TempDir dir;
   const std::string path = dir.File("out.bin");
-  auto w = AtomicFileWriter::Create(path, /*overwrite=*/false);
-  ASSERT_TRUE(w.ok());
-  ASSERT_TRUE((*w)->Append("mine").ok());
+  auto w = Started(path, "mine");
+  ASSERT_TRUE(w);
   dir.Write("out.bin", "theirs");  // another writer got there first
-  Status st = (*w)->Commit();
+  Status st = w->Commit();
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.errors()[0].code, ErrorCode::kExists);
   EXPECT_EQ(*ReadFile(path), "theirs");

@@ -175,46 +175,39 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   EXPECT_EQ(sp.err.find("libcrypto"), std::string::npos) << "libcrypto loaded by `tokenize`";
 }
 
-TEST(ModuleLoader, AudioWithoutItsModuleIsAnIoError) {
+// Each module missing: the command that needs it fails with an I/O error (exit 3) naming the
+// file tried and the module, and leaves no output behind.
+TEST(ModuleLoader, AMissingModuleIsAnIoError) {
   TempDir dir;
-  const std::string wav = FloatWav(dir);
-  auto missing = RunTracingLibraries({"audio", wav, "-o", dir.File("b.npy"), "--rate", "16000", "--json"},
-                                     "MLC_MANIFEST_AUDIO_MODULE=/nonexistent/libmlc_manifest_audio.so");
-  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
-  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_audio.so"), std::string::npos) << missing.out;
-  EXPECT_NE(missing.out.find("the audio module (libsndfile) cannot be loaded"), std::string::npos)
-      << missing.out;
-}
-
-TEST(ModuleLoader, ResamplingWithoutItsModuleIsAnIoError) {
-  TempDir dir;
-  const std::string wav = ToneWav(dir);
-  auto missing = RunTracingLibraries({"audio", wav, "-o", dir.File("b.npy"), "--rate", "16000", "--json"},
-                                     "MLC_MANIFEST_SOXR_MODULE=/nonexistent/libmlc_manifest_soxr.so");
-  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
-  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_soxr.so"), std::string::npos) << missing.out;
-  EXPECT_NE(missing.out.find("the resampler module (soxr) cannot be loaded"), std::string::npos) << missing.out;
-  EXPECT_FALSE(FileExists(dir.File("b.npy")));
-}
-
-TEST(ModuleLoader, IdsWithoutTheCryptoModuleAreAnIoError) {
   const std::string package = std::string(MLC_SOURCE_DIR) + "/examples/gemma-4-E2B-it-q4f16_1";
-  auto missing = RunTracingLibraries({"id", "tasks", package, "--json"},
-                                     "MLC_MANIFEST_CRYPTO_MODULE=/nonexistent/libmlc_manifest_crypto.so");
-  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
-  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_crypto.so"), std::string::npos) << missing.out;
-  EXPECT_NE(missing.out.find("the crypto module (libcrypto) cannot be loaded"), std::string::npos) << missing.out;
-}
-
-TEST(ModuleLoader, SentencePieceWithoutItsModuleIsAnIoError) {
-  TempDir dir;
   const std::string model = dir.Write("tokenizer.model", "not a model");
-  auto missing = RunTracingLibraries({"tokenize", "--tokenizer", model, "--text", "hi", "--json"},
-                                     "MLC_MANIFEST_SENTENCEPIECE_MODULE=/nonexistent/libmlc_manifest_sentencepiece.so");
-  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
-  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_sentencepiece.so"), std::string::npos) << missing.out;
-  EXPECT_NE(missing.out.find("the SentencePiece module (libsentencepiece) cannot be loaded"), std::string::npos)
-      << missing.out;
+  struct Case {
+    std::vector<std::string> args;
+    const char* env;   // the variable naming the module's file
+    const char* file;  // the module's file name
+    const char* what;  // how the error names the module
+  };
+  const Case cases[] = {
+      {{"audio", FloatWav(dir), "-o", dir.File("b.npy"), "--rate", "16000"}, "MLC_MANIFEST_AUDIO_MODULE",
+       "libmlc_manifest_audio.so", "the audio module (libsndfile)"},
+      {{"audio", ToneWav(dir), "-o", dir.File("b.npy"), "--rate", "16000"}, "MLC_MANIFEST_SOXR_MODULE",
+       "libmlc_manifest_soxr.so", "the resampler module (soxr)"},
+      {{"id", "tasks", package}, "MLC_MANIFEST_CRYPTO_MODULE", "libmlc_manifest_crypto.so",
+       "the crypto module (libcrypto)"},
+      {{"tokenize", "--tokenizer", model, "--text", "hi"}, "MLC_MANIFEST_SENTENCEPIECE_MODULE",
+       "libmlc_manifest_sentencepiece.so", "the SentencePiece module (libsentencepiece)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.file);
+    std::vector<std::string> args = c.args;
+    args.push_back("--json");
+    const std::string tried = std::string("/nonexistent/") + c.file;
+    auto missing = RunTracingLibraries(args, std::string(c.env) + "=" + tried);
+    EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+    EXPECT_NE(missing.out.find(tried), std::string::npos) << missing.out;
+    EXPECT_NE(missing.out.find(std::string(c.what) + " cannot be loaded"), std::string::npos) << missing.out;
+    EXPECT_FALSE(FileExists(dir.File("b.npy")));
+  }
 }
 
 }  // namespace
