@@ -143,12 +143,9 @@ int Run(const AudioArgs& a) {
   if (!quality) return ReportFailure(quality.errors(), a.json);
   auto kind = OutputKindOf(a.output);
   if (!kind) return ReportFailure(kind.errors(), a.json);
-  if (!a.force && FileExists(a.output)) {
-    return ReportFailure({FileError(ErrorCode::kExists, a.output, "already exists; not replaced")},
-                         a.json);
-  }
   AudioOptions options;
   options.quality = *quality;
+  // Refuses an existing output without --force, or one that is not a regular file, before decoding.
   auto file = ArrayFileWriter::Create(a.output, "<f4", processor->max_samples, *kind == OutputKind::kNpy, a.force);
   if (!file) return ReportFailure(file.errors(), a.json);
   FileSink sink(**file);
