@@ -782,5 +782,45 @@ TEST(AudioHeaders, ChunkPastTheEndIsRejectedQuickly) {
   EXPECT_EQ(f.error().document, path);
 }
 
+// A LIST chunk that fits in the file but whose sub-chunk claims to run past the LIST's own end is
+// rejected at once too, with the sub-chunk's byte offset (libsndfile 1.2 spins on it for more than
+// 10 s; found by audio_fuzz: the 44 bytes below are its input).
+TEST(AudioHeaders, ListSubChunkPastItsListIsRejectedQuickly) {
+  const std::string bytes(
+      "RIFF$\x02\x00\x00WAVELIST\x16\x00\x00\x00WA\x9f\xff\xf7\xff\xff\xff\x9c\x00@\x00"
+      "da=a\x00\x02\x00\x00\x00\x00\x00",
+      44);
+  auto r = DecodeAudioMemory(bytes, Processor(16000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, "byte 24");
+  EXPECT_NE(r.error().message.find("LIST sub-chunk claims 4194460 bytes, past the end of its LIST chunk (byte 42)"),
+            std::string::npos)
+      << r.error().message;
+  test::TempDir d;
+  std::string path = d.Write("bad.wav", bytes);
+  auto f = DecodeAudioFile(path, Processor(16000));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().path, "byte 24");
+  EXPECT_EQ(f.error().document, path);
+}
+
+// A well-formed LIST INFO chunk (an odd-sized sub-chunk with its pad byte) still decodes.
+TEST(AudioHeaders, WellFormedListChunkStillDecodes) {
+  std::string info("INFOINAM\x03\x00\x00\x00" "ab\x00\x00", 16);  // "ab\0" and the pad byte
+  std::string list = "LIST" + std::string(1, static_cast<char>(info.size())) + std::string(3, '\0') + info;
+  std::string fmt("fmt \x10\x00\x00\x00\x03\x00\x01\x00\x80\x3e\x00\x00\x00\xfa\x00\x00\x04\x00\x20\x00", 24);
+  const int frames = 1600;
+  std::string data = "data" + std::string(1, static_cast<char>((frames * 4) & 0xff)) +
+                     std::string(1, static_cast<char>((frames * 4) >> 8)) + std::string(2, '\0') +
+                     std::string(static_cast<size_t>(frames) * 4, '\0');
+  std::string body = "WAVE" + fmt + list + data;
+  const uint32_t riff = static_cast<uint32_t>(body.size());
+  std::string bytes = "RIFF" + std::string{static_cast<char>(riff & 0xff), static_cast<char>((riff >> 8) & 0xff),
+                                           static_cast<char>((riff >> 16) & 0xff), '\0'} + body;
+  auto r = DecodeAudioMemory(bytes, Processor(16000));
+  ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
+  EXPECT_EQ(r->samples.size(), size_t{frames});
+}
+
 }  // namespace
 }  // namespace mlc

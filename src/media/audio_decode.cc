@@ -152,10 +152,39 @@ Result<StreamedAudio> DecodeWithModule(const MlcAudioSource& source, std::string
   return DecodeOpen(decoder, format, processor, options, sink);
 }
 
+uint32_t Le32(const unsigned char* p) {
+  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
+         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
+}
+uint32_t Le16(const unsigned char* p) { return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8; }
+
+// The sub-chunks of a LIST chunk whose body is [body, body + bytes): after the 4-byte list type,
+// each one must end inside the body (a missing pad byte at its very end is tolerated); libsndfile
+// 1.2 can spin for a very long time on one that claims more.
+template <class ReadAt>
+Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std::string& where) {
+  const uint64_t end = body + bytes;
+  for (uint64_t at = body + 4; at + 8 <= end;) {
+    unsigned char ch[8];
+    if (read_at(at, ch, 8) != 8) break;
+    const uint64_t sub = Le32(ch + 4);
+    const uint64_t next = at + 8 + sub + (sub & 1);
+    if (next > end + 1) {
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(at),
+                   "LIST sub-chunk claims " + std::to_string(sub) +
+                       " bytes, past the end of its LIST chunk (byte " + std::to_string(end) + ")",
+                   where};
+    }
+    at = next;
+  }
+  return Status::Ok();
+}
+
 // RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
-// claims to run past the end of the file is rejected (libsndfile 1.2 can spin for a very long
-// time on such a LIST chunk). `read_at` fills up to n bytes at an offset and returns the count;
-// `where` names the file (the errors' document; "" for bytes in memory).
+// claims to run past the end of the file, or a LIST chunk whose sub-chunks run past its own end,
+// is rejected (libsndfile 1.2 can spin for a very long time on either). `read_at` fills up to n
+// bytes at an offset and returns the count; `where` names the file (the errors' document; "" for
+// bytes in memory).
 template <class ReadAt>
 Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where) {
   unsigned char head[12];
@@ -172,14 +201,17 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
     }
     std::string id(reinterpret_cast<const char*>(ch), 4);
     if (id == "data") break;  // a short data chunk is a truncated recording, read what is there
-    uint64_t bytes = static_cast<uint64_t>(ch[4]) | static_cast<uint64_t>(ch[5]) << 8 |
-                     static_cast<uint64_t>(ch[6]) << 16 | static_cast<uint64_t>(ch[7]) << 24;
+    uint64_t bytes = Le32(ch + 4);
     uint64_t end = offset + 8 + bytes + (bytes & 1);
     if (end > size + 1) {  // a missing pad byte at the very end is tolerated
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
                    "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
                        " bytes, past the end of the file (" + std::to_string(size) + " bytes)",
                    where};
+    }
+    if (id == "LIST") {
+      Status list = CheckListChunk(read_at, offset + 8, bytes, where);
+      MLC_RETURN_IF_ERROR(list);
     }
     offset = end;
   }
@@ -198,11 +230,6 @@ struct Pcm16Wav {
   int64_t frames = 0;
 };
 
-uint32_t Le32(const unsigned char* p) {
-  return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8 |
-         static_cast<uint32_t>(p[2]) << 16 | static_cast<uint32_t>(p[3]) << 24;
-}
-uint32_t Le16(const unsigned char* p) { return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8; }
 
 template <class ReadAt>
 std::optional<Pcm16Wav> FindPcm16Wav(ReadAt&& read_at, uint64_t size) {
