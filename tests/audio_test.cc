@@ -764,44 +764,39 @@ TEST(AudioSpeech, EspeakRecordingMatchesSoxVeryHighQuality) {
   std::vector<float> theirs(y.begin() + kEdge, y.begin() + kEdge + 32768);
   EXPECT_GE(BandAgreementDb(ours, theirs, 16000, 7000), 90) << "against sox rate -v";
 }
+// Decodes `bytes` from memory and from a file: both fail at `path` with `message` in the text,
+// the file's error naming it as its document.
+void ExpectRejectedAt(const std::string& bytes, const std::string& path, const std::string& message) {
+  auto r = DecodeAudioMemory(bytes, Processor(16000));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().path, path);
+  EXPECT_NE(r.error().message.find(message), std::string::npos) << r.error().message;
+  test::TempDir d;
+  std::string file = d.Write("bad.wav", bytes);
+  auto f = DecodeAudioFile(file, Processor(16000));
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.error().path, path);
+  EXPECT_EQ(f.error().document, file);
+}
+
 // A chunk before "data" that claims to run past the end of the file is rejected at once, with
 // its byte offset (libsndfile alone spins on such a LIST chunk; found by audio_fuzz).
 TEST(AudioHeaders, ChunkPastTheEndIsRejectedQuickly) {
   std::string bytes("RIFF\x64\x00\x00\x00WAVELIST\x66\xff\xff\xff", 20);
   bytes += std::string(64, '\xff');
-  auto r = DecodeAudioMemory(bytes, Processor(16000));
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().path, "byte 12");
-  EXPECT_NE(r.error().message.find("RIFF chunk \"LIST\" claims 4294967142 bytes"), std::string::npos)
-      << r.error().message;
-  test::TempDir d;
-  std::string path = d.Write("bad.wav", bytes);
-  auto f = DecodeAudioFile(path, Processor(16000));
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.error().path, "byte 12");
-  EXPECT_EQ(f.error().document, path);
+  ExpectRejectedAt(bytes, "byte 12", "RIFF chunk \"LIST\" claims 4294967142 bytes");
 }
 
 // A LIST chunk that fits in the file but whose sub-chunk claims to run past the LIST's own end is
 // rejected at once too, with the sub-chunk's byte offset (libsndfile 1.2 spins on it for more than
-// 10 s; found by audio_fuzz: the 44 bytes below are its input).
+// 10 s; found by audio_fuzz: the 43 bytes below are its input, also in its seed corpus).
 TEST(AudioHeaders, ListSubChunkPastItsListIsRejectedQuickly) {
   const std::string bytes(
       "RIFF$\x02\x00\x00WAVELIST\x16\x00\x00\x00WA\x9f\xff\xf7\xff\xff\xff\x9c\x00@\x00"
       "da=a\x00\x02\x00\x00\x00\x00\x00",
-      44);
-  auto r = DecodeAudioMemory(bytes, Processor(16000));
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().path, "byte 24");
-  EXPECT_NE(r.error().message.find("LIST sub-chunk claims 4194460 bytes, past the end of its LIST chunk (byte 42)"),
-            std::string::npos)
-      << r.error().message;
-  test::TempDir d;
-  std::string path = d.Write("bad.wav", bytes);
-  auto f = DecodeAudioFile(path, Processor(16000));
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.error().path, "byte 24");
-  EXPECT_EQ(f.error().document, path);
+      43);
+  ExpectRejectedAt(bytes, "byte 24",
+                   "LIST sub-chunk claims 4194460 bytes, past the end of its LIST chunk (byte 42)");
 }
 
 // A well-formed LIST INFO chunk (an odd-sized sub-chunk with its pad byte) still decodes.
