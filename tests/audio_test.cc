@@ -799,6 +799,17 @@ TEST(AudioHeaders, ListSubChunkPastItsListIsRejectedQuickly) {
                    "LIST sub-chunk claims 4194460 bytes, past the end of its LIST chunk (byte 42)");
 }
 
+// A LIST chunk of more than 100000 empty sub-chunks is rejected like a file of that many chunks
+// (the walk reads 8 bytes a sub-chunk: a file's would otherwise take minutes).
+TEST(AudioHeaders, TooManyListSubChunksAreRejected) {
+  const uint32_t list = 4 + 8 * 100002;
+  std::string bytes("RIFF\x00\x00\x00\x00WAVELIST", 16);
+  for (int i = 0; i < 4; ++i) bytes += static_cast<char>((list >> (8 * i)) & 0xff);
+  bytes += "INFO";
+  for (int i = 0; i < 100002; ++i) bytes += std::string("ISFT\x00\x00\x00\x00", 8);
+  ExpectRejectedAt(bytes, "byte " + std::to_string(24 + 8 * 100001), "more than 100000 sub-chunks in a LIST chunk");
+}
+
 // A well-formed LIST INFO chunk (an odd-sized sub-chunk with its pad byte) still decodes.
 TEST(AudioHeaders, WellFormedListChunkStillDecodes) {
   std::string info("INFOINAM\x03\x00\x00\x00" "ab\x00\x00", 16);  // "ab\0" and the pad byte

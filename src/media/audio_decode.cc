@@ -164,7 +164,12 @@ uint32_t Le16(const unsigned char* p) { return static_cast<uint32_t>(p[0]) | sta
 template <class ReadAt>
 Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std::string& where) {
   const uint64_t end = body + bytes;
-  for (uint64_t at = body + 4; at + 8 <= end;) {
+  uint64_t at = body + 4;
+  for (int subs = 0; at + 8 <= end; ++subs) {
+    if (subs > 100000) {  // the bound of the top-level walk: 8-byte reads must not run for minutes
+      return Error{ErrorCode::kInvalid, "byte " + std::to_string(at), "more than 100000 sub-chunks in a LIST chunk",
+                   where};
+    }
     unsigned char ch[8];
     if (read_at(at, ch, 8) != 8) break;
     const uint64_t sub = Le32(ch + 4);
