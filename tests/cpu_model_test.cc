@@ -136,17 +136,17 @@ Vec RmsNorm(const Vec& x, const Vec& g, double eps) {
 
 // Rotation frequencies written from the definitions (HF's llama3 and longrope rules).
 double Frequency(const cpu::ModelConfig& c, int64_t j) {
-  double inv = 1.0 / std::pow(c.rope_theta, 2.0 * static_cast<double>(j) / static_cast<double>(c.rotary_dim));
-  if (c.rope_scaling == cpu::RopeScaling::kLlama3) {
-    double wl = 2 * M_PI / inv, orig = static_cast<double>(c.original_max_position);
-    if (wl < orig / c.high_freq_factor) return inv;
-    if (wl > orig / c.low_freq_factor) return inv / c.rope_factor;
-    double sm = (orig / wl - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
-    return (1 - sm) * inv / c.rope_factor + sm * inv;
+  double inv = 1.0 / std::pow(c.rope().theta, 2.0 * static_cast<double>(j) / static_cast<double>(c.rope().rotary_dim));
+  if (c.rope().scaling == cpu::RopeScaling::kLlama3) {
+    double wl = 2 * M_PI / inv, orig = static_cast<double>(c.rope().original_max_position);
+    if (wl < orig / c.rope().high_freq_factor) return inv;
+    if (wl > orig / c.rope().low_freq_factor) return inv / c.rope().factor;
+    double sm = (orig / wl - c.rope().low_freq_factor) / (c.rope().high_freq_factor - c.rope().low_freq_factor);
+    return (1 - sm) * inv / c.rope().factor + sm * inv;
   }
-  if (c.rope_scaling == cpu::RopeScaling::kLongRope) {
-    bool long_ctx = c.context_window_size > c.original_max_position;
-    return inv / (long_ctx ? c.long_factor : c.short_factor)[static_cast<size_t>(j)];
+  if (c.rope().scaling == cpu::RopeScaling::kLongRope) {
+    bool long_ctx = c.context_window_size > c.rope().original_max_position;
+    return inv / (long_ctx ? c.rope().long_factor : c.rope().short_factor)[static_cast<size_t>(j)];
   }
   return inv;
 }
@@ -177,34 +177,36 @@ struct Reference64 {
 
   // Logits at every position of the token sequence.
   std::vector<Vec> Run(const std::vector<int32_t>& tokens) const {
-    cpu::Names n = cpu::NamesOf(c.family);
+    const cpu::Names& n = c.family->names;
+    const bool gemma2 = c.model_type == "gemma2", gemma = gemma2 || c.model_type == "gemma";
     const bool q8 = p.Has(n.embed + ".q_weight");  // 4-bit weights: activations rounded to int8
     auto Lin = [q8](const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
       return MatVec(w, q8 ? RoundToQ8Blocks(x) : x, rows, cols);
     };
     const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
+    const int64_t QS = c.num_heads * D, KVS = c.num_kv_heads * D, QKVS = QS + 2 * KVS;
     Vec emb = p.Matrix(n.embed, c.vocab_size, H);
     Vec head = c.tie_word_embeddings ? emb : p.Matrix(n.lm_head, c.vocab_size, H);
     double mag = 1.0;
-    if (c.rope_scaling == cpu::RopeScaling::kLongRope && c.max_position > c.original_max_position) {
-      double s = static_cast<double>(c.max_position) / static_cast<double>(c.original_max_position);
-      mag = std::sqrt(1 + std::log(s) / std::log(static_cast<double>(c.original_max_position)));
+    if (c.rope().scaling == cpu::RopeScaling::kLongRope && c.rope().max_position > c.rope().original_max_position) {
+      double s = static_cast<double>(c.rope().max_position) / static_cast<double>(c.rope().original_max_position);
+      mag = std::sqrt(1 + std::log(s) / std::log(static_cast<double>(c.rope().original_max_position)));
     }
     std::vector<std::vector<Vec>> keys(static_cast<size_t>(c.num_layers)), values(keys.size());
     std::vector<Vec> out;
     for (size_t t = 0; t < tokens.size(); ++t) {
       int64_t pos = static_cast<int64_t>(t);
       Vec x(emb.begin() + tokens[t] * H, emb.begin() + (tokens[t] + 1) * H);
-      if (c.gemma()) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
+      if (gemma) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
       for (int64_t l = 0; l < c.num_layers; ++l) {
         std::string pre = n.Layer(l);
-        Vec h = RmsNorm(x, p.Floats(pre + n.norm_attn + ".weight"), c.rms_norm_eps);
-        Vec qkv = Lin(p.Matrix(pre + n.qkv, c.qkv_size(), H), h, c.qkv_size(), H);
+        Vec h = RmsNorm(x, p.Floats(pre + n.attn_norm + ".weight"), c.rms_norm_eps);
+        Vec qkv = Lin(p.Matrix(pre + n.qkv, QKVS, H), h, QKVS, H);
         if (p.Has(pre + n.qkv + ".bias")) {
           Vec b = p.Floats(pre + n.qkv + ".bias");
           for (size_t i = 0; i < qkv.size(); ++i) qkv[i] += b[i];
         }
-        int64_t half = c.rotary_dim / 2;
+        int64_t half = c.rope().rotary_dim / 2;
         for (int64_t hd = 0; hd < c.num_heads + c.num_kv_heads; ++hd) {
           for (int64_t j = 0; j < half; ++j) {
             double a = static_cast<double>(pos) * Frequency(c, j);
@@ -216,15 +218,15 @@ struct Reference64 {
             x1 = a1 * cs + a0 * sn;
           }
         }
-        keys[l].push_back(Vec(qkv.begin() + c.q_size(), qkv.begin() + c.q_size() + c.kv_size()));
-        values[l].push_back(Vec(qkv.begin() + c.q_size() + c.kv_size(), qkv.end()));
-        Vec attn(static_cast<size_t>(c.q_size()), 0.0);
+        keys[l].push_back(Vec(qkv.begin() + QS, qkv.begin() + QS + KVS));
+        values[l].push_back(Vec(qkv.begin() + QS + KVS, qkv.end()));
+        Vec attn(static_cast<size_t>(QS), 0.0);
         double scale = 1 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(D));
         for (int64_t hq = 0; hq < c.num_heads; ++hq) {
           int64_t kvh = hq / (c.num_heads / c.num_kv_heads);
           std::vector<std::pair<int64_t, double>> scores;
           for (int64_t j = 0; j <= pos; ++j) {
-            bool layer_ok = !c.LayerSlides(l) || pos - j < c.layer_sliding_window;
+            bool layer_ok = !(gemma2 && l % 2 == 0) || pos - j < c.layer_sliding_window;
             bool cache_ok = cache_window <= 0 || pos - j < cache_window || j < sink;
             if (!layer_ok || !cache_ok) continue;
             double s = 0;
@@ -241,22 +243,22 @@ struct Reference64 {
             for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[l][j][static_cast<size_t>(kvh * D + d)];
           }
         }
-        Vec o = Lin(p.Matrix(pre + n.o, H, c.q_size()), attn, H, c.q_size());
-        if (c.family == cpu::Family::kGemma2) o = RmsNorm(o, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
+        Vec o = Lin(p.Matrix(pre + n.o, H, QS), attn, H, QS);
+        if (gemma2) o = RmsNorm(o, p.Floats(pre + std::string("post_attention_layernorm") + ".weight"), c.rms_norm_eps);
         for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-        Vec hn = c.family == cpu::Family::kGemma2
-                     ? RmsNorm(x, p.Floats(pre + n.norm_pre_ff + ".weight"), c.rms_norm_eps)
-                     : RmsNorm(x, p.Floats(pre + n.norm_post_attn + ".weight"), c.rms_norm_eps);
+        Vec hn = gemma2
+                     ? RmsNorm(x, p.Floats(pre + n.mlp_norm + ".weight"), c.rms_norm_eps)
+                     : RmsNorm(x, p.Floats(pre + std::string("post_attention_layernorm") + ".weight"), c.rms_norm_eps);
         Vec gu = Lin(p.Matrix(pre + n.gate_up, 2 * I, H), hn, 2 * I, H);
         Vec act(static_cast<size_t>(I));
         for (int64_t i = 0; i < I; ++i) {
           double g = gu[static_cast<size_t>(i)], u = gu[static_cast<size_t>(I + i)];
-          double a = c.gemma() ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
+          double a = gemma ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
                                : g / (1 + std::exp(-g));
           act[static_cast<size_t>(i)] = a * u;
         }
         Vec m = Lin(p.Matrix(pre + n.down, H, I), act, H, I);
-        if (c.family == cpu::Family::kGemma2) m = RmsNorm(m, p.Floats(pre + n.norm_post_ff + ".weight"), c.rms_norm_eps);
+        if (gemma2) m = RmsNorm(m, p.Floats(pre + n.mlp_out_norm + ".weight"), c.rms_norm_eps);
         for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
       }
       Vec logits = Lin(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);

@@ -180,10 +180,17 @@ int Run(const RunArgs& a) {
 }
 
 const Registration kRun(610, "run",
-                        "Generate on a package: the reference runtime, or the built-in CPU program for "
-                        "llama, qwen2, gemma, gemma2 and phi3 packages",
+                        "Generate on a package: the reference runtime, or the built-in CPU program of "
+                        "its model_type",
                         [](CLI::App* cmd) {
   auto a = std::make_shared<RunArgs>();
+  auto join = [](const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  };
+  cmd->footer("Built-in CPU programs (model_type): " + join(CpuModelTypes()) +
+              "; quantizations: " + join(CpuQuantizations()) + ".");
   cmd->add_option("DIR", a->dir, "A converted package folder")->required();
   cmd->add_option("--program", a->program,
                   "The compiled-program document (default: the library's _metadata.artifact)");

@@ -1,55 +1,91 @@
-// The model families of the CPU program: their configuration (read from mlc-chat-config.json and
-// checked), the converter's parameter names and fused layouts, and the parameter list in the
-// order of the model's modules. Shared by the program, its library and the package writer.
+// The model families of the CPU program as data: a FamilySpec per family (its model_type, its
+// configuration hook, the converter's names and parameter order, the pair it exports, the defaults
+// its random-weight packages use), one table of them (families.cc), and the configuration every
+// decoder runs from (ModelConfig, with a per-layer plan: head sizes, attention window, rotary
+// positions and where the layer's keys and values live). Adding a family is one file in decoders/
+// and one row in the table.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "mlc_manifest/bind.h"
 #include "mlc_manifest/contract.h"
 #include "mlc_manifest/error.h"
 #include "mlc_manifest/package.h"
+#include "runtime/cpu/kv_cache.h"
 
 namespace mlc::cpu {
 
-enum class Family { kLlama, kQwen2, kGemma, kGemma2, kPhi3 };
+class ConfigReader;
+struct FamilySpec;
+
 enum class Quant { kQ0F32, kQ0F16, kQ4F16, kQ4F32 };
 
 enum class RopeScaling { kNone, kLlama3, kLongRope };
 
-struct ModelConfig {
-  Family family = Family::kLlama;
-  Quant quant = Quant::kQ4F16;
-  std::string model_type;
-  std::string quantization;
-
-  int64_t vocab_size = 0;
-  int64_t hidden_size = 0;
-  int64_t intermediate_size = 0;
-  int64_t num_layers = 0;
-  int64_t num_heads = 0;
-  int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;
-  double rms_norm_eps = 1e-5;
-  bool tie_word_embeddings = false;
-
-  // Rotary positions (rotate-half, MLC's RopeMode.NORMAL) over the first rotary_dim dims.
-  double rope_theta = 10000.0;
+// Rotary positions (rotate-half, MLC's RopeMode.NORMAL) over the first rotary_dim dims of a head.
+struct Rope {
+  double theta = 10000.0;
   int64_t rotary_dim = 0;
-  RopeScaling rope_scaling = RopeScaling::kNone;
-  double rope_factor = 1.0;           // llama3
+  RopeScaling scaling = RopeScaling::kNone;
+  double factor = 1.0;                // llama3
   double low_freq_factor = 1.0;       // llama3
   double high_freq_factor = 4.0;      // llama3
   int64_t original_max_position = 0;  // llama3, longrope
   int64_t max_position = 0;           // longrope
   std::vector<double> long_factor, short_factor;  // longrope, rotary_dim / 2 each
 
-  // Gemma 2.
-  double attn_logit_softcap = 0;   // 0: none
-  double final_logit_softcap = 0;  // 0: none
-  double query_pre_attn_scalar = 0;  // 0: head_dim
-  int64_t layer_sliding_window = 0;  // sliding window of the even layers (0: none)
+  // The rotation frequency of pair j (j < rotary_dim / 2), scaling applied; longrope takes the
+  // long factors when the context window is past the original one.
+  double InvFrequency(int64_t j, int64_t context_window_size) const;
+  // The factor cos and sin are multiplied by (longrope's attention factor, else 1).
+  double Magnitude() const;
+};
+
+enum class Activation { kSilu, kGeluTanh };
+
+// One decoder layer's attention and MLP sizes.
+struct LayerPlan {
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  int64_t sliding_window = 0;  // > 0: the layer attends to the last sliding_window positions
+  size_t rope = 0;             // index into ModelConfig::ropes
+  KvUse kv = KvUse::kOwn;
+  int64_t kv_source = 0;       // the layer whose keys and values it reads (itself when kOwn)
+
+  int64_t q_size() const { return num_heads * head_dim; }
+  int64_t kv_size() const { return num_kv_heads * head_dim; }
+  int64_t qkv_size() const { return q_size() + 2 * kv_size(); }
+};
+
+struct ModelConfig {
+  const FamilySpec* family = nullptr;
+  Quant quant = Quant::kQ4F16;
+  std::string model_type;
+  std::string quantization;
+
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;  // of the uniform layers (LayerPlan may differ)
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  double rms_norm_eps = 1e-5;
+  bool tie_word_embeddings = false;
+  Activation activation = Activation::kSilu;
+  double embed_scale = 1.0;  // embed_tokens multiplies its rows by this (Gemma: sqrt(hidden))
+
+  std::vector<Rope> ropes = {Rope{}};  // ropes[0]: the model's; families may add more
+  double attn_logit_softcap = 0;       // 0: none
+  double final_logit_softcap = 0;      // 0: none
+  double query_pre_attn_scalar = 0;    // 0: the layer's head_dim
+  int64_t layer_sliding_window = 0;    // the window of the layers that slide (0: none)
 
   // Top level of mlc-chat-config.json.
   int64_t context_window_size = 0;
@@ -57,38 +93,38 @@ struct ModelConfig {
   int64_t sliding_window_size = -1;
   int64_t attention_sink_size = -1;
 
+  std::vector<LayerPlan> layers;  // num_layers entries
+
   bool quantized() const { return quant == Quant::kQ4F16 || quant == Quant::kQ4F32; }
   // dtype of norms, biases and unquantised matrices: "float16" or "float32".
   std::string float_dtype() const {
     return quant == Quant::kQ0F16 || quant == Quant::kQ4F16 ? "float16" : "float32";
   }
-  int64_t q_size() const { return num_heads * head_dim; }
-  int64_t kv_size() const { return num_kv_heads * head_dim; }
-  int64_t qkv_size() const { return q_size() + 2 * kv_size(); }
-  bool gemma() const { return family == Family::kGemma || family == Family::kGemma2; }
-  // Whether layer l attends over a sliding window of layer_sliding_window positions (Gemma 2:
-  // the even layers).
-  bool LayerSlides(int64_t l) const { return layer_sliding_window > 0 && l % 2 == 0; }
-  // The rotation frequency of pair j (j < rotary_dim / 2), scaling applied.
-  double InvFrequency(int64_t j) const;
-  // The factor cos and sin are multiplied by (longrope's attention factor, else 1).
-  double RopeMagnitude() const;
+  // Width of embed_tokens' rows (the decoder's input rows).
+  int64_t embed_width() const { return hidden_size; }
+  const Rope& rope() const { return ropes.front(); }
+  Rope& rope() { return ropes.front(); }
+  // The widest layer's sizes (buffers of a forward pass).
+  int64_t max_q_size() const;
+  int64_t max_qkv_size() const;
+  int64_t max_intermediate_size() const;
 };
 
-// From mlc-chat-config.json; every dimension checked (errors at /model_config/... of the file).
-Result<ModelConfig> ParseModelConfig(const ChatConfig& chat);
-
-// The converter's names of one layer's parts and of the model's.
+// The converter's names of one layer's parts and of the model's. An empty name: the family has
+// no such part.
 struct Names {
   std::string embed;       // "model.embed_tokens" / "transformer.embd"
   std::string final_norm;  // "model.norm" / "transformer.norm"
-  std::string lm_head;     // "lm_head"
-  std::string Layer(int64_t l) const;  // "model.layers.L." / "transformer.h.L."
-  std::string qkv, o, gate_up, down;    // relative to Layer(l)
-  std::string norm_attn, norm_post_attn, norm_pre_ff, norm_post_ff;  // pre_ff/post_ff: gemma2
-  std::string layer_root;
+  std::string lm_head = "lm_head";
+  std::string layer_root;  // "model.layers." / "transformer.h."
+  std::string qkv, o, gate_up = "mlp.gate_up_proj", down = "mlp.down_proj";  // relative to Layer(l)
+  bool qkv_bias = false;
+  std::string attn_norm;      // before attention
+  std::string attn_out_norm;  // on the attention output (Gemma 2)
+  std::string mlp_norm;       // before the MLP
+  std::string mlp_out_norm;   // on the MLP output (Gemma 2)
+  std::string Layer(int64_t l) const { return layer_root + std::to_string(l) + "."; }
 };
-Names NamesOf(Family family);
 
 // A matrix parameter [out, in] as the converter stores it: "<base>.weight", or "<base>.q_weight"
 // [out, in / 8] uint32 with "<base>.q_scale" [out, in / 32].
@@ -98,11 +134,60 @@ struct MatrixSpec {
   int64_t in = 0;
 };
 
+// Appends a family's parameters in the converter's (module) order.
+class ParamListBuilder {
+ public:
+  explicit ParamListBuilder(const ModelConfig& c) : c_(c) {}
+  void Vector(const std::string& name, int64_t size);  // a norm or bias in the float dtype
+  void Matrix(const std::string& base, int64_t out, int64_t in);
+  std::vector<ParamSpec> Take() { return std::move(params_); }
+
+ private:
+  const ModelConfig& c_;
+  std::vector<ParamSpec> params_;
+};
+
+// What a family's random-weight packages look like (reference-model --family).
+struct WriterDefaults {
+  int64_t tiny_kv_heads = 2;
+  int64_t tiny_head_dim = 32;
+  // Adds the family's own fields to model_config (tiny: the small test shape).
+  void (*model_config)(bool tiny, int64_t context_window_size, Json& mc) = nullptr;
+};
+
+// One row of the family table.
+struct FamilySpec {
+  const char* model_type = "";
+  Names names;
+  double default_rms_norm_eps = 1e-5;
+  // Reads the family's own model_config fields into c and lays out c.layers (the common fields
+  // and a uniform plan are filled in before it runs); errors go to the reader.
+  void (*configure)(ConfigReader& r, ModelConfig& c) = nullptr;
+  // The parameter list in the converter's order.
+  std::vector<ParamSpec> (*params)(const ModelConfig& c) = nullptr;
+  GenerationPair pair = GenerationPair::kEmbeds;  // the pair its program exports
+  WriterDefaults writer;
+};
+
+// Every family, in the order they are listed to users.
+const std::vector<const FamilySpec*>& Families();
+// The family of a model_type, or nullptr.
+const FamilySpec* FindFamily(std::string_view model_type);
+// "llama, qwen2, ..." (the supported list in errors and help).
+std::string FamilyList();
+
+// From mlc-chat-config.json; every dimension checked (errors at /model_config/... of the file).
+Result<ModelConfig> ParseModelConfig(const ChatConfig& chat);
+
 // The parameter list in module order.
 std::vector<ParamSpec> ParamSpecs(const ModelConfig& c);
 
 // Every matrix of the model (embedding and lm_head included), in module order.
 std::vector<MatrixSpec> Matrices(const ModelConfig& c);
+
+// The parameter list of the common pre-norm decoder in the llama order: per layer the projections,
+// then the norms; the final norm; lm_head unless tied. Families with this order use it as is.
+std::vector<ParamSpec> DecoderParams(const ModelConfig& c);
 
 // The tasks of a CPU package: chat.completions, text in, over the "generation" program.
 Tasks TextTasks();

@@ -24,7 +24,17 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-PagedKvCache::PagedKvCache(KvCacheShape shape) : shape_(shape) {
+PagedKvCache::PagedKvCache(KvCacheShape shape) : shape_(std::move(shape)) {
+  for (const KvLayerPlan& layer : shape_.layers) {
+    if (layer.use == KvUse::kOwn) {
+      offsets_.push_back(page_floats_);
+      page_floats_ += 2 * shape_.page_size * layer.row_size;
+    } else {
+      // kShared reads an earlier layer's rows (checked by the config); kNone has none.
+      size_t source = static_cast<size_t>(layer.source);
+      offsets_.push_back(layer.use == KvUse::kShared && source < offsets_.size() ? offsets_[source] : 0);
+    }
+  }
   const int64_t page = shape_.page_size;
   if (shape_.sliding) {
     // A sliding sequence holds its window, the chunk being written and the sinks' pages.
@@ -188,7 +198,7 @@ int32_t PagedKvCache::NewPage() {
     free_.pop_back();
     return p;
   }
-  pages_.emplace_back(static_cast<size_t>(shape_.num_layers * 2 * shape_.page_size * row_size()));
+  pages_.emplace_back(static_cast<size_t>(page_floats_));
   return static_cast<int32_t>(pages_.size() - 1);
 }
 
@@ -217,7 +227,11 @@ float* PagedKvCache::Row(int64_t seq_id, int64_t layer, int64_t pos, int which) 
   Sequence& s = seqs_.at(seq_id);
   int32_t page = s.pages[static_cast<size_t>(pos / shape_.page_size)];
   std::vector<float>& data = pages_[static_cast<size_t>(page)];
-  int64_t slot = ((layer * 2 + which) * shape_.page_size + pos % shape_.page_size) * row_size();
+  const KvLayerPlan& plan = shape_.layers[static_cast<size_t>(layer)];
+  const int64_t row = plan.use == KvUse::kShared
+                          ? shape_.layers[static_cast<size_t>(plan.source)].row_size
+                          : plan.row_size;
+  int64_t slot = offsets_[static_cast<size_t>(layer)] + (which * shape_.page_size + pos % shape_.page_size) * row;
   return data.data() + slot;
 }
 

@@ -17,10 +17,24 @@
 
 namespace mlc::cpu {
 
+// Where a layer's keys and values live in the KV cache.
+enum class KvUse {
+  kOwn,     // written and read by the layer itself
+  kShared,  // the layer reads the keys and values of layer `source` and writes none
+  kNone,    // no attention over the cache
+};
+
+// One layer's part of the cache: its use, and for kOwn the floats of one position's keys (and
+// as many of its values): num_kv_heads x head_dim.
+struct KvLayerPlan {
+  KvUse use = KvUse::kOwn;
+  int64_t source = 0;  // the layer whose keys and values it reads (itself when kOwn)
+  int64_t row_size = 0;
+  bool operator==(const KvLayerPlan&) const = default;
+};
+
 struct KvCacheShape {
-  int64_t num_layers = 0;
-  int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;
+  std::vector<KvLayerPlan> layers;
   int64_t page_size = 16;
   // Positions over all sequences (the pool's size); also the most one sequence may hold, and
   // the window when sliding.
@@ -50,7 +64,6 @@ class PagedKvCache : public PagedKvState {
   int64_t TotalPages() const override { return max_pages_; }
 
   const KvCacheShape& shape() const { return shape_; }
-  int64_t row_size() const { return shape_.num_kv_heads * shape_.head_dim; }
 
   // One sequence's part of a call: `length` new positions after `start` held ones.
   struct Segment {
@@ -66,8 +79,8 @@ class PagedKvCache : public PagedKvState {
   // later query can see.
   void Commit(const Segment& s);
 
-  // Key / value row ([num_kv_heads * head_dim] floats) of absolute position pos of a layer;
-  // pos must be held (prepared and not evicted).
+  // Key / value row (the layer's row_size floats) of absolute position pos of a layer (of the
+  // layer it shares them with); pos must be held (prepared and not evicted). Not for kNone layers.
   float* Key(int64_t seq_id, int64_t layer, int64_t pos);
   float* Value(int64_t seq_id, int64_t layer, int64_t pos);
   // The first position a query at pos may attend to beside the sinks, and the sink count.
@@ -90,7 +103,9 @@ class PagedKvCache : public PagedKvState {
   int32_t NewPage();
 
   KvCacheShape shape_;
-  std::vector<std::vector<float>> pages_;  // [layer][k|v][page_size][row]
+  std::vector<int64_t> offsets_;  // per layer: where its keys start in a page (its source's)
+  int64_t page_floats_ = 0;
+  std::vector<std::vector<float>> pages_;  // a page: per owning layer [k|v][page_size][row_size]
   std::vector<int32_t> free_;
   int64_t max_pages_ = 0;
   std::map<int64_t, Sequence> seqs_;

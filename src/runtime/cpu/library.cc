@@ -7,21 +7,41 @@
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
-#include "runtime/cpu/model.h"
+#include "runtime/cpu/decoder.h"
 #include "runtime/function_table.h"
 
 namespace mlc {
 namespace cpu {
 namespace {
 
+// The role -> function names of a family's program (SPEC 9: the names MLC libraries export).
+std::map<std::string, std::string> ExportsOf(const FamilySpec& family) {
+  std::map<std::string, std::string> exports = {{"embed_tokens", "embed"},
+                                                {"create_kv_cache", "create_tir_paged_kv_cache"}};
+  if (family.pair == GenerationPair::kTokens) {
+    exports["prefill_tokens"] = "prefill_tokens";
+    exports["decode_tokens"] = "decode_tokens";
+  } else {
+    exports["prefill_embeds"] = "prefill";
+    exports["decode_embeds"] = "decode";
+  }
+  return exports;
+}
+
 class Library : public FunctionTableLibrary {
  public:
   Library(ModelConfig config, LibraryMetadata metadata)
       : FunctionTableLibrary(std::move(metadata)), c_(std::move(config)) {
-    functions_["embed"] = [this](Args a) { return Embed(a); };
-    functions_["prefill"] = [this](Args a) { return Step(a, "prefill"); };
-    functions_["decode"] = [this](Args a) { return Step(a, "decode"); };
-    functions_["create_tir_paged_kv_cache"] = [this](Args a) { return CreateKv(a); };
+    for (const auto& [role, name] : ExportsOf(*c_.family)) {
+      if (role == "embed_tokens") functions_[name] = [this](Args a) { return Embed(a); };
+      if (role == "create_kv_cache") functions_[name] = [this](Args a) { return CreateKv(a); };
+      if (role == "prefill_embeds" || role == "prefill_tokens") {
+        functions_[name] = [this, fn = name](Args a) { return Step(a, fn, false); };
+      }
+      if (role == "decode_embeds" || role == "decode_tokens") {
+        functions_[name] = [this, fn = name](Args a) { return Step(a, fn, true); };
+      }
+    }
   }
 
  private:
@@ -45,29 +65,45 @@ class Library : public FunctionTableLibrary {
     MLC_RETURN_IF_ERROR(ids);
     auto w = Weights(r, 1);
     MLC_RETURN_IF_ERROR(w);
-    NDArray out = NDArray::Empty({ids->Elements(), c_.hidden_size}, DlFloat32());
+    NDArray out = NDArray::Empty({ids->Elements(), c_.embed_width()}, DlFloat32());
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
     MLC_RETURN_IF_ERROR(EmbedTokens(c_, **w, span, out.data<float>()));
     return std::vector<Value>{out};
   }
 
-  // prefill (embeddings [1, total_len, hidden]: the sequences begin_forward named, laid end to
-  // end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, hidden]) -> ([1, 1, vocab], kv).
-  Result<std::vector<Value>> Step(Args args, const std::string& fn) {
+  // The embeddings pair: prefill (embeddings [1, total_len, width]: the sequences begin_forward
+  // named, laid end to end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, width]) ->
+  // ([1, 1, vocab], kv). The token pair: prefill_tokens (embeddings, token ids [1, total_len],
+  // modality ids [1, total_len]); decode_tokens (token ids [batch, 1], embedded here).
+  Result<std::vector<Value>> Step(Args args, const std::string& fn, bool decode) {
+    const bool tokens = c_.family->pair == GenerationPair::kTokens;
+    const size_t inputs = tokens ? (decode ? 1 : 3) : 1;
     ArgReader r(fn, args);
-    MLC_RETURN_IF_ERROR(r.Count(3));
-    auto e = r.Tensor(0, DlFloat32(), {1, fn == "decode" ? 1 : -1, c_.hidden_size});
-    MLC_RETURN_IF_ERROR(e);
-    auto kv = r.Object<PagedKvCache>(1, "a cpu.PagedKvCache");
+    MLC_RETURN_IF_ERROR(r.Count(inputs + 2));
+    auto first = tokens && decode ? r.Tensor(0, DlInt32(), {-1, 1})
+                                  : r.Tensor(0, DlFloat32(), {1, decode ? 1 : -1, c_.embed_width()});
+    MLC_RETURN_IF_ERROR(first);
+    for (size_t i = 1; i < inputs; ++i) {
+      MLC_RETURN_IF_ERROR(r.Tensor(i, DlInt32(), {1, first->shape()[1]}));
+    }
+    auto kv = r.Object<PagedKvCache>(inputs, "a cpu.PagedKvCache");
     MLC_RETURN_IF_ERROR(kv);
-    auto w = Weights(r, 2);
+    auto w = Weights(r, inputs + 1);
     MLC_RETURN_IF_ERROR(w);
-    auto logits = Forward(c_, **w, **kv, e->data<float>(), e->shape()[1], fn);
+    NDArray embeds = *first;
+    if (tokens && decode) {  // token ids [batch, 1]: their embeddings
+      embeds = NDArray::Empty({first->Elements(), c_.embed_width()}, DlFloat32());
+      std::span<const int32_t> span(first->data<int32_t>(), static_cast<size_t>(first->Elements()));
+      MLC_RETURN_IF_ERROR(EmbedTokens(c_, **w, span, embeds.data<float>()));
+    }
+    const int64_t n = embeds.Elements() / c_.embed_width();
+    auto logits = Forward(c_, **w, **kv, embeds.data<float>(), n, fn);
     MLC_RETURN_IF_ERROR(logits);
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
-    NDArray out = NDArray::Empty({1, sequences, c_.vocab_size}, DlFloat32());
+    NDArray out = tokens && decode ? NDArray::Empty({sequences, 1, c_.vocab_size}, DlFloat32())
+                                   : NDArray::Empty({1, sequences, c_.vocab_size}, DlFloat32());
     std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
-    return std::vector<Value>{out, args[1]};
+    return std::vector<Value>{out, args[inputs]};
   }
 
   // (max_batch_size, max_total_seq_len, prefill_chunk_size, page_size, support_sliding_window)
@@ -88,9 +124,7 @@ class Library : public FunctionTableLibrary {
                          "support_sliding_window 0 or 1");
     }
     KvCacheShape shape;
-    shape.num_layers = c_.num_layers;
-    shape.num_kv_heads = c_.num_kv_heads;
-    shape.head_dim = c_.head_dim;
+    shape.layers = KvPlan(c_);
     shape.max_batch_size = v[0];
     shape.max_total_seq_len = v[1];
     shape.prefill_chunk_size = v[2];
@@ -111,16 +145,13 @@ class Library : public FunctionTableLibrary {
 }  // namespace cpu
 
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
-  auto params = CpuParamSpecs(config);
-  MLC_RETURN_IF_ERROR(params);
+  auto c = cpu::ParseModelConfig(config);
+  MLC_RETURN_IF_ERROR(c);
   Program p;
   p.kind = "token_generation";
-  p.exports = {{"embed_tokens", "embed"},
-               {"prefill_embeds", "prefill"},
-               {"decode_embeds", "decode"},
-               {"create_kv_cache", "create_tir_paged_kv_cache"}};
-  return AssembleCompiledProgram(ProgramParts{cpu::TextTasks(), {{"generation", p}}, *params, {}, false},
-                                 &config);
+  for (const auto& [role, name] : cpu::ExportsOf(*c->family)) p.exports[role] = name;
+  return AssembleCompiledProgram(
+      ProgramParts{cpu::TextTasks(), {{"generation", p}}, cpu::ParamSpecs(*c), {}, false}, &config);
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {

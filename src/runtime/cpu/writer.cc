@@ -97,16 +97,14 @@ struct Shape {
   int64_t vocab, hidden, intermediate, layers, heads, kv_heads, head_dim, context, prefill;
 };
 
-Shape ShapeOf(const FamilyModelOptions& o) {
+Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "qwen2.5-0.5b") return {151936, 896, 4864, 24, 14, 2, 64, 4096, 512};
-  // tiny: GQA where the family has it (phi3 is multi-head), head_dim 32 (Gemma: 64, wider
-  // than hidden / heads as in the real models).
-  bool gemma = o.family == "gemma" || o.family == "gemma2";
-  int64_t kv = o.family == "phi3" ? 4 : o.family == "gemma" ? 1 : 2;
-  return {512, 128, 256, 2, 4, kv, gemma ? 64 : 32, 512, 64};
+  // tiny: the family's KV heads and head_dim (GQA where the family has it).
+  return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
 
-Json ModelConfigJson(const FamilyModelOptions& o, const Shape& s, int64_t context, int64_t prefill) {
+Json ModelConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family, const Shape& s,
+                     int64_t context, int64_t prefill) {
   Json mc = {{"hidden_size", s.hidden},
              {"intermediate_size", s.intermediate},
              {"num_attention_heads", s.heads},
@@ -119,57 +117,17 @@ Json ModelConfigJson(const FamilyModelOptions& o, const Shape& s, int64_t contex
              {"prefill_chunk_size", prefill},
              {"tensor_parallel_shards", 1},
              {"max_batch_size", 1}};
-  bool tiny = o.shape == "tiny";
-  if (o.family == "llama") {
-    mc["hidden_act"] = "silu";
-    mc["position_embedding_base"] = 500000.0;
-    mc["tie_word_embeddings"] = false;
-    if (tiny) {  // Llama 3.1-style scaling, with a short original window so it matters
-      mc["rope_scaling"] = {{"rope_type", "llama3"},
-                            {"factor", 8.0},
-                            {"low_freq_factor", 1.0},
-                            {"high_freq_factor", 4.0},
-                            {"original_max_position_embeddings", 64}};
-    }
-  } else if (o.family == "qwen2") {
-    mc["hidden_act"] = "silu";
-    mc["rope_theta"] = 1000000.0;
-    mc["tie_word_embeddings"] = true;
-  } else if (o.family == "gemma" || o.family == "gemma2") {
-    mc["hidden_activation"] = "gelu_pytorch_tanh";
-    mc["attention_bias"] = false;
-    mc["position_embedding_base"] = 10000.0;
-    if (o.family == "gemma2") {
-      mc["attn_logit_softcapping"] = 50.0;
-      mc["final_logit_softcapping"] = 30.0;
-      mc["query_pre_attn_scalar"] = tiny ? 48 : s.head_dim;
-      mc["sliding_window"] = tiny ? 16 : 4096;
-    }
-  } else if (o.family == "phi3") {
-    mc["model_type"] = "phi3";
-    mc["position_embedding_base"] = 10000.0;
-    mc["max_position_embeddings"] = context;
-    mc["tie_word_embeddings"] = false;
-    if (tiny) {  // longrope with a short original window: the long factors are in use
-      Json long_f = Json::array(), short_f = Json::array();
-      for (int64_t j = 0; j < s.head_dim / 2; ++j) {
-        long_f.push_back(1.0 + 0.25 * static_cast<double>(j));
-        short_f.push_back(1.0 + 0.01 * static_cast<double>(j));
-      }
-      mc["rope_scaling"] = {{"type", "longrope"}, {"long_factor", long_f}, {"short_factor", short_f}};
-      mc["original_max_position_embeddings"] = 64;
-    }
-  }
+  if (family.writer.model_config) family.writer.model_config(o.shape == "tiny", context, mc);
   return mc;
 }
 
-Json ChatConfigJson(const FamilyModelOptions& o, const Shape& s) {
+Json ChatConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family, const Shape& s) {
   int64_t context = o.context_window_size > 0 ? o.context_window_size : s.context;
   int64_t prefill = o.prefill_chunk_size > 0 ? o.prefill_chunk_size : s.prefill;
   return {{"version", "0.1.0"},
           {"model_type", o.family},
           {"quantization", o.quantization},
-          {"model_config", ModelConfigJson(o, s, context, prefill)},
+          {"model_config", ModelConfigJson(o, family, s, context, prefill)},
           {"vocab_size", s.vocab},
           {"context_window_size", context},
           {"sliding_window_size", o.sliding_window_size},
@@ -250,8 +208,9 @@ const std::vector<std::string>& FamilyShapes() {
 
 Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyModelOptions& o) {
   MLC_RETURN_IF_ERROR(CheckOptions(o));
-  Shape shape = ShapeOf(o);
-  Json chat_json = ChatConfigJson(o, shape);
+  const cpu::FamilySpec& family = *cpu::FindFamily(o.family);
+  Shape shape = ShapeOf(o, family);
+  Json chat_json = ChatConfigJson(o, family, shape);
   auto chat = ParseChatConfig(chat_json);
   MLC_RETURN_IF_ERROR(chat);
   auto config = cpu::ParseModelConfig(*chat);

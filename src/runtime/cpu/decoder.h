@@ -1,6 +1,7 @@
-// The CPU program's decoder: the weights of a family bound from a ParameterSet (matrices as
-// kernel views into the mapped shards, norms and biases widened to float), the embedding lookup
-// and the forward pass over rows of input embeddings with the paged KV cache.
+// The CPU program's text decoder, shared by every family of the table: the weights bound from a
+// ParameterSet by the family's names (matrices as kernel views into the mapped shards, norms and
+// biases widened to float), the embedding lookup, and the forward pass over rows of input
+// embeddings with the paged KV cache, layer by layer as the config's per-layer plan says.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "mlc_manifest/runtime.h"
+#include "runtime/cpu/blocks.h"
 #include "runtime/cpu/family.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/kv_cache.h"
@@ -17,8 +19,8 @@ namespace mlc::cpu {
 
 struct LayerWeights {
   Weight qkv, o, gate_up, down;
-  std::vector<float> qkv_bias;  // qwen2
-  std::vector<float> norm_attn, norm_post_attn, norm_pre_ff, norm_post_ff;
+  std::vector<float> qkv_bias;  // empty: none
+  std::vector<float> attn_norm, attn_out_norm, mlp_norm, mlp_out_norm;  // empty: none
 };
 
 struct ModelWeights {
@@ -26,19 +28,22 @@ struct ModelWeights {
   Weight lm_head;  // the embedding when tied
   std::vector<float> final_norm;
   std::vector<LayerWeights> layers;
-  std::vector<double> inv_freq;  // rotary_dim / 2 rotation frequencies
-  double rope_magnitude = 1.0;
+  std::vector<RopeTable> ropes;  // per ModelConfig::ropes
 };
 
 // Binds the parameters (which must be `order`, the program's list: names, shapes, dtypes).
 Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSpec>& order,
                                  const ParameterSet& params);
 
-// Embedding rows of ids (each checked against the vocabulary) into out [ids.size(), hidden].
+// The KV cache layout of the config: per layer its own keys and values, another layer's, or none.
+std::vector<KvLayerPlan> KvPlan(const ModelConfig& c);
+
+// Embedding rows of ids (each checked against the vocabulary), times the family's embed_scale,
+// into out [ids.size(), embed_width].
 Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const int32_t> ids,
                    float* out);
 
-// Runs n rows of input embeddings [n, hidden] through the decoder: the rows of the sequences
+// Runs n rows of input embeddings [n, embed_width] through the decoder: the rows of the sequences
 // the call names (PagedKvCache::Prepare: those of begin_forward laid end to end, else the only
 // sequence), each appending its keys and values to its sequence. The Linear layers take all n
 // rows in one product; attention is per sequence. Returns the logits of each sequence's last

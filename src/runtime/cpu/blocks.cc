@@ -1,0 +1,110 @@
+// The shared blocks of the CPU programs (blocks.h).
+#include "runtime/cpu/blocks.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/cpu/kernels.h"
+
+namespace mlc::cpu {
+
+void RmsNorm(const float* x, const float* gain, int64_t n, double eps, float* out) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * gain[i];
+}
+
+void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
+                 float* out) {
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) RmsNorm(x + r * n, gain.data(), n, eps, out + r * n);
+  });
+}
+
+RopeTable RopeTable::Of(const Rope& rope, int64_t context_window_size) {
+  RopeTable t;
+  t.rotary_dim = rope.rotary_dim;
+  for (int64_t j = 0; j < rope.rotary_dim / 2; ++j) {
+    t.inv_freq.push_back(rope.InvFrequency(j, context_window_size));
+  }
+  t.magnitude = rope.Magnitude();
+  return t;
+}
+
+void RopeTable::Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
+  const int64_t half = rotary_dim / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    double angle = static_cast<double>(pos) * inv_freq[static_cast<size_t>(j)];
+    float cs = static_cast<float>(std::cos(angle) * magnitude);
+    float sn = static_cast<float>(std::sin(angle) * magnitude);
+    for (int64_t h = 0; h < heads; ++h) {
+      float* v = x + h * head_dim;
+      float a = v[j], b = v[j + half];
+      v[j] = a * cs - b * sn;
+      v[j + half] = b * cs + a * sn;
+    }
+  }
+}
+
+float GeluTanh(float x) {
+  const float kC = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
+}
+
+void GatedActivation(Activation act, const float* gate, const float* up, float* out, int64_t n) {
+  if (act == Activation::kSilu) {
+    SiluMul(gate, up, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = GeluTanh(gate[i]) * up[i];
+}
+
+void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
+                    int64_t q_stride, const std::vector<RowPlace>& rows, float* out) {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t d = spec.head_dim, heads = spec.num_heads, group = spec.num_heads / spec.num_kv_heads;
+  ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores;
+    std::vector<const float*> keys, values;  // rows the task's (row, KV head) sees, found once
+    int64_t found_t = -1, found_kvh = -1;
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t t = task / heads, h = task % heads, kvh = h / group;
+      const RowPlace& place = rows[static_cast<size_t>(t)];
+      const int64_t seq_id = place.seq_id, pos = place.pos;
+      const float* qh = q + t * q_stride + h * d;
+      if (t != found_t || kvh != found_kvh) {
+        int64_t lo = kv.WindowStart(pos);
+        if (spec.sliding_window > 0) lo = std::max<int64_t>(lo, pos - spec.sliding_window + 1);
+        keys.clear();
+        values.clear();
+        auto see = [&](int64_t j) {
+          keys.push_back(kv.Key(seq_id, kv_layer, j) + kvh * d);
+          values.push_back(kv.Value(seq_id, kv_layer, j) + kvh * d);
+        };
+        for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) see(j);
+        for (int64_t j = lo; j <= pos; ++j) see(j);
+        found_t = t;
+        found_kvh = kvh;
+      }
+      scores.resize(keys.size());
+      float max_s = -INFINITY;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        float s = Dot(qh, keys[i], d) * spec.scale;
+        if (spec.softcap > 0) s = spec.softcap * std::tanh(s / spec.softcap);
+        scores[i] = s;
+        max_s = std::max(max_s, s);
+      }
+      float sum = 0;
+      for (float& s : scores) {
+        s = std::exp(s - max_s);
+        sum += s;
+      }
+      float* o = out + t * heads * d + h * d;
+      std::fill(o, o + d, 0.0f);
+      for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
+    }
+  });
+}
+
+}  // namespace mlc::cpu

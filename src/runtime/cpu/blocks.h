@@ -1,0 +1,57 @@
+// The blocks the CPU decoders (and the vision and audio towers to come) are built from: RMSNorm,
+// rotary positions, the MLP activations, and attention of query rows over a sequence's keys and
+// values in the paged KV cache (causal, with a per-layer sliding window, sinks and soft-capping).
+// Rows are spread over the thread pool; matrix products are kernels.h's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/cpu/family.h"
+#include "runtime/cpu/kv_cache.h"
+
+namespace mlc::cpu {
+
+// out = x / rms(x) * gain over n values (out may be x).
+void RmsNorm(const float* x, const float* gain, int64_t n, double eps, float* out);
+// The same over `rows` rows of n.
+void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
+                 float* out);
+
+// Rotary positions with their frequencies tabled once: rotate-half over the first rotary_dim
+// dims of each head.
+struct RopeTable {
+  int64_t rotary_dim = 0;
+  std::vector<double> inv_freq;  // rotary_dim / 2
+  double magnitude = 1.0;
+  static RopeTable Of(const Rope& rope, int64_t context_window_size);
+  // Rotates `heads` heads of head_dim at x (each head contiguous) for position pos.
+  void Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const;
+};
+
+float GeluTanh(float x);
+// out[i] = act(gate[i]) * up[i] for i < n.
+void GatedActivation(Activation act, const float* gate, const float* up, float* out, int64_t n);
+
+// Where row t of a call sits: its sequence and its absolute position.
+struct RowPlace {
+  int64_t seq_id = 0;
+  int64_t pos = 0;
+};
+
+struct AttentionSpec {
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t sliding_window = 0;  // > 0: only the last sliding_window positions
+  float scale = 1.0f;          // scores are q.k * scale
+  float softcap = 0.0f;        // > 0: scores become softcap * tanh(score / softcap)
+};
+
+// out[t] ([num_heads * head_dim]) = the attention of row t's queries (q + t * q_stride, heads
+// contiguous) over the keys and values of its sequence held for `kv_layer` up to its position
+// (the cache's window and sinks applied), per (row, head) on the pool.
+void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
+                    int64_t q_stride, const std::vector<RowPlace>& rows, float* out);
+
+}  // namespace mlc::cpu

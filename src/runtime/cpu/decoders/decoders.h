@@ -1,0 +1,25 @@
+// The rows of the CPU family table (one file per family in this folder) and the few parts two
+// families share.
+#pragma once
+
+#include "runtime/cpu/config_reader.h"
+#include "runtime/cpu/family.h"
+
+namespace mlc::cpu {
+
+const FamilySpec& LlamaFamily();
+const FamilySpec& Qwen2Family();
+const FamilySpec& GemmaFamily();
+const FamilySpec& Gemma2Family();
+const FamilySpec& Phi3Family();
+
+// Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
+void ConfigureGemma(ConfigReader& r, ModelConfig& c);
+
+// MLC's llama-style families take SiLU only.
+void RequireSilu(ConfigReader& r);
+
+// No rope_scaling (an error when the config has one).
+void RequireNoRopeScaling(ConfigReader& r, const ModelConfig& c);
+
+}  // namespace mlc::cpu

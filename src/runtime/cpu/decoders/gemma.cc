@@ -1,0 +1,50 @@
+// Gemma (MLC's gemma model): the llama layout with tied embeddings scaled by sqrt(hidden_size) as
+// they are looked up, tanh GeLU in the MLP, RMSNorm eps 1e-6, one KV head in the 2B model.
+#include <cmath>
+
+#include "runtime/cpu/decoders/decoders.h"
+
+namespace mlc::cpu {
+namespace {
+
+void Configure(ConfigReader& r, ModelConfig& c) {
+  ConfigureGemma(r, c);
+  if (!r.failed()) RequireNoRopeScaling(r, c);
+}
+
+void WriteConfig(bool, int64_t, Json& mc) {
+  mc["hidden_activation"] = "gelu_pytorch_tanh";
+  mc["attention_bias"] = false;
+  mc["position_embedding_base"] = 10000.0;
+}
+
+}  // namespace
+
+void ConfigureGemma(ConfigReader& r, ModelConfig& c) {
+  c.tie_word_embeddings = true;
+  c.activation = Activation::kGeluTanh;
+  c.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));  // as a float, as MLC scales
+  std::string act = r.String({"hidden_activation", "hidden_act"});
+  if (!act.empty() && act != "gelu" && act != "gelu_pytorch_tanh") {
+    r.Unsupported(ConfigReader::Path("hidden_activation"), "expected gelu or gelu_pytorch_tanh");
+  }
+  if (r.Bool("attention_bias", false)) {
+    r.Unsupported(ConfigReader::Path("attention_bias"), "Gemma with attention biases is not supported");
+  }
+}
+
+const FamilySpec& GemmaFamily() {
+  static const FamilySpec kSpec = [] {
+    FamilySpec f = LlamaFamily();
+    f.model_type = "gemma";
+    f.default_rms_norm_eps = 1e-6;
+    f.configure = Configure;
+    f.writer.tiny_kv_heads = 1;
+    f.writer.tiny_head_dim = 64;  // wider than hidden / heads, as in the real models
+    f.writer.model_config = WriteConfig;
+    return f;
+  }();
+  return kSpec;
+}
+
+}  // namespace mlc::cpu
