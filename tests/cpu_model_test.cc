@@ -16,7 +16,9 @@
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/runtime.h"
+#include "runtime/cpu/decoder.h"
 #include "runtime/cpu/family.h"
+#include "runtime/splitmix.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -183,8 +185,7 @@ struct Reference64 {
     auto Lin = [q8](const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
       return MatVec(w, q8 ? RoundToQ8Blocks(x) : x, rows, cols);
     };
-    const int64_t H = c.hidden_size, D = c.head_dim, I = c.intermediate_size;
-    const int64_t QS = c.num_heads * D, KVS = c.num_kv_heads * D, QKVS = QS + 2 * KVS;
+    const int64_t H = c.hidden_size;
     Vec emb = p.Matrix(n.embed, c.vocab_size, H);
     Vec head = c.tie_word_embeddings ? emb : p.Matrix(n.lm_head, c.vocab_size, H);
     double mag = 1.0;
@@ -199,6 +200,11 @@ struct Reference64 {
       Vec x(emb.begin() + tokens[t] * H, emb.begin() + (tokens[t] + 1) * H);
       if (gemma) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
       for (int64_t l = 0; l < c.num_layers; ++l) {
+        // The layer's sizes, window and KV source from its plan (one rotary table for all).
+        const cpu::LayerPlan& plan = c.layers[static_cast<size_t>(l)];
+        const int64_t D = plan.head_dim, I = plan.intermediate_size, NH = plan.num_heads, NKV = plan.num_kv_heads;
+        const int64_t QS = NH * D, KVS = NKV * D, QKVS = QS + 2 * KVS;
+        const size_t kv_layer = static_cast<size_t>(plan.kv == cpu::KvUse::kShared ? plan.kv_source : l);
         std::string pre = n.Layer(l);
         Vec h = RmsNorm(x, p.Floats(pre + n.attn_norm + ".weight"), c.rms_norm_eps);
         Vec qkv = Lin(p.Matrix(pre + n.qkv, QKVS, H), h, QKVS, H);
@@ -207,7 +213,7 @@ struct Reference64 {
           for (size_t i = 0; i < qkv.size(); ++i) qkv[i] += b[i];
         }
         int64_t half = c.rope().rotary_dim / 2;
-        for (int64_t hd = 0; hd < c.num_heads + c.num_kv_heads; ++hd) {
+        for (int64_t hd = 0; hd < NH + NKV; ++hd) {
           for (int64_t j = 0; j < half; ++j) {
             double a = static_cast<double>(pos) * Frequency(c, j);
             double cs = std::cos(a) * mag, sn = std::sin(a) * mag;
@@ -218,19 +224,21 @@ struct Reference64 {
             x1 = a1 * cs + a0 * sn;
           }
         }
-        keys[l].push_back(Vec(qkv.begin() + QS, qkv.begin() + QS + KVS));
-        values[l].push_back(Vec(qkv.begin() + QS + KVS, qkv.end()));
+        if (plan.kv == cpu::KvUse::kOwn) {
+          keys[l].push_back(Vec(qkv.begin() + QS, qkv.begin() + QS + KVS));
+          values[l].push_back(Vec(qkv.begin() + QS + KVS, qkv.end()));
+        }
         Vec attn(static_cast<size_t>(QS), 0.0);
         double scale = 1 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(D));
-        for (int64_t hq = 0; hq < c.num_heads; ++hq) {
-          int64_t kvh = hq / (c.num_heads / c.num_kv_heads);
+        for (int64_t hq = 0; hq < NH; ++hq) {
+          int64_t kvh = hq / (NH / NKV);
           std::vector<std::pair<int64_t, double>> scores;
           for (int64_t j = 0; j <= pos; ++j) {
-            bool layer_ok = !(gemma2 && l % 2 == 0) || pos - j < c.layer_sliding_window;
+            bool layer_ok = plan.sliding_window <= 0 || pos - j < plan.sliding_window;
             bool cache_ok = cache_window <= 0 || pos - j < cache_window || j < sink;
             if (!layer_ok || !cache_ok) continue;
             double s = 0;
-            for (int64_t d = 0; d < D; ++d) s += qkv[static_cast<size_t>(hq * D + d)] * keys[l][j][static_cast<size_t>(kvh * D + d)];
+            for (int64_t d = 0; d < D; ++d) s += qkv[static_cast<size_t>(hq * D + d)] * keys[kv_layer][j][static_cast<size_t>(kvh * D + d)];
             s *= scale;
             if (c.attn_logit_softcap > 0) s = c.attn_logit_softcap * std::tanh(s / c.attn_logit_softcap);
             scores.emplace_back(j, s);
@@ -240,7 +248,7 @@ struct Reference64 {
           for (auto& [j, s] : scores) sum += std::exp(s - mx);
           for (auto& [j, s] : scores) {
             double w = std::exp(s - mx) / sum;
-            for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[l][j][static_cast<size_t>(kvh * D + d)];
+            for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[kv_layer][j][static_cast<size_t>(kvh * D + d)];
           }
         }
         Vec o = Lin(p.Matrix(pre + n.o, H, QS), attn, H, QS);
@@ -432,6 +440,146 @@ TEST(CpuForward, SlidingWindowWithSinksKeepsTheWindowAndFreesPages) {
   auto out = (*d.lib->GetFunction("decode"))(args);
   ASSERT_FALSE(out);
   EXPECT_NE(out.error().message.find("context window"), std::string::npos) << out.error().message;
+}
+
+// The families' plans: Gemma 2 slides its even layers (its published rule), the others none; every
+// layer keeps its own keys and values.
+TEST(CpuFamilies, LayerPlansFollowEachFamilysRules) {
+  test::TempDir dir;
+  for (const std::string& family : CpuModelTypes()) {
+    cpu::ModelConfig c = ConfigOf(WritePackage(dir, family, "q0f32"));
+    ASSERT_EQ(c.layers.size(), static_cast<size_t>(c.num_layers)) << family;
+    for (size_t l = 0; l < c.layers.size(); ++l) {
+      const cpu::LayerPlan& p = c.layers[l];
+      EXPECT_EQ(p.sliding_window, family == "gemma2" && l % 2 == 0 ? 16 : 0) << family << " layer " << l;
+      EXPECT_EQ(p.kv, cpu::KvUse::kOwn) << family;
+      EXPECT_EQ(p.kv_source, static_cast<int64_t>(l)) << family;
+      EXPECT_EQ(p.head_dim, c.head_dim) << family;
+    }
+  }
+}
+
+// Random float32 parameters for a parameter list (norms near 1), in its order.
+std::shared_ptr<ParameterSet> RandomParams(const std::vector<ParamSpec>& specs, uint64_t seed) {
+  auto set = std::make_shared<ParameterSet>();
+  SplitMix64 rng(seed);
+  for (const ParamSpec& spec : specs) {
+    std::vector<int64_t> shape;
+    for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
+    NDArray t = NDArray::Empty(shape, DlFloat32());
+    const bool vector = shape.size() == 1;
+    const float scale = vector ? 0.1f : 1.7f / std::sqrt(static_cast<float>(shape.back()));
+    for (int64_t i = 0; i < t.Elements(); ++i) t.data<float>()[i] = (vector ? 1.0f : 0.0f) + scale * rng.Symmetric();
+    set->names.push_back(spec.name);
+    set->tensors.push_back(t);
+  }
+  return set;
+}
+
+// A plan no published family has yet: layers of other head counts, head sizes and MLP widths, a
+// sliding layer, and a layer reading an earlier layer's keys and values. The decoder and its KV
+// cache follow it at every position and across chunks, as the float64 reference does.
+TEST(CpuForward, MixedLayerPlanMatchesFloat64Reference) {
+  test::TempDir dir;
+  cpu::ModelConfig c = ConfigOf(WritePackage(dir, "llama", "q0f32"));
+  ASSERT_EQ(c.num_layers, 2);
+  cpu::LayerPlan wide = c.layers[1];
+  wide.num_heads = 2;
+  wide.num_kv_heads = 1;
+  wide.head_dim = 64;  // the rotary table covers its first 32 dims
+  wide.intermediate_size = 96;
+  wide.sliding_window = 5;
+  cpu::LayerPlan shared = c.layers[0];
+  shared.kv = cpu::KvUse::kShared;
+  shared.kv_source = 0;
+  shared.intermediate_size = 160;
+  c.layers = {c.layers[0], wide, shared};
+  c.num_layers = 3;
+  std::vector<ParamSpec> specs = cpu::ParamSpecs(c);
+  auto params = RandomParams(specs, 11);
+  auto w = cpu::BindWeights(c, specs, *params);
+  ASSERT_TRUE(w) << w.error().ToString();
+  std::vector<int32_t> tokens = Tokens(14, c.vocab_size);
+  Params64 p64(*params);
+  std::vector<Vec> want = Reference64{c, p64}.Run(tokens);
+  auto run = [&](const std::vector<size_t>& chunks) {
+    cpu::KvCacheShape shape;
+    shape.layers = cpu::KvPlan(c);
+    shape.max_total_seq_len = 64;
+    shape.prefill_chunk_size = 16;
+    cpu::PagedKvCache kv(shape);
+    size_t at = 0;
+    for (size_t len : chunks) {
+      std::vector<int32_t> ids(tokens.begin() + static_cast<std::ptrdiff_t>(at),
+                               tokens.begin() + static_cast<std::ptrdiff_t>(at + len));
+      std::vector<float> embeds(len * static_cast<size_t>(c.embed_width()));
+      ASSERT_TRUE(cpu::EmbedTokens(c, *w, ids, embeds.data()));
+      auto logits = cpu::Forward(c, *w, kv, embeds.data(), static_cast<int64_t>(len), "prefill");
+      ASSERT_TRUE(logits) << logits.error().ToString();
+      at += len;
+      EXPECT_LT(RelError(*logits, want[at - 1]), LogitTolerance("q0f32")) << "position " << at - 1;
+    }
+  };
+  run(std::vector<size_t>(tokens.size(), 1));
+  run({3, 7, 4});
+  // A cache laid out for another plan is refused.
+  cpu::KvCacheShape other;
+  other.layers = {cpu::KvLayerPlan{cpu::KvUse::kOwn, 0, 64}};
+  other.max_total_seq_len = 64;
+  other.prefill_chunk_size = 16;
+  cpu::PagedKvCache wrong(other);
+  std::vector<float> row(static_cast<size_t>(c.embed_width()));
+  ASSERT_TRUE(cpu::EmbedTokens(c, *w, std::vector<int32_t>{1}, row.data()));
+  auto refused = cpu::Forward(c, *w, wrong, row.data(), 1, "decode");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("another model"), std::string::npos);
+}
+
+// The cache's pages hold only the layers that own keys and values; a sharing layer reads its
+// source's rows, and forking copies every owned row.
+TEST(CpuKvCache, PagesFollowThePerLayerPlan) {
+  cpu::KvCacheShape shape;
+  shape.layers = {cpu::KvLayerPlan{cpu::KvUse::kOwn, 0, 8}, cpu::KvLayerPlan{cpu::KvUse::kNone, 1, 0},
+                  cpu::KvLayerPlan{cpu::KvUse::kOwn, 2, 24}, cpu::KvLayerPlan{cpu::KvUse::kShared, 0, 8}};
+  shape.page_size = 4;
+  shape.max_total_seq_len = 32;
+  shape.prefill_chunk_size = 16;
+  shape.max_batch_size = 2;
+  cpu::PagedKvCache kv(shape);
+  ASSERT_TRUE(kv.AddSequence(3));
+  const int64_t n = 10;
+  auto segments = kv.Prepare("prefill", n);
+  ASSERT_TRUE(segments);
+  // Distinct values in every owned row; none may overwrite another.
+  auto value = [](int64_t layer, int64_t which, int64_t pos, int64_t i) {
+    return static_cast<float>(layer * 100000 + which * 10000 + pos * 100 + i);
+  };
+  for (int64_t layer : {0, 2}) {
+    const int64_t row = shape.layers[static_cast<size_t>(layer)].row_size;
+    for (int64_t pos = 0; pos < n; ++pos) {
+      for (int64_t i = 0; i < row; ++i) {
+        kv.Key(3, layer, pos)[i] = value(layer, 0, pos, i);
+        kv.Value(3, layer, pos)[i] = value(layer, 1, pos, i);
+      }
+    }
+  }
+  kv.Commit((*segments)[0]);
+  ASSERT_TRUE(kv.ForkSequence(3, 4));
+  for (int64_t seq : {3, 4}) {
+    for (int64_t layer : {0, 2}) {
+      const int64_t row = shape.layers[static_cast<size_t>(layer)].row_size;
+      for (int64_t pos = 0; pos < n; ++pos) {
+        for (int64_t i = 0; i < row; ++i) {
+          ASSERT_EQ(kv.Key(seq, layer, pos)[i], value(layer, 0, pos, i)) << seq << " " << layer << " " << pos;
+          ASSERT_EQ(kv.Value(seq, layer, pos)[i], value(layer, 1, pos, i));
+        }
+      }
+    }
+    for (int64_t pos = 0; pos < n; ++pos) {
+      EXPECT_EQ(kv.Key(seq, 3, pos), kv.Key(seq, 0, pos));
+      EXPECT_EQ(kv.Value(seq, 3, pos), kv.Value(seq, 0, pos));
+    }
+  }
 }
 
 TEST(CpuForward, ChunkLongerThanPrefillChunkSizeIsAnError) {
