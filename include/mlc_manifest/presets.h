@@ -20,6 +20,11 @@ Result<Tasks> PresetTasks(const std::string& name);
 // The programs of a preset for a target. For WebGPU, image adapters take uint32 pixels.
 Result<std::map<std::string, Program>> PresetPrograms(const std::string& name, Target target);
 
+// A token_generation program exporting the names MLC libraries use (SPEC 9): embed,
+// create_tir_paged_kv_cache, and prefill / decode (the embeddings pair) or prefill_tokens /
+// decode_tokens (the token pair). No adapters.
+Program TokenGenerationProgram(bool token_pair);
+
 // Features a target needs for a quantization: "shader-f16" for f16 quantizations on WebGPU.
 std::vector<std::string> TargetFeatures(Target target, const std::string& quantization);
 

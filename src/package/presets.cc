@@ -25,7 +25,9 @@ TaskInput ImageInput(ResizeMode mode, int64_t size, int64_t embeddings, PromptIn
   return TaskInput{im, std::string("image"), std::move(prompt)};
 }
 
-Program GenerationProgram(bool token_pair) {
+}  // namespace
+
+Program TokenGenerationProgram(bool token_pair) {
   Program p;
   p.kind = "token_generation";
   p.exports["embed_tokens"] = "embed";
@@ -39,8 +41,6 @@ Program GenerationProgram(bool token_pair) {
   }
   return p;
 }
-
-}  // namespace
 
 std::vector<std::string> PresetNames() { return {"gemma-4-e2b-audio", "llava-1.5", "gemma-3"}; }
 
@@ -66,12 +66,12 @@ Result<Tasks> PresetTasks(const std::string& name) {
 
 Result<std::map<std::string, Program>> PresetPrograms(const std::string& name, Target target) {
   if (name == "gemma-4-e2b-audio") {
-    Program p = GenerationProgram(/*token_pair=*/true);
+    Program p = TokenGenerationProgram(/*token_pair=*/true);
     p.adapters = std::map<std::string, std::string>{{"audio", "audio_embed"}};
     return std::map<std::string, Program>{{"generation", p}};
   }
   if (name == "llava-1.5" || name == "gemma-3") {
-    Program p = GenerationProgram(/*token_pair=*/false);
+    Program p = TokenGenerationProgram(/*token_pair=*/false);
     p.adapters = std::map<std::string, std::string>{{"image", "image_embed"}};
     if (target == Target::kWebGPU) {
       p.adapter_dtypes = std::map<std::string, std::string>{{"image", "uint32"}};

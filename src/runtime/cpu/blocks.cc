@@ -22,6 +22,25 @@ void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, i
   });
 }
 
+void LayerNormRows(const float* x, const std::vector<float>& gain, const std::vector<float>& bias,
+                   int64_t rows, int64_t n, double eps, float* out) {
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* xr = x + r * n;
+      float* o = out + r * n;
+      double sum = 0, ss = 0;
+      for (int64_t i = 0; i < n; ++i) sum += xr[i];
+      const double mean = sum / static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i) ss += (xr[i] - mean) * (xr[i] - mean);
+      const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+      const float m = static_cast<float>(mean);
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = (xr[i] - m) * inv * gain[static_cast<size_t>(i)] + bias[static_cast<size_t>(i)];
+      }
+    }
+  });
+}
+
 RopeTable RopeTable::Of(const Rope& rope, int64_t context_window_size) {
   RopeTable t;
   t.rotary_dim = rope.rotary_dim;
@@ -50,6 +69,16 @@ void RopeTable::Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) co
 float GeluTanh(float x) {
   const float kC = 0.7978845608028654f;  // sqrt(2 / pi)
   return 0.5f * x * (1.0f + std::tanh(kC * (x + 0.044715f * x * x * x)));
+}
+
+float GeluErf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+float QuickGelu(float x) { return x / (1.0f + std::exp(-1.702f * x)); }
+
+void ApplyRows(float (*f)(float), float* x, int64_t n) {
+  ParallelFor(n, 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) x[i] = f(x[i]);
+  });
 }
 
 void GatedActivation(Activation act, const float* gate, const float* up, float* out, int64_t n) {
@@ -105,6 +134,50 @@ void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_laye
       for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
     }
   });
+}
+
+void DenseAttention(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                    int64_t heads, int64_t head_dim, float scale, float* out) {
+  const int64_t d = head_dim;
+  ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> scores(static_cast<size_t>(n));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t = task / heads, h = task % heads;
+      const float* qh = q + t * stride + h * d;
+      float max_s = -INFINITY;
+      for (int64_t j = 0; j < n; ++j) {
+        float s = Dot(qh, k + j * stride + h * d, d) * scale;
+        scores[static_cast<size_t>(j)] = s;
+        max_s = std::max(max_s, s);
+      }
+      float sum = 0;
+      for (float& s : scores) {
+        s = std::exp(s - max_s);
+        sum += s;
+      }
+      float* o = out + t * heads * d + h * d;
+      std::fill(o, o + d, 0.0f);
+      for (int64_t j = 0; j < n; ++j) AddScaled(scores[static_cast<size_t>(j)] / sum, v + j * stride + h * d, o, d);
+    }
+  });
+}
+
+std::vector<float> PatchRows(const float* chw, int64_t channels, int64_t height, int64_t width,
+                             int64_t patch) {
+  const int64_t gx = width / patch, gy = height / patch, row = channels * patch * patch;
+  std::vector<float> out(static_cast<size_t>(gx * gy * row));
+  for (int64_t py = 0; py < gy; ++py) {
+    for (int64_t px = 0; px < gx; ++px) {
+      float* o = out.data() + (py * gx + px) * row;
+      for (int64_t ch = 0; ch < channels; ++ch) {
+        for (int64_t y = 0; y < patch; ++y) {
+          const float* src = chw + (ch * height + py * patch + y) * width + px * patch;
+          std::copy(src, src + patch, o + (ch * patch + y) * patch);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace mlc::cpu

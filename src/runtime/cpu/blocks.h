@@ -1,7 +1,8 @@
-// The blocks the CPU decoders (and the vision and audio towers to come) are built from: RMSNorm,
-// rotary positions, the MLP activations, and attention of query rows over a sequence's keys and
-// values in the paged KV cache (causal, with a per-layer sliding window, sinks and soft-capping).
-// Rows are spread over the thread pool; matrix products are kernels.h's.
+// The blocks the CPU decoders and the vision and audio towers are built from: RMSNorm and LayerNorm,
+// rotary positions, the MLP activations, attention of query rows over a sequence's keys and values
+// in the paged KV cache (causal, with a per-layer sliding window, sinks and soft-capping),
+// bidirectional attention among the rows of one input (towers), and patch extraction for a patch
+// embedding. Rows are spread over the thread pool; matrix products are kernels.h's.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,10 @@ void RmsNorm(const float* x, const float* gain, int64_t n, double eps, float* ou
 void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
                  float* out);
 
+// out = (x - mean) / sqrt(var + eps) * gain + bias over each of `rows` rows of n (out may be x).
+void LayerNormRows(const float* x, const std::vector<float>& gain, const std::vector<float>& bias,
+                   int64_t rows, int64_t n, double eps, float* out);
+
 // Rotary positions with their frequencies tabled once: rotate-half over the first rotary_dim
 // dims of each head.
 struct RopeTable {
@@ -30,6 +35,10 @@ struct RopeTable {
 };
 
 float GeluTanh(float x);
+float GeluErf(float x);     // the exact GeLU: x * Phi(x)
+float QuickGelu(float x);   // CLIP's: x * sigmoid(1.702 x)
+// x[i] = f(x[i]) over n values, on the pool.
+void ApplyRows(float (*f)(float), float* x, int64_t n);
 // out[i] = act(gate[i]) * up[i] for i < n.
 void GatedActivation(Activation act, const float* gate, const float* up, float* out, int64_t n);
 
@@ -53,5 +62,18 @@ struct AttentionSpec {
 // (the cache's window and sinks applied), per (row, head) on the pool.
 void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
                     int64_t q_stride, const std::vector<RowPlace>& rows, float* out);
+
+// Bidirectional multi-head attention among n rows of one input: out[t] ([heads * head_dim]) =
+// softmax_j(q[t] . k[j] * scale) v[j] per head, every row seeing every row. q, k and v are rows
+// of `stride` floats (heads contiguous, head_dim each) at their own pointers.
+void DenseAttention(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
+                    int64_t heads, int64_t head_dim, float scale, float* out);
+
+// The patches of a channel-major image [channels, height, width] as rows for a patch embedding
+// (a convolution with stride = kernel = patch): row py * (width / patch) + px holds the
+// channels x patch x patch values of that patch in (channel, row, column) order, as a
+// convolution weight [out, channels, patch, patch] is laid out.
+std::vector<float> PatchRows(const float* chw, int64_t channels, int64_t height, int64_t width,
+                             int64_t patch);
 
 }  // namespace mlc::cpu

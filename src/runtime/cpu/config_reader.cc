@@ -5,9 +5,38 @@
 
 namespace mlc::cpu {
 
+namespace {
+
+const Json& EmptyObject() {
+  static const Json kEmpty = Json::object();
+  return kEmpty;
+}
+
+}  // namespace
+
+ConfigReader::ConfigReader(const ChatConfig& chat, Errors* errors, const char* scope)
+    : chat_(chat), errors_(errors), root_(&chat.model_config), prefix_("/model_config") {
+  if (!scope) return;
+  const std::string path = Path(scope);
+  if (!Has(scope) || !Get(scope).is_object()) {
+    Fail(path, "expected an object");
+    root_ = &EmptyObject();
+  } else {
+    root_ = &Get(scope);
+  }
+  prefix_ = path;
+}
+
+ConfigReader ConfigReader::Sub(const char* key) {
+  if (!Has(key) || !Get(key).is_object()) {
+    Fail(Path(key), "expected an object");
+    return ConfigReader(chat_, errors_, &EmptyObject(), Path(key));
+  }
+  return ConfigReader(chat_, errors_, &Get(key), Path(key));
+}
+
 bool ConfigReader::Has(const char* key) const {
-  return chat_.model_config.is_object() && chat_.model_config.contains(key) &&
-         !chat_.model_config[key].is_null();
+  return root_->is_object() && root_->contains(key) && !(*root_)[key].is_null();
 }
 
 int64_t ConfigReader::Int(const char* key, int64_t minimum, int64_t maximum,

@@ -1,5 +1,6 @@
-// Reads the fields of model_config in mlc-chat-config.json for the CPU families, each checked, with
-// errors recorded at their JSON Pointer in the file (/model_config/<key>).
+// Reads the fields of model_config in mlc-chat-config.json (or of an object nested in it, such as
+// text_config or vision_config) for the CPU families, each checked, with errors recorded at their
+// JSON Pointer in the file (/model_config/<key>, /model_config/vision_config/<key>).
 #pragma once
 
 #include <cstdint>
@@ -15,11 +16,18 @@ namespace mlc::cpu {
 
 class ConfigReader {
  public:
-  ConfigReader(const ChatConfig& chat, Errors* errors) : chat_(chat), errors_(errors) {}
+  // Over model_config, or over model_config[scope] when scope is given (an error when that is
+  // not an object).
+  ConfigReader(const ChatConfig& chat, Errors* errors, const char* scope = nullptr);
+
+  // A reader of the object at `key` of this one (an error when it is not an object).
+  ConfigReader Sub(const char* key);
+  // A reader of model_config itself, recording into the same errors.
+  ConfigReader Top() const { return ConfigReader(chat_, errors_, &chat_.model_config, "/model_config"); }
 
   const ChatConfig& chat() const { return chat_; }
   bool Has(const char* key) const;
-  const Json& Get(const char* key) const { return chat_.model_config[key]; }
+  const Json& Get(const char* key) const { return (*root_)[key]; }
 
   // An integer in [minimum, maximum]; `fallback` when absent (nullopt: required).
   int64_t Int(const char* key, int64_t minimum, int64_t maximum,
@@ -40,11 +48,17 @@ class ConfigReader {
   void Fail(const std::string& path, std::string message);
   void Unsupported(const std::string& path, std::string message);
   bool failed() const { return !errors_->empty(); }
-  static std::string Path(const std::string& key) { return "/model_config/" + key; }
+  // The JSON Pointer of a field of this reader's object.
+  std::string Path(const std::string& key) const { return prefix_ + "/" + key; }
 
  private:
+  ConfigReader(const ChatConfig& chat, Errors* errors, const Json* root, std::string prefix)
+      : chat_(chat), errors_(errors), root_(root), prefix_(std::move(prefix)) {}
+
   const ChatConfig& chat_;
   Errors* errors_;
+  const Json* root_;
+  std::string prefix_;
 };
 
 }  // namespace mlc::cpu

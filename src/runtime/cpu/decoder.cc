@@ -8,75 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <map>
+
+#include "runtime/cpu/weights.h"
 
 namespace mlc::cpu {
 namespace {
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Parameters by name, each checked against the program's list.
-class ParamIndex {
- public:
-  static Result<ParamIndex> Make(const std::vector<ParamSpec>& order, const ParameterSet& params) {
-    if (params.names.size() != order.size() || params.tensors.size() != order.size()) {
-      return Invalid("", "params: expected " + std::to_string(order.size()) +
-                             " parameters in the program's order, got " +
-                             std::to_string(params.tensors.size()));
-    }
-    ParamIndex index;
-    for (size_t i = 0; i < order.size(); ++i) {
-      const ParamSpec& spec = order[i];
-      const NDArray& t = params.tensors[i];
-      std::vector<int64_t> shape;
-      for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
-      if (params.names[i] != spec.name || !t.defined() || t.shape() != shape ||
-          DlDtypeName(t.dtype()) != spec.dtype) {
-        return Invalid("", "params: parameter " + std::to_string(i) + " is \"" + params.names[i] +
-                               "\" " + (t.defined() ? t.Describe() : "undefined") + ", expected \"" +
-                               spec.name + "\" " + ShapeText(shape) + " " + spec.dtype);
-      }
-      index.by_name_[spec.name] = &t;
-    }
-    return index;
-  }
-  const NDArray& operator[](const std::string& name) const { return *by_name_.at(name); }
-  bool Has(const std::string& name) const { return by_name_.count(name) > 0; }
-
- private:
-  std::map<std::string, const NDArray*> by_name_;
-};
-
-Weight MatrixOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out,
-                int64_t in) {
-  Weight w;
-  w.out = out;
-  w.in = in;
-  if (c.quantized()) {
-    w.format = c.quant == Quant::kQ4F16 ? WeightFormat::kQ4F16 : WeightFormat::kQ4F32;
-    w.data = p[base + ".q_weight"].dl().data;
-    w.scale = p[base + ".q_scale"].dl().data;
-  } else {
-    w.format = c.quant == Quant::kQ0F16 ? WeightFormat::kF16 : WeightFormat::kF32;
-    w.data = p[base + ".weight"].dl().data;
-  }
-  return w;
-}
-
-std::vector<float> FloatsOf(const NDArray& t) {
-  std::vector<float> out(static_cast<size_t>(t.Elements()));
-  if (SameDtype(t.dtype(), DlFloat32())) {
-    std::memcpy(out.data(), t.data<float>(), out.size() * sizeof(float));
-  } else {
-    const uint16_t* h = t.data<uint16_t>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = HalfToFloat(h[i]);
-  }
-  return out;
-}
 
 // A layer's optional norm: its gain, empty when the family has none.
 std::vector<float> NormOf(const ParamIndex& p, const std::string& layer, const std::string& name) {

@@ -6,7 +6,7 @@ namespace mlc::cpu {
 
 const std::vector<const FamilySpec*>& Families() {
   static const std::vector<const FamilySpec*> kFamilies = {
-      &LlamaFamily(), &Qwen2Family(), &GemmaFamily(), &Gemma2Family(), &Phi3Family(),
+      &LlamaFamily(), &Qwen2Family(), &GemmaFamily(), &Gemma2Family(), &Phi3Family(), &LlavaFamily(),
   };
   return kFamilies;
 }

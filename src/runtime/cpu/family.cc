@@ -11,6 +11,7 @@
 #include "mlc_manifest/cpu_model.h"
 #include "runtime/cpu/config_reader.h"
 #include "runtime/cpu/family.h"
+#include "runtime/cpu/towers/tower.h"
 
 namespace mlc::cpu {
 namespace {
@@ -54,7 +55,7 @@ void ReadCommonFields(ConfigReader& r, const FamilySpec& spec, ModelConfig& c) {
   } else {
     rope.theta = r.Number("rope_theta", 1, 10000);
   }
-  if (rope.theta <= 1) r.Fail(ConfigReader::Path("rope_theta"), "expected a number > 1");
+  if (rope.theta <= 1) r.Fail(r.Path("rope_theta"), "expected a number > 1");
   rope.rotary_dim = c.head_dim;
   c.tie_word_embeddings = r.Bool("tie_word_embeddings", false);
   LayerPlan plan;
@@ -75,7 +76,7 @@ void CheckLayers(ConfigReader& r, const ModelConfig& c) {
       if (p.rope == i) widest = std::max(widest, p.head_dim);
     }
     if (rope.rotary_dim < 2 || rope.rotary_dim % 2 || (widest && rope.rotary_dim > widest)) {
-      r.Fail(ConfigReader::Path("partial_rotary_factor"),
+      r.Fail(r.Path("partial_rotary_factor"),
              "expected an even rotary dimension in [2, head_dim]");
       break;
     }
@@ -88,11 +89,11 @@ void CheckLayers(ConfigReader& r, const ModelConfig& c) {
     return false;
   };
   if (first([](size_t, const LayerPlan& p) { return p.head_dim % 2 != 0; })) {
-    r.Fail(ConfigReader::Path("head_dim"), "expected an even head_dim");
+    r.Fail(r.Path("head_dim"), "expected an even head_dim");
   }
   for (const LayerPlan& p : c.layers) {
     if (p.num_kv_heads > 0 && p.num_heads % p.num_kv_heads) {
-      r.Fail(ConfigReader::Path("num_key_value_heads"),
+      r.Fail(r.Path("num_key_value_heads"),
              "expected a divisor of num_attention_heads (" + std::to_string(p.num_heads) + ")");
       break;
     }
@@ -103,7 +104,7 @@ void CheckLayers(ConfigReader& r, const ModelConfig& c) {
     const bool earlier_own = p.kv_source >= 0 && p.kv_source < static_cast<int64_t>(l) &&
                              c.layers[static_cast<size_t>(p.kv_source)].kv == KvUse::kOwn;
     if (!earlier_own || c.layers[static_cast<size_t>(p.kv_source)].kv_size() != p.kv_size()) {
-      r.Fail(ConfigReader::Path("num_hidden_layers"),
+      r.Fail(r.Path("num_hidden_layers"),
              "layer " + std::to_string(l) + " shares the keys and values of layer " +
                  std::to_string(p.kv_source) + ", which has none of the same size");
       break;
@@ -116,7 +117,7 @@ void CheckQuantGroups(ConfigReader& r, const ModelConfig& c) {
   if (!c.quantized()) return;
   auto check = [&](const char* key, const std::string& what, int64_t v) {
     if (v % kGroup == 0) return true;
-    r.Fail(ConfigReader::Path(key), what + " = " + std::to_string(v) + " must be a multiple of " +
+    r.Fail(r.Path(key), what + " = " + std::to_string(v) + " must be a multiple of " +
                                         std::to_string(kGroup) + " for " + c.quantization);
     return false;
   };
@@ -238,7 +239,7 @@ Result<ModelConfig> ParseModelConfig(const ChatConfig& chat) {
   c.quant = q->second;
   if (!chat.model_config.is_object()) return Invalid("/model_config", "expected an object");
 
-  ConfigReader r(chat, &errors);
+  ConfigReader r(chat, &errors, family->text_config);
   ReadCommonFields(r, *family, c);
   if (!r.failed() && family->configure) family->configure(r, c);
   CheckLayers(r, c);
@@ -259,6 +260,21 @@ void ParamListBuilder::Matrix(const std::string& base, int64_t out, int64_t in) 
   } else {
     params_.push_back(ParamSpec{base + ".weight", {out, in}, c_.float_dtype()});
   }
+}
+
+void ParamListBuilder::Float(const std::string& name, std::vector<int64_t> shape) {
+  ParamSpec p{name, {}, c_.float_dtype()};
+  for (int64_t d : shape) p.shape.emplace_back(d);
+  params_.push_back(std::move(p));
+}
+
+void ParamListBuilder::Linear(const std::string& base, int64_t out, int64_t in, bool bias, bool quantize) {
+  if (quantize) {
+    Matrix(base, out, in);
+  } else {
+    Float(base + ".weight", {out, in});
+  }
+  if (bias) Vector(base + ".bias", out);
 }
 
 std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
@@ -299,11 +315,12 @@ std::vector<MatrixSpec> Matrices(const ModelConfig& c) {
   return out;
 }
 
-Tasks TextTasks() {
+Tasks TasksOf(const ModelConfig& c) {
   Task task;
   task.executor = "generation";
   task.output = "text";
   task.inputs["text"] = TaskInput{std::string("tokenizer"), std::nullopt, std::nullopt};
+  for (const auto& tower : c.towers) task.inputs[tower->adapter()] = tower->Input();
   return {{"chat.completions", task}};
 }
 

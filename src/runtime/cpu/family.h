@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@
 namespace mlc::cpu {
 
 class ConfigReader;
+class Tower;
 struct FamilySpec;
 
 enum class Quant { kQ0F32, kQ0F16, kQ4F16, kQ4F32 };
@@ -94,6 +96,8 @@ struct ModelConfig {
   int64_t attention_sink_size = -1;
 
   std::vector<LayerPlan> layers;  // num_layers entries
+  // The adapters' models (vision, audio), in the order of the program's adapters.
+  std::vector<std::shared_ptr<const Tower>> towers;
 
   bool quantized() const { return quant == Quant::kQ4F16 || quant == Quant::kQ4F32; }
   // dtype of norms, biases and unquantised matrices: "float16" or "float32".
@@ -139,7 +143,12 @@ class ParamListBuilder {
  public:
   explicit ParamListBuilder(const ModelConfig& c) : c_(c) {}
   void Vector(const std::string& name, int64_t size);  // a norm or bias in the float dtype
+  // A linear weight as the quantization stores it ("<base>.q_weight" + ".q_scale", or ".weight").
   void Matrix(const std::string& base, int64_t out, int64_t in);
+  // A tensor kept in the float dtype whatever the quantization (towers MLC does not quantize).
+  void Float(const std::string& name, std::vector<int64_t> shape);
+  // Matrix (or a float matrix when `quantize` is false), then "<base>.bias" when `bias`.
+  void Linear(const std::string& base, int64_t out, int64_t in, bool bias, bool quantize = true);
   std::vector<ParamSpec> Take() { return std::move(params_); }
 
  private:
@@ -153,10 +162,15 @@ struct WriterDefaults {
   int64_t tiny_head_dim = 32;
   // Adds the family's own fields to model_config (tiny: the small test shape).
   void (*model_config)(bool tiny, int64_t context_window_size, Json& mc) = nullptr;
+  // The conversation template of mlc-chat-config.json (nullptr: the reference tokenizer's).
+  Json (*conv_template)() = nullptr;
 };
 
 // One row of the family table.
 struct FamilySpec {
+  // The model_config object holding the decoder's fields ("text_config" for a multimodal
+  // family's nested config); nullptr: model_config itself.
+  const char* text_config = nullptr;
   const char* model_type = "";
   Names names;
   double default_rms_norm_eps = 1e-5;
@@ -189,7 +203,8 @@ std::vector<MatrixSpec> Matrices(const ModelConfig& c);
 // then the norms; the final norm; lm_head unless tied. Families with this order use it as is.
 std::vector<ParamSpec> DecoderParams(const ModelConfig& c);
 
-// The tasks of a CPU package: chat.completions, text in, over the "generation" program.
-Tasks TextTasks();
+// The tasks of a CPU package: chat.completions over the "generation" program, text in, and one
+// input per tower (its processor and prompt insertion).
+Tasks TasksOf(const ModelConfig& c);
 
 }  // namespace mlc::cpu

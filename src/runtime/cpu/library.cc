@@ -7,32 +7,38 @@
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/presets.h"
 #include "runtime/cpu/decoder.h"
+#include "runtime/cpu/towers/tower.h"
+#include "runtime/cpu/weights.h"
 #include "runtime/function_table.h"
 
 namespace mlc {
 namespace cpu {
 namespace {
 
-// The role -> function names of a family's program (SPEC 9: the names MLC libraries export).
-std::map<std::string, std::string> ExportsOf(const FamilySpec& family) {
-  std::map<std::string, std::string> exports = {{"embed_tokens", "embed"},
-                                                {"create_kv_cache", "create_tir_paged_kv_cache"}};
-  if (family.pair == GenerationPair::kTokens) {
-    exports["prefill_tokens"] = "prefill_tokens";
-    exports["decode_tokens"] = "decode_tokens";
-  } else {
-    exports["prefill_embeds"] = "prefill";
-    exports["decode_embeds"] = "decode";
+// The family's program (SPEC 9): its pair and one adapter per tower.
+Program ProgramOf(const ModelConfig& c) {
+  Program p = TokenGenerationProgram(c.family->pair == GenerationPair::kTokens);
+  if (!c.towers.empty()) {
+    std::map<std::string, std::string> adapters;
+    for (const auto& tower : c.towers) adapters[tower->adapter()] = tower->function();
+    p.adapters = std::move(adapters);
   }
-  return exports;
+  return p;
 }
+
+// The weights of a parameter set: the decoder's and each tower's.
+struct BoundModelWeights {
+  ModelWeights decoder;
+  std::vector<std::unique_ptr<BoundTower>> towers;
+};
 
 class Library : public FunctionTableLibrary {
  public:
   Library(ModelConfig config, LibraryMetadata metadata)
       : FunctionTableLibrary(std::move(metadata)), c_(std::move(config)) {
-    for (const auto& [role, name] : ExportsOf(*c_.family)) {
+    for (const auto& [role, name] : ProgramOf(c_).exports) {
       if (role == "embed_tokens") functions_[name] = [this](Args a) { return Embed(a); };
       if (role == "create_kv_cache") functions_[name] = [this](Args a) { return CreateKv(a); };
       if (role == "prefill_embeds" || role == "prefill_tokens") {
@@ -42,20 +48,46 @@ class Library : public FunctionTableLibrary {
         functions_[name] = [this, fn = name](Args a) { return Step(a, fn, true); };
       }
     }
+    for (size_t i = 0; i < c_.towers.size(); ++i) {
+      const std::string fn = c_.towers[i]->function();
+      functions_[fn] = [this, i, fn](Args a) { return RunTower(a, i, fn); };
+    }
   }
 
  private:
   // The bound weights of a parameter set, kept while the set is the last one seen.
-  Result<std::shared_ptr<const ModelWeights>> Weights(const ArgReader& r, size_t i) {
+  Result<std::shared_ptr<const BoundModelWeights>> Weights(const ArgReader& r, size_t i) {
     auto params = r.Object<ParameterSet>(i, "a parameter set");
     MLC_RETURN_IF_ERROR(params);
     std::lock_guard<std::mutex> lock(mu_);
     if (bound_ && bound_for_.lock() == *params) return bound_;
+    auto index = ParamIndex::Make(metadata_.params, **params);
+    MLC_RETURN_IF_ERROR(index);
     auto w = BindWeights(c_, metadata_.params, **params);
     MLC_RETURN_IF_ERROR(w);
-    bound_ = std::make_shared<const ModelWeights>(std::move(*w));
+    auto bound = std::make_shared<BoundModelWeights>();
+    bound->decoder = std::move(*w);
+    for (const auto& tower : c_.towers) {
+      auto t = tower->Bind(c_, *index);
+      MLC_RETURN_IF_ERROR(t);
+      bound->towers.push_back(std::move(*t));
+    }
+    bound_ = std::move(bound);
     bound_for_ = *params;
     return bound_;
+  }
+
+  // An adapter: (its canonical input, params) -> [rows, hidden] float32.
+  Result<std::vector<Value>> RunTower(Args args, size_t i, const std::string& fn) {
+    ArgReader r(fn, args);
+    MLC_RETURN_IF_ERROR(r.Count(2));
+    const NDArray* input = std::get_if<NDArray>(&args[0]);
+    if (!input) return Invalid("", fn + ": argument 0 must be a tensor, got " + ValueTypeName(args[0]));
+    auto w = Weights(r, 1);
+    MLC_RETURN_IF_ERROR(w);
+    auto rows = (*w)->towers[i]->Embed(*input, fn);
+    MLC_RETURN_IF_ERROR(rows);
+    return std::vector<Value>{*rows};
   }
 
   Result<std::vector<Value>> Embed(Args args) {
@@ -67,7 +99,7 @@ class Library : public FunctionTableLibrary {
     MLC_RETURN_IF_ERROR(w);
     NDArray out = NDArray::Empty({ids->Elements(), c_.embed_width()}, DlFloat32());
     std::span<const int32_t> span(ids->data<int32_t>(), static_cast<size_t>(ids->Elements()));
-    MLC_RETURN_IF_ERROR(EmbedTokens(c_, **w, span, out.data<float>()));
+    MLC_RETURN_IF_ERROR(EmbedTokens(c_, (*w)->decoder, span, out.data<float>()));
     return std::vector<Value>{out};
   }
 
@@ -94,10 +126,10 @@ class Library : public FunctionTableLibrary {
     if (tokens && decode) {  // token ids [batch, 1]: their embeddings
       embeds = NDArray::Empty({first->Elements(), c_.embed_width()}, DlFloat32());
       std::span<const int32_t> span(first->data<int32_t>(), static_cast<size_t>(first->Elements()));
-      MLC_RETURN_IF_ERROR(EmbedTokens(c_, **w, span, embeds.data<float>()));
+      MLC_RETURN_IF_ERROR(EmbedTokens(c_, (*w)->decoder, span, embeds.data<float>()));
     }
     const int64_t n = embeds.Elements() / c_.embed_width();
-    auto logits = Forward(c_, **w, **kv, embeds.data<float>(), n, fn);
+    auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn);
     MLC_RETURN_IF_ERROR(logits);
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
     NDArray out = tokens && decode ? NDArray::Empty({sequences, 1, c_.vocab_size}, DlFloat32())
@@ -137,7 +169,7 @@ class Library : public FunctionTableLibrary {
 
   ModelConfig c_;
   std::mutex mu_;
-  std::shared_ptr<const ModelWeights> bound_;
+  std::shared_ptr<const BoundModelWeights> bound_;
   std::weak_ptr<ParameterSet> bound_for_;
 };
 
@@ -147,11 +179,9 @@ class Library : public FunctionTableLibrary {
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
   auto c = cpu::ParseModelConfig(config);
   MLC_RETURN_IF_ERROR(c);
-  Program p;
-  p.kind = "token_generation";
-  for (const auto& [role, name] : cpu::ExportsOf(*c->family)) p.exports[role] = name;
-  return AssembleCompiledProgram(
-      ProgramParts{cpu::TextTasks(), {{"generation", p}}, cpu::ParamSpecs(*c), {}, false}, &config);
+  return AssembleCompiledProgram(ProgramParts{cpu::TasksOf(*c), {{"generation", cpu::ProgramOf(*c)}},
+                                              cpu::ParamSpecs(*c), {}, false},
+                                 &config);
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {

@@ -140,7 +140,8 @@ Json ChatConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family, 
           {"presence_penalty", 0.0},
           {"frequency_penalty", 0.0},
           {"tokenizer_files", {"tokenizer.json"}},
-          {"conv_template", reference::ConvTemplateJson()},
+          {"conv_template", family.writer.conv_template ? family.writer.conv_template()
+                                                         : reference::ConvTemplateJson()},
           {"bos_token_id", ReferenceTokens::kBos},
           {"eos_token_id", ReferenceTokens::kEos},
           {"random_weights", true}};
@@ -167,8 +168,10 @@ std::string ShardBytes(const TensorShard& shard, const cpu::ModelConfig& c, uint
     } else {
       bool norm = r.name.find("norm") != std::string::npos || (leaf == "weight" && r.shape.size() == 1);
       bool bias = leaf == "bias";
-      int64_t rows = r.shape.size() == 2 ? r.shape[0] : 1;
-      int64_t cols = r.shape.back();
+      // [out, ...] as [out, fan-in] (a convolution's [out, c, h, w] included); a vector as one row.
+      int64_t rows = r.shape.size() >= 2 ? r.shape[0] : 1;
+      int64_t cols = 1;
+      for (size_t i = r.shape.size() >= 2 ? 1 : 0; i < r.shape.size(); ++i) cols *= r.shape[i];
       for (float v : Draw(m != matrices.end() ? base : r.name, norm && !bias, bias, rows, cols, seed)) {
         PutFloat(data, v, r.dtype);
       }
@@ -233,7 +236,7 @@ Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyM
   report.parameter_bytes = estimate->total_bytes;
   report.parameter_schema_id = *schema_id;
   ModelPackage package;
-  package.tasks = cpu::TextTasks();
+  package.tasks = cpu::TasksOf(*config);
   Result<std::string> interface_id = ComputeInterfaceId(package.tasks);
   MLC_RETURN_IF_ERROR(interface_id);
   package.interface_id = *interface_id;

@@ -12,6 +12,7 @@ const FamilySpec& Qwen2Family();
 const FamilySpec& GemmaFamily();
 const FamilySpec& Gemma2Family();
 const FamilySpec& Phi3Family();
+const FamilySpec& LlavaFamily();
 
 // Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
 void ConfigureGemma(ConfigReader& r, ModelConfig& c);

@@ -26,10 +26,10 @@ void ConfigureGemma(ConfigReader& r, ModelConfig& c) {
   c.embed_scale = std::sqrt(static_cast<float>(c.hidden_size));  // as a float, as MLC scales
   std::string act = r.String({"hidden_activation", "hidden_act"});
   if (!act.empty() && act != "gelu" && act != "gelu_pytorch_tanh") {
-    r.Unsupported(ConfigReader::Path("hidden_activation"), "expected gelu or gelu_pytorch_tanh");
+    r.Unsupported(r.Path("hidden_activation"), "expected gelu or gelu_pytorch_tanh");
   }
   if (r.Bool("attention_bias", false)) {
-    r.Unsupported(ConfigReader::Path("attention_bias"), "Gemma with attention biases is not supported");
+    r.Unsupported(r.Path("attention_bias"), "Gemma with attention biases is not supported");
   }
 }
 

@@ -8,7 +8,7 @@ namespace mlc::cpu {
 namespace {
 
 void ReadLlama3Scaling(ConfigReader& r, const Json& s, Rope& rope) {
-  const std::string path = ConfigReader::Path("rope_scaling");
+  const std::string path = r.Path("rope_scaling");
   auto number = [&](const char* key, double fallback) {
     if (!s.contains(key)) return fallback;
     if (!s[key].is_number() || !std::isfinite(s[key].get<double>()) || s[key].get<double>() <= 0) {
@@ -56,7 +56,7 @@ void WriteConfig(bool tiny, int64_t, Json& mc) {
 
 void RequireSilu(ConfigReader& r) {
   std::string act = r.String({"hidden_act"});
-  if (!act.empty() && act != "silu") r.Unsupported(ConfigReader::Path("hidden_act"), "expected silu");
+  if (!act.empty() && act != "silu") r.Unsupported(r.Path("hidden_act"), "expected silu");
 }
 
 void RequireNoRopeScaling(ConfigReader& r, const ModelConfig& c) {

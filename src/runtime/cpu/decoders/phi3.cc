@@ -8,7 +8,7 @@ namespace mlc::cpu {
 namespace {
 
 void ReadLongRope(ConfigReader& r, const Json& s, Rope& rope) {
-  const std::string path = ConfigReader::Path("rope_scaling");
+  const std::string path = r.Path("rope_scaling");
   rope.scaling = RopeScaling::kLongRope;
   auto factors = [&](const char* key, std::vector<double>& out) {
     if (!s.contains(key) || !s[key].is_array() ||
@@ -37,7 +37,7 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   Rope& rope = c.rope();
   rope.rotary_dim = static_cast<int64_t>(static_cast<double>(c.head_dim) * partial);
   if (rope.rotary_dim < 2 || rope.rotary_dim % 2 || rope.rotary_dim > c.head_dim) {
-    r.Fail(ConfigReader::Path("partial_rotary_factor"),
+    r.Fail(r.Path("partial_rotary_factor"),
            "expected an even rotary dimension in [2, head_dim]");
     return;
   }

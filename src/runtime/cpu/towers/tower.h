@@ -1,0 +1,38 @@
+// An adapter's model inside a CPU program (SPEC 9.1): what a vision or audio tower declares (its
+// adapter and function names, the task input it serves, its parameters in the converter's order)
+// and, bound to a parameter set, the run from the canonical input of SPEC 6 to [rows, hidden]
+// float32 rows. One file per tower in this folder (clip, siglip, conformer).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "mlc_manifest/contract.h"
+#include "mlc_manifest/tensor.h"
+#include "runtime/cpu/family.h"
+
+namespace mlc::cpu {
+
+class ParamIndex;
+
+// A tower bound to its parameters (views into the mapped shards): safe to run from several
+// threads at once, and beside the decoder.
+class BoundTower {
+ public:
+  virtual ~BoundTower() = default;
+  // The adapter's rows for one input; `function` names the call in errors.
+  virtual Result<NDArray> Embed(const NDArray& input, const std::string& function) const = 0;
+};
+
+class Tower {
+ public:
+  virtual ~Tower() = default;
+  virtual std::string adapter() const = 0;   // the input and adapter name: "image", "audio"
+  virtual std::string function() const = 0;  // the library function: "image_embed"
+  virtual TaskInput Input() const = 0;       // the manifest input it serves
+  // Appends its parameters (and its projector's) in the converter's order.
+  virtual void AppendParams(ParamListBuilder& b) const = 0;
+  virtual Result<std::unique_ptr<BoundTower>> Bind(const ModelConfig& c, const ParamIndex& p) const = 0;
+};
+
+}  // namespace mlc::cpu
