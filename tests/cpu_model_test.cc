@@ -19,12 +19,19 @@
 #include "runtime/cpu/decoder.h"
 #include "runtime/cpu/family.h"
 #include "runtime/splitmix.h"
+#include "support/reference64.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
 
-using Vec = std::vector<double>;
+using test::HalfToDouble;
+using test::MatVec;
+using test::Params64;
+using test::RelError;
+using test::RmsNorm;
+using test::RoundToQ8Blocks;
+using test::Vec;
 
 // ---- parameter lists of real packages ----
 
@@ -78,64 +85,6 @@ TEST(CpuParams, DimensionsAreChecked) {
 
 // ---- a float64 reimplementation ----
 
-double HalfToDouble(uint16_t h) {
-  int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
-  double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
-  return sign ? -v : v;
-}
-
-// Parameters of a package as float64 matrices, dequantised directly from the stored records.
-class Params64 {
- public:
-  Params64(const ParameterSet& set) {
-    for (size_t i = 0; i < set.names.size(); ++i) by_name_[set.names[i]] = &set.tensors[i];
-  }
-  bool Has(const std::string& name) const { return by_name_.count(name) > 0; }
-  Vec Floats(const std::string& name) const {
-    const NDArray& t = *by_name_.at(name);
-    Vec out(static_cast<size_t>(t.Elements()));
-    for (size_t i = 0; i < out.size(); ++i) {
-      out[i] = SameDtype(t.dtype(), DlFloat32()) ? t.data<float>()[i] : HalfToDouble(t.data<uint16_t>()[i]);
-    }
-    return out;
-  }
-  // [rows, cols] row-major from "<base>.weight" or q_weight / q_scale ((q - 7) * scale).
-  Vec Matrix(const std::string& base, int64_t rows, int64_t cols) const {
-    if (Has(base + ".weight")) return Floats(base + ".weight");
-    const NDArray& q = *by_name_.at(base + ".q_weight");
-    Vec scale = Floats(base + ".q_scale");
-    Vec out(static_cast<size_t>(rows * cols));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        uint32_t word = q.data<uint32_t>()[r * (cols / 8) + c / 8];
-        double v = static_cast<double>((word >> (4 * (c % 8))) & 15u) - 7.0;
-        out[static_cast<size_t>(r * cols + c)] = v * scale[static_cast<size_t>(r * (cols / 32) + c / 32)];
-      }
-    }
-    return out;
-  }
-
- private:
-  std::map<std::string, const NDArray*> by_name_;
-};
-
-Vec MatVec(const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
-  Vec y(static_cast<size_t>(rows), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r)] += w[static_cast<size_t>(r * cols + c)] * x[static_cast<size_t>(c)];
-  }
-  return y;
-}
-
-Vec RmsNorm(const Vec& x, const Vec& g, double eps) {
-  double ss = 0;
-  for (double v : x) ss += v * v;
-  double s = 1 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
-  Vec y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * g[i];
-  return y;
-}
-
 // Rotation frequencies written from the definitions (HF's llama3 and longrope rules).
 double Frequency(const cpu::ModelConfig& c, int64_t j) {
   double inv = 1.0 / std::pow(c.rope().theta, 2.0 * static_cast<double>(j) / static_cast<double>(c.rope().rotary_dim));
@@ -151,24 +100,6 @@ double Frequency(const cpu::ModelConfig& c, int64_t j) {
     return inv / (long_ctx ? c.rope().long_factor : c.rope().short_factor)[static_cast<size_t>(j)];
   }
   return inv;
-}
-
-// The kernels round activations to int8 per block of 32 before a 4-bit product, as llama.cpp
-// does for Q4_0 (d = max|x| / 127 in float, q = nearest-even(x / d)); the reference does the same
-// so that its tolerance can stay tight.
-Vec RoundToQ8Blocks(const Vec& x) {
-  Vec out(x.size());
-  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
-    float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
-    const float d = amax / 127.0f;
-    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-    for (size_t i = 0; i < 32; ++i) {
-      long q = std::clamp(std::lrint(static_cast<float>(x[b + i]) * inverse), -128L, 127L);
-      out[b + i] = static_cast<double>(q) * static_cast<double>(d);
-    }
-  }
-  return out;
 }
 
 struct Reference64 {
@@ -325,16 +256,6 @@ std::vector<int32_t> Tokens(int64_t n, int64_t vocab) {
   std::vector<int32_t> t;
   for (int64_t i = 0; i < n; ++i) t.push_back(static_cast<int32_t>((i * 37 + 11) % vocab));
   return t;
-}
-
-// Relative max error of a against the float64 reference b.
-double RelError(const std::vector<float>& a, const Vec& b) {
-  double err = 0, norm = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::fabs(a[i] - b[i]));
-    norm = std::max(norm, std::fabs(b[i]));
-  }
-  return err / std::max(norm, 1e-9);
 }
 
 std::string WritePackage(const test::TempDir& dir, const std::string& family, const std::string& quant,

@@ -1,0 +1,459 @@
+// LLaVA 1.5 on the CPU program: the package layout of MLC's converter (vision tower in float,
+// projector quantized, the llama decoder under language_model.), the image_embed adapter against
+// a float64 CLIP + projector written here from Hugging Face's definitions, image prompts end to end
+// through `run --messages` (equal greedy tokens across prefill chunk sizes), a batch equal to runs
+// alone, and bad inputs refused with errors naming them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <mutex>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/runtime.h"
+#include "support/batch_util.h"
+#include "support/reference64.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+using test::Params64;
+using test::Vec;
+
+std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {}) {
+  o.family = "llava";
+  o.quantization = quant;
+  o.seed = 5;
+  std::string pkg = dir.File("llava-" + quant + "-" + std::to_string(o.prefill_chunk_size));
+  auto report = WriteFamilyModel(pkg, o);
+  EXPECT_TRUE(report) << report.error().ToString();
+  return pkg;
+}
+
+Json ModelConfigOf(const std::string& pkg) {
+  return Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"];
+}
+
+// A deterministic image of side s (RGB, NHWC).
+std::vector<uint8_t> Pixels(int64_t s) {
+  std::vector<uint8_t> px(static_cast<size_t>(s * s * 3));
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<uint8_t>((i * 53 + i / 7) % 256);
+  return px;
+}
+
+double QuickGelu64(double x) { return x / (1 + std::exp(-1.702 * x)); }
+double GeluErf64(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+
+// image_embed in float64, from Hugging Face's CLIPVisionModel and LlavaMultiModalProjector:
+// rows [num_patches][text hidden].
+std::vector<Vec> ClipReference(const Params64& p, const Json& mc, const std::vector<uint8_t>& px, bool q8) {
+  const Json& v = mc["vision_config"];
+  const int64_t hs = v["hidden_size"], inter = v["intermediate_size"], heads = v["num_attention_heads"];
+  const int64_t layers = v["num_hidden_layers"], patch = v["patch_size"], s = v["image_size"];
+  const int64_t th = mc["text_config"]["hidden_size"];
+  const double eps = v["layer_norm_eps"];
+  const int64_t g = s / patch, np = g * g, d = hs / heads;
+  const double mean[3] = {0.48145466, 0.4578275, 0.40821073}, std[3] = {0.26862954, 0.26130258, 0.27577711};
+  const std::string r = "vision_tower.vision_model.";
+  auto pixel = [&](int64_t ch, int64_t y, int64_t x) {
+    return (px[static_cast<size_t>((y * s + x) * 3 + ch)] / 255.0 - mean[ch]) / std[ch];
+  };
+  Vec conv = p.Floats(r + "embeddings.patch_embedding.weight");
+  Vec cls = p.Floats(r + "embeddings.class_embedding");
+  Vec pos = p.Floats(r + "embeddings.position_embedding.weight");
+  std::vector<Vec> x(static_cast<size_t>(np + 1), Vec(static_cast<size_t>(hs)));
+  x[0] = cls;
+  for (int64_t gy = 0; gy < g; ++gy) {
+    for (int64_t gx = 0; gx < g; ++gx) {
+      Vec& row = x[static_cast<size_t>(1 + gy * g + gx)];
+      for (int64_t o = 0; o < hs; ++o) {
+        double acc = 0;
+        for (int64_t ch = 0; ch < 3; ++ch) {
+          for (int64_t ky = 0; ky < patch; ++ky) {
+            for (int64_t kx = 0; kx < patch; ++kx) {
+              acc += conv[static_cast<size_t>(((o * 3 + ch) * patch + ky) * patch + kx)] *
+                     pixel(ch, gy * patch + ky, gx * patch + kx);
+            }
+          }
+        }
+        row[static_cast<size_t>(o)] = acc;
+      }
+    }
+  }
+  for (size_t t = 0; t < x.size(); ++t) {
+    for (int64_t i = 0; i < hs; ++i) x[t][static_cast<size_t>(i)] += pos[t * static_cast<size_t>(hs) + static_cast<size_t>(i)];
+    x[t] = test::LayerNorm(x[t], p.Floats(r + "pre_layrnorm.weight"), p.Floats(r + "pre_layrnorm.bias"), eps);
+  }
+  auto linear = [&](const std::string& base, const Vec& in, int64_t out, int64_t width) {
+    Vec y = test::MatVec(p.Matrix(base, out, width), in, out, width);
+    Vec b = p.Floats(base + ".bias");
+    for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
+    return y;
+  };
+  // vision_feature_layer -2: the hidden state after all but the last layer.
+  for (int64_t l = 0; l + 1 < layers; ++l) {
+    const std::string pre = r + "encoder.layers." + std::to_string(l) + ".";
+    std::vector<Vec> q, k, vv;
+    for (const Vec& row : x) {
+      Vec h = test::LayerNorm(row, p.Floats(pre + "layer_norm1.weight"), p.Floats(pre + "layer_norm1.bias"), eps);
+      q.push_back(linear(pre + "self_attn.q_proj", h, hs, hs));
+      k.push_back(linear(pre + "self_attn.k_proj", h, hs, hs));
+      vv.push_back(linear(pre + "self_attn.v_proj", h, hs, hs));
+    }
+    std::vector<Vec> next = x;
+    for (size_t t = 0; t < x.size(); ++t) {
+      Vec attn(static_cast<size_t>(hs), 0.0);
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<double> sc(x.size());
+        double mx = -1e300, sum = 0;
+        for (size_t j = 0; j < x.size(); ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < d; ++e) dot += q[t][static_cast<size_t>(h * d + e)] * k[j][static_cast<size_t>(h * d + e)];
+          sc[j] = dot / std::sqrt(static_cast<double>(d));
+          mx = std::max(mx, sc[j]);
+        }
+        for (double& z : sc) sum += (z = std::exp(z - mx));
+        for (size_t j = 0; j < x.size(); ++j) {
+          for (int64_t e = 0; e < d; ++e) attn[static_cast<size_t>(h * d + e)] += sc[j] / sum * vv[j][static_cast<size_t>(h * d + e)];
+        }
+      }
+      Vec o = linear(pre + "self_attn.out_proj", attn, hs, hs);
+      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+      Vec h2 = test::LayerNorm(next[t], p.Floats(pre + "layer_norm2.weight"), p.Floats(pre + "layer_norm2.bias"), eps);
+      Vec m = linear(pre + "mlp.fc1", h2, inter, hs);
+      for (double& z : m) z = QuickGelu64(z);
+      Vec m2 = linear(pre + "mlp.fc2", m, hs, inter);
+      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += m2[static_cast<size_t>(i)];
+    }
+    x = std::move(next);
+  }
+  std::vector<Vec> out;
+  for (size_t t = 1; t < x.size(); ++t) {  // the class row dropped
+    Vec a = linear("multi_modal_projector.linear_1", q8 ? test::RoundToQ8Blocks(x[t]) : x[t], th, hs);
+    for (double& z : a) z = GeluErf64(z);
+    out.push_back(linear("multi_modal_projector.linear_2", q8 ? test::RoundToQ8Blocks(a) : a, th, th));
+  }
+  return out;
+}
+
+struct Opened {
+  std::unique_ptr<ModelLibrary> lib;
+  std::shared_ptr<ParameterSet> params;
+};
+
+Opened Open(const std::string& pkg) {
+  Opened o;
+  auto lib = OpenCpuLibrary(pkg);
+  EXPECT_TRUE(lib) << lib.error().ToString();
+  if (!lib) return o;
+  o.lib = std::move(*lib);
+  auto params = LoadParameters(pkg, o.lib->Metadata().params);
+  EXPECT_TRUE(params) << params.error().ToString();
+  if (params) o.params = *params;
+  return o;
+}
+
+Result<std::vector<Value>> ImageEmbed(const Opened& o, const NDArray& pixels) {
+  std::vector<Value> args = {pixels, ObjectRef(o.params)};
+  return (*o.lib->GetFunction("image_embed"))(args);
+}
+
+NDArray PixelTensor(const std::vector<uint8_t>& px, int64_t s) {
+  NDArray t = NDArray::Empty({1, s, s, 3}, DlUInt8());
+  std::memcpy(t.data<uint8_t>(), px.data(), px.size());
+  return t;
+}
+
+const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
+  for (const ParamSpec& p : params) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+TEST(CpuLlava, PackageFollowsMlcLayout) {
+  test::TempDir dir;
+  std::string pkg = WriteLlava(dir, "q4f16_1");
+  Opened o = Open(pkg);
+  ASSERT_TRUE(o.lib);
+  const auto& params = o.lib->Metadata().params;
+  struct Want {
+    std::string name, dtype;
+    std::vector<int64_t> shape;
+  };
+  // Tiny shape: vision hidden 64, patch 7 over 28 pixels (16 patches), text hidden 128.
+  for (const Want& w : std::vector<Want>{
+           {"vision_tower.vision_model.embeddings.class_embedding", "float16", {64}},
+           {"vision_tower.vision_model.embeddings.patch_embedding.weight", "float16", {64, 3, 7, 7}},
+           {"vision_tower.vision_model.embeddings.position_embedding.weight", "float16", {17, 64}},
+           {"vision_tower.vision_model.pre_layrnorm.bias", "float16", {64}},
+           {"vision_tower.vision_model.encoder.layers.2.self_attn.k_proj.weight", "float16", {64, 64}},
+           {"vision_tower.vision_model.encoder.layers.0.mlp.fc1.bias", "float16", {128}},
+           {"vision_tower.vision_model.post_layernorm.weight", "float16", {64}},
+           {"multi_modal_projector.linear_1.q_weight", "uint32", {128, 8}},
+           {"multi_modal_projector.linear_1.q_scale", "float16", {128, 2}},
+           {"multi_modal_projector.linear_1.bias", "float16", {128}},
+           {"multi_modal_projector.linear_2.q_weight", "uint32", {128, 16}},
+           {"language_model.model.embed_tokens.q_weight", "uint32", {512, 16}},
+           {"language_model.model.layers.1.self_attn.qkv_proj.q_weight", "uint32", {256, 16}},
+           {"language_model.model.norm.weight", "float16", {128}},
+           {"language_model.lm_head.q_weight", "uint32", {512, 16}}}) {
+    const ParamSpec* p = FindParam(params, w.name);
+    ASSERT_NE(p, nullptr) << w.name;
+    EXPECT_EQ(p->dtype, w.dtype) << w.name;
+    std::vector<int64_t> shape;
+    for (const auto& d : p->shape) shape.push_back(std::get<int64_t>(d));
+    EXPECT_EQ(shape, w.shape) << w.name;
+  }
+  // The converter's order: tower, projector, language model.
+  EXPECT_EQ(params.front().name, "vision_tower.vision_model.embeddings.class_embedding");
+  EXPECT_EQ(params.back().name, "language_model.lm_head.q_scale");
+  // The manifest's image input and the program's adapter, bound.
+  auto model = BindModel(pkg, *o.lib);
+  ASSERT_TRUE(model) << model.error().ToString();
+  ASSERT_NE(model->image_adapter, nullptr);
+  ASSERT_TRUE(model->contract.image);
+  const BoundImage& image = *model->contract.image;
+  EXPECT_EQ(image.processor.height, 28);
+  EXPECT_EQ(image.processor.num_embeddings, 16);
+  EXPECT_EQ(image.processor.mode, ResizeMode::kCenterCrop);
+  EXPECT_EQ(image.prompt.placeholder_token_id, 511);
+}
+
+class CpuLlavaAdapter : public ::testing::TestWithParam<std::string> {};
+
+// The adapter's rows agree with the float64 CLIP and projector; uint32 pixels give the same rows.
+TEST_P(CpuLlavaAdapter, RowsMatchFloat64Reference) {
+  const std::string quant = GetParam();
+  test::TempDir dir;
+  std::string pkg = WriteLlava(dir, quant);
+  Opened o = Open(pkg);
+  ASSERT_TRUE(o.params);
+  std::vector<uint8_t> px = Pixels(28);
+  auto out = ImageEmbed(o, PixelTensor(px, 28));
+  ASSERT_TRUE(out) << out.error().ToString();
+  const NDArray& rows = std::get<NDArray>(out->front());
+  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
+  Params64 p64(*o.params);
+  std::vector<Vec> want = ClipReference(p64, ModelConfigOf(pkg), px, quant.rfind("q4", 0) == 0);
+  // Float weights: float32 rounding only; 4-bit: the projector's int8 activation steps (see
+  // cpu_model_test's LogitTolerance).
+  const double tolerance = quant.rfind("q4", 0) == 0 ? 3e-2 : 1e-3;
+  for (size_t t = 0; t < want.size(); ++t) {
+    std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
+    EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
+  }
+  NDArray wide = NDArray::Empty({1, 28, 28, 3}, DlUInt32());
+  for (size_t i = 0; i < px.size(); ++i) wide.data<uint32_t>()[i] = px[i];
+  auto out32 = ImageEmbed(o, wide);
+  ASSERT_TRUE(out32) << out32.error().ToString();
+  const NDArray& rows32 = std::get<NDArray>(out32->front());
+  EXPECT_EQ(std::memcmp(rows32.data<float>(), rows.data<float>(), rows.Bytes()), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Quantizations, CpuLlavaAdapter,
+                         ::testing::Values("q0f32", "q0f16", "q4f16_1", "q4f32_1"),
+                         [](const auto& i) { return i.param; });
+
+TEST(CpuLlava, WrongPixelsAreRefusedNamingTheAdapter) {
+  test::TempDir dir;
+  Opened o = Open(WriteLlava(dir, "q0f32"));
+  ASSERT_TRUE(o.params);
+  for (const NDArray& bad : {NDArray::Empty({1, 27, 28, 3}, DlUInt8()), NDArray::Empty({1, 28, 28, 4}, DlUInt8()),
+                             NDArray::Empty({1, 28, 28, 3}, DlFloat32())}) {
+    auto out = ImageEmbed(o, bad);
+    ASSERT_FALSE(out) << bad.Describe();
+    EXPECT_NE(out.error().message.find("image_embed: expected pixels uint8 or uint32 [1, 28, 28, 3]"),
+              std::string::npos)
+        << out.error().message;
+  }
+}
+
+// A 24-bit BMP the image frontend decodes (width x height).
+std::string WriteBmp(const test::TempDir& dir, const std::string& name, int w, int h) {
+  const int stride = (w * 3 + 3) / 4 * 4;
+  const uint32_t size = 54 + static_cast<uint32_t>(stride * h);
+  std::string b = "BM";
+  auto put = [&b](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  put(size, 4), put(0, 4), put(54, 4);                                      // file header
+  put(40, 4), put(static_cast<uint32_t>(w), 4), put(static_cast<uint32_t>(h), 4), put(1, 2), put(24, 2);
+  put(0, 4), put(static_cast<uint32_t>(stride * h), 4), put(2835, 4), put(2835, 4), put(0, 4), put(0, 4);
+  for (int y = 0; y < h; ++y) {
+    for (int x = 0; x < w; ++x) {
+      for (int c = 0; c < 3; ++c) b.push_back(static_cast<char>((x * 37 + y * 11 + c * 70) % 256));
+    }
+    b.append(static_cast<size_t>(stride - w * 3), '\0');
+  }
+  return dir.Write(name, b);
+}
+
+std::string ImageMessages(const test::TempDir& dir, const std::string& image) {
+  return dir.Write("m.json", R"([{"role": "user", "content": [
+      {"type": "image_url", "image_url": {"url": ")" + image + R"("}},
+      {"type": "text", "text": " What is it?"}]}])");
+}
+
+std::vector<int32_t> RunTokens(const std::string& pkg, const std::string& messages, std::string* report = nullptr) {
+  auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "12", "--temperature", "0", "--json"});
+  if (report) *report = r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  if (r.exit_code != 0) return {};
+  Json j = Json::parse(r.out);
+  EXPECT_GT(j["timings"]["adapter_ms"].get<double>(), 0.0);
+  return j["tokens"].get<std::vector<int32_t>>();
+}
+
+// An image prompt through `run --messages`: the same greedy tokens whatever the prefill chunk
+// (chunks of 3 split the 16 image rows over six calls).
+TEST(CpuLlavaRun, ImagePromptTokensEqualAcrossPrefillChunks) {
+  test::TempDir dir;
+  std::string image = WriteBmp(dir, "cat.bmp", 40, 30);
+  std::string messages = ImageMessages(dir, image);
+  std::vector<int32_t> first;
+  for (int64_t chunk : {64, 7, 3}) {
+    FamilyModelOptions o;
+    o.prefill_chunk_size = chunk;
+    std::string report;
+    std::vector<int32_t> tokens = RunTokens(WriteLlava(dir, "q4f16_1", o), messages, &report);
+    ASSERT_FALSE(tokens.empty()) << report;
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+}
+
+TEST(CpuLlavaRun, BadImagesAndTextOnlyPackagesFailBeforeAnyToken) {
+  test::TempDir dir;
+  std::string pkg = WriteLlava(dir, "q0f32");
+  // An empty image file.
+  std::string empty = dir.Write("empty.png", "");
+  auto r = test::RunCli({"run", pkg, "--messages", ImageMessages(dir, empty), "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("empty.png"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
+  // An image for a text-only package.
+  FamilyModelOptions text;
+  text.family = "llama";
+  text.quantization = "q0f32";
+  std::string llama = dir.File("llama");
+  ASSERT_TRUE(WriteFamilyModel(llama, text));
+  r = test::RunCli({"run", llama, "--messages", ImageMessages(dir, WriteBmp(dir, "x.bmp", 8, 8)), "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("image"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
+}
+
+// A package whose tower lost a tensor (or carries one of the wrong shape) is refused before any
+// token: with a manifest, its parameter_schema_id no longer matches the weights; a legacy package
+// names the tensor when its parameters load.
+TEST(CpuLlavaRun, MissingOrMisshapenTowerTensorIsRefused) {
+  for (const char* change : {"drop", "reshape"}) {
+   for (bool manifest : {true, false}) {
+    test::TempDir dir;
+    FamilyModelOptions o;
+    o.manifest = manifest;
+    std::string pkg = WriteLlava(dir, "q0f32", o);
+    const std::string cache_path = JoinPath(pkg, kTensorCacheFileName);
+    Json cache = Json::parse(test::ReadText(cache_path));
+    const std::string name = "vision_tower.vision_model.encoder.layers.1.self_attn.q_proj.weight";
+    bool found = false;
+    for (Json& shard : cache["records"]) {
+      Json kept = Json::array();
+      for (Json& rec : shard["records"]) {
+        if (rec["name"] == name) {
+          found = true;
+          if (std::string(change) == "drop") continue;
+          rec["shape"] = {64, 32};
+          rec["nbytes"] = rec["nbytes"].get<int64_t>() / 2;
+        }
+        kept.push_back(rec);
+      }
+      shard["records"] = kept;
+    }
+    ASSERT_TRUE(found);
+    std::ofstream(cache_path) << cache.dump(2);
+    std::string messages = manifest ? ImageMessages(dir, WriteBmp(dir, "c.bmp", 28, 28))
+                                    : dir.Write("t.json", R"([{"role": "user", "content": "Hi"}])");
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--json"});
+    EXPECT_NE(r.exit_code, 0) << change;
+    EXPECT_NE(r.out.find(manifest ? "/weights/parameter_schema_id" : name), std::string::npos)
+        << change << ": " << r.out;
+    EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
+   }
+  }
+}
+
+// Continuous batching with image prompts: each request's tokens equal its run alone.
+TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
+  auto m = std::make_unique<test::LoadedPackage>();
+  FamilyModelOptions o;
+  o.family = "llava";
+  o.quantization = "q4f16_1";
+  o.seed = 5;
+  o.force = true;
+  ASSERT_TRUE(WriteFamilyModel(m->dir.path(), o));
+  test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
+  ASSERT_TRUE(m->library);
+  MediaPiece image;
+  image.kind = MediaKind::kImage;
+  image.input = "image";
+  image.adapter = "image";
+  image.prompt.placeholder_token_id = 511;
+  image.rows = 16;
+  auto with_image = [&](int seed_offset) {
+    TurnInput in = test::Text({1, 40, 41, 42});
+    in.pieces.push_back(PromptPiece{image, "/1"});
+    std::vector<uint8_t> px = Pixels(28);
+    for (uint8_t& v : px) v = static_cast<uint8_t>(v + seed_offset);
+    in.media.push_back(PixelTensor(px, 28));
+    in.pieces.push_back(PromptPiece{TextPiece{{50, 51}}, "/2"});
+    in.media.emplace_back();
+    return in;
+  };
+  std::vector<TurnInput> prompts = {with_image(0), test::Text({1, 60, 61}), with_image(37)};
+  EngineOptions eo;
+  eo.batch.max_batch_size = 3;
+  auto engine = Engine::Start(m->loaded, nullptr, eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  struct Got {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int32_t> tokens;
+    bool done = false;
+    std::string reason;
+  };
+  std::vector<std::unique_ptr<Got>> got;
+  for (const TurnInput& in : prompts) {
+    got.push_back(std::make_unique<Got>());
+    Got* g = got.back().get();
+    GenerationRequest req;
+    req.input = in;
+    req.max_tokens = 6;
+    ASSERT_TRUE((*engine)->Submit(req, [g](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->tokens.insert(g->tokens.end(), e.tokens.begin(), e.tokens.end());
+      if (e.done) {
+        g->done = true;
+        g->reason = e.finish_reason;
+      }
+      g->cv.notify_all();
+    }).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::unique_lock<std::mutex> lock(got[i]->mu);
+    got[i]->cv.wait(lock, [&] { return got[i]->done; });
+    EXPECT_EQ(got[i]->reason, "length") << i;
+    EXPECT_EQ(got[i]->tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
+  }
+  (*engine)->Shutdown(true);
+}
+
+}  // namespace
+}  // namespace mlc

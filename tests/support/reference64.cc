@@ -1,0 +1,95 @@
+// Float64 building blocks of the tests' references (reference64.h).
+#include "support/reference64.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mlc::test {
+
+double HalfToDouble(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 31, mant = h & 1023;
+  double v = exp == 0 ? std::ldexp(mant, -24) : std::ldexp(1024 + mant, exp - 25);
+  return sign ? -v : v;
+}
+
+Params64::Params64(const ParameterSet& set) {
+  for (size_t i = 0; i < set.names.size(); ++i) by_name_[set.names[i]] = &set.tensors[i];
+}
+
+Vec Params64::Floats(const std::string& name) const {
+  const NDArray& t = *by_name_.at(name);
+  Vec out(static_cast<size_t>(t.Elements()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i] = SameDtype(t.dtype(), DlFloat32()) ? t.data<float>()[i] : HalfToDouble(t.data<uint16_t>()[i]);
+  }
+  return out;
+}
+
+Vec Params64::Matrix(const std::string& base, int64_t rows, int64_t cols) const {
+  if (Has(base + ".weight")) return Floats(base + ".weight");
+  const NDArray& q = *by_name_.at(base + ".q_weight");
+  Vec scale = Floats(base + ".q_scale");
+  Vec out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      uint32_t word = q.data<uint32_t>()[r * (cols / 8) + c / 8];
+      double v = static_cast<double>((word >> (4 * (c % 8))) & 15u) - 7.0;
+      out[static_cast<size_t>(r * cols + c)] = v * scale[static_cast<size_t>(r * (cols / 32) + c / 32)];
+    }
+  }
+  return out;
+}
+
+Vec MatVec(const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
+  Vec y(static_cast<size_t>(rows), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) y[static_cast<size_t>(r)] += w[static_cast<size_t>(r * cols + c)] * x[static_cast<size_t>(c)];
+  }
+  return y;
+}
+
+Vec RmsNorm(const Vec& x, const Vec& g, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  double s = 1 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * g[i];
+  return y;
+}
+
+Vec LayerNorm(const Vec& x, const Vec& g, const Vec& b, double eps) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(x.size());
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) / std::sqrt(var + eps) * g[i] + b[i];
+  return y;
+}
+
+Vec RoundToQ8Blocks(const Vec& x) {
+  Vec out(x.size());
+  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+    float amax = 0.0f;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (size_t i = 0; i < 32; ++i) {
+      long q = std::clamp(std::lrint(static_cast<float>(x[b + i]) * inverse), -128L, 127L);
+      out[b + i] = static_cast<double>(q) * static_cast<double>(d);
+    }
+  }
+  return out;
+}
+
+double RelError(const std::vector<float>& a, const Vec& b) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::fabs(a[i] - b[i]));
+    norm = std::max(norm, std::fabs(b[i]));
+  }
+  return err / std::max(norm, 1e-9);
+}
+
+}  // namespace mlc::test
