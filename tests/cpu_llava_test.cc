@@ -275,24 +275,8 @@ TEST(CpuLlava, WrongPixelsAreRefusedNamingTheAdapter) {
   }
 }
 
-// A 24-bit BMP the image frontend decodes (width x height).
 std::string WriteBmp(const test::TempDir& dir, const std::string& name, int w, int h) {
-  const int stride = (w * 3 + 3) / 4 * 4;
-  const uint32_t size = 54 + static_cast<uint32_t>(stride * h);
-  std::string b = "BM";
-  auto put = [&b](uint32_t v, int bytes) {
-    for (int i = 0; i < bytes; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-  };
-  put(size, 4), put(0, 4), put(54, 4);                                      // file header
-  put(40, 4), put(static_cast<uint32_t>(w), 4), put(static_cast<uint32_t>(h), 4), put(1, 2), put(24, 2);
-  put(0, 4), put(static_cast<uint32_t>(stride * h), 4), put(2835, 4), put(2835, 4), put(0, 4), put(0, 4);
-  for (int y = 0; y < h; ++y) {
-    for (int x = 0; x < w; ++x) {
-      for (int c = 0; c < 3; ++c) b.push_back(static_cast<char>((x * 37 + y * 11 + c * 70) % 256));
-    }
-    b.append(static_cast<size_t>(stride - w * 3), '\0');
-  }
-  return dir.Write(name, b);
+  return dir.Write(name, test::BmpImage(w, h));
 }
 
 std::string ImageMessages(const test::TempDir& dir, const std::string& image) {

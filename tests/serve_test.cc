@@ -433,6 +433,36 @@ TEST(Serve, CpuProgramPackageThroughTheOpenAiClient) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// A LLaVA-layout package (CLIP tower, projector, llama decoder; random weights): an image part
+// (a local file, allowed by the flag) is decoded, encoded by the tower and answered; its 16 rows
+// count in the prompt; the same request again gives the same greedy reply.
+TEST(Serve, LlavaPackageAnswersAnImage) {
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.family = "llava";
+  o.quantization = "q4f16_1";
+  o.seed = 6;
+  auto w = WriteFamilyModel(dir.File("llava"), o);
+  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  std::string image = dir.Write("photo.bmp", test::BmpImage(45, 30));
+  ServerProcess server(dir.File("llava"), {"--allow-local-files"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  OrderedJson content = OrderedJson::array({{{"type", "image_url"}, {"image_url", {{"url", image}}}},
+                                            {{"type", "text"}, {"text", "What is this?"}}});
+  OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
+                     {"max_tokens", 6},
+                     {"temperature", 0}};
+  HttpReply first = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  Json a = BodyJson(first);
+  EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 16);
+  EXPECT_EQ(a["usage"]["completion_tokens"].get<int>() > 0, true) << first.body;
+  HttpReply again = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(BodyJson(again)["choices"][0]["message"]["content"], a["choices"][0]["message"]["content"]);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Serve, LoadThirtyTwoStreamingClients) {
   if (kSanitized) GTEST_SKIP() << "the 30 s load test runs in the release build only";
   std::string openai = test::NpmPackage("openai@4.104.0");

@@ -93,6 +93,25 @@ CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_
 
 std::string ReadText(const std::string& path) { return Slurp(path); }
 
+std::string BmpImage(int width, int height) {
+  const int stride = (width * 3 + 3) / 4 * 4;
+  std::string b = "BM";
+  auto put = [&b](uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) b.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  const uint32_t pixels = static_cast<uint32_t>(stride * height);
+  put(54 + pixels, 4), put(0, 4), put(54, 4);  // file header
+  put(40, 4), put(static_cast<uint32_t>(width), 4), put(static_cast<uint32_t>(height), 4);
+  put(1, 2), put(24, 2), put(0, 4), put(pixels, 4), put(2835, 4), put(2835, 4), put(0, 4), put(0, 4);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < 3; ++c) b.push_back(static_cast<char>((x * 37 + y * 11 + c * 70) % 256));
+    }
+    b.append(static_cast<size_t>(stride - width * 3), '\0');
+  }
+  return b;
+}
+
 std::string NpmPackage(const std::string& spec) {
   const size_t at = spec.rfind('@');
   if (at == 0 || at == std::string::npos) {

@@ -42,6 +42,10 @@ CliResult RunProgram(const std::vector<std::string>& argv, const std::string& st
 
 std::string ReadText(const std::string& path);
 
+// The bytes of a 24-bit BMP of width x height with a deterministic pattern (an image every
+// decoder takes, written without a library).
+std::string BmpImage(int width, int height);
+
 // Installs an npm package ("name@version") once, under the build folder in a prefix of its own
 // (a file lock keeps parallel test processes apart), and returns the package's folder; "" after
 // a test failure saying why (the registry is needed once).
