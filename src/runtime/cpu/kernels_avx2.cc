@@ -11,6 +11,8 @@
 #define MLC_HAVE_AVX2_PATH 1
 #include <cpuid.h>
 #include <immintrin.h>
+
+#include <algorithm>
 #endif
 
 namespace mlc::cpu::detail {
@@ -99,25 +101,6 @@ float Load1(const void* data, int64_t index) {
   }
 }
 
-// Row o against T tokens from t0.
-template <WeightFormat F, int T>
-void FloatTile(const Weight& w, const float* x, int64_t t0, int64_t o, float* y, const float* bias) {
-  const int64_t in = w.in;
-  const int64_t base = o * in;
-  __m256 acc[T];
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= in; i += 8) {
-    const __m256 wv = Load8<F>(w.data, base + i);
-    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + (t0 + t) * in + i), acc[t]);
-  }
-  for (int t = 0; t < T; ++t) {
-    float sum = HorizontalSum(acc[t]);
-    for (int64_t j = i; j < in; ++j) sum += Load1<F>(w.data, base + j) * x[(t0 + t) * in + j];
-    y[(t0 + t) * w.out + o] = sum + (bias ? bias[o] : 0.0f);
-  }
-}
-
 // One token: four accumulators to hide the FMA latency.
 template <WeightFormat F>
 void FloatRow(const Weight& w, const float* x, int64_t o, float* y, const float* bias) {
@@ -138,17 +121,59 @@ void FloatRow(const Weight& w, const float* x, int64_t o, float* y, const float*
   y[o] = sum + (bias ? bias[o] : 0.0f);
 }
 
+// R rows from o against T tokens from t0: R x T accumulators (each summed over the input in the
+// same order as a one-row tile, so the results do not depend on the blocking), R weight vectors
+// and T token vectors per step: 16 registers for R = 4, T = 3.
+template <WeightFormat F, int R, int T>
+void FloatBlock(const Weight& w, const float* x, int64_t t0, int64_t o, float* y, const float* bias) {
+  const int64_t in = w.in;
+  __m256 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  int64_t i = 0;
+  for (; i + 8 <= in; i += 8) {
+    __m256 xv[T];
+    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * in + i);
+    for (int r = 0; r < R; ++r) {
+      const __m256 wv = Load8<F>(w.data, (o + r) * in + i);
+      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float sum = HorizontalSum(acc[r][t]);
+      for (int64_t j = i; j < in; ++j) sum += Load1<F>(w.data, (o + r) * in + j) * x[(t0 + t) * in + j];
+      y[(t0 + t) * w.out + o + r] = sum + (bias ? bias[o + r] : 0.0f);
+    }
+  }
+}
+
+// Rows [o, o + R) against tokens [t_begin, t_end), three at a time.
+template <WeightFormat F, int R>
+void FloatRows(const Weight& w, const float* x, int64_t t_begin, int64_t t_end, int64_t o, float* y,
+               const float* bias) {
+  int64_t t = t_begin;
+  for (; t + 3 <= t_end; t += 3) FloatBlock<F, R, 3>(w, x, t, o, y, bias);
+  if (t_end - t == 2) FloatBlock<F, R, 2>(w, x, t, o, y, bias);
+  if (t_end - t == 1) FloatBlock<F, R, 1>(w, x, t, o, y, bias);
+}
+
 template <WeightFormat F>
 void LinearFloatAs(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
                    int64_t o_begin, int64_t o_end) {
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    if (n == 1) {
-      FloatRow<F>(w, x, o, y, bias);
-      continue;
-    }
-    int64_t t = 0;
-    for (; t + 4 <= n; t += 4) FloatTile<F, 4>(w, x, t, o, y, bias);
-    for (; t < n; ++t) FloatTile<F, 1>(w, x, t, o, y, bias);
+  if (n == 1) {
+    for (int64_t o = o_begin; o < o_end; ++o) FloatRow<F>(w, x, o, y, bias);
+    return;
+  }
+  // Tokens in blocks that stay in L2 while every row of the range passes over them; each tile of
+  // four rows stays in L1 across the block.
+  const int64_t block = std::max<int64_t>(3, (int64_t{192} << 10) / (w.in * 4) / 3 * 3);
+  for (int64_t t0 = 0; t0 < n; t0 += block) {
+    const int64_t t1 = std::min(n, t0 + block);
+    int64_t o = o_begin;
+    for (; o + 4 <= o_end; o += 4) FloatRows<F, 4>(w, x, t0, t1, o, y, bias);
+    for (; o < o_end; ++o) FloatRows<F, 1>(w, x, t0, t1, o, y, bias);
   }
 }
 
