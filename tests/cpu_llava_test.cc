@@ -15,6 +15,7 @@
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
+#include "mlc_manifest/presets.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
@@ -224,6 +225,45 @@ TEST(CpuLlava, PackageFollowsMlcLayout) {
   EXPECT_EQ(image.processor.num_embeddings, 16);
   EXPECT_EQ(image.processor.mode, ResizeMode::kCenterCrop);
   EXPECT_EQ(image.prompt.placeholder_token_id, 511);
+}
+
+// LLaVA 1.5's real shapes: the program serves exactly the task `emit package --preset llava-1.5`
+// declares (center crop to 336, 576 rows at placeholder 32000), so a package the converter wrote
+// with that preset binds to it; the parameter list is the 7B model's.
+TEST(CpuLlava, RealShapesServeTheLlavaPreset) {
+  Json text = {{"hidden_size", 4096}, {"intermediate_size", 11008}, {"num_attention_heads", 32},
+               {"num_hidden_layers", 32}, {"num_key_value_heads", 32}, {"rms_norm_eps", 1e-5},
+               {"vocab_size", 32064}, {"hidden_act", "silu"}, {"rope_theta", 10000.0},
+               {"context_window_size", 4096}, {"prefill_chunk_size", 2048}};
+  Json vision = {{"hidden_size", 1024}, {"intermediate_size", 4096}, {"num_attention_heads", 16},
+                 {"num_hidden_layers", 24}, {"patch_size", 14}, {"image_size", 336},
+                 {"projection_dim", 768}, {"vocab_size", 32000}, {"layer_norm_eps", 1e-6}};
+  Json doc = {{"model_type", "llava"}, {"quantization", "q4f16_1"}, {"vocab_size", 32064},
+              {"context_window_size", 4096}, {"prefill_chunk_size", 2048},
+              {"model_config", {{"text_config", text}, {"vision_config", vision}, {"vocab_size", 32064},
+                                {"image_token_index", 32000}}}};
+  auto chat = ParseChatConfig(doc);
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  auto program = CpuCompiledProgram(*chat);
+  ASSERT_TRUE(program) << FormatErrors(program.errors());
+  auto preset = PresetTasks("llava-1.5");
+  ASSERT_TRUE(preset);
+  auto preset_id = ComputeInterfaceId(*preset);
+  ASSERT_TRUE(preset_id);
+  EXPECT_EQ(program->interface_id, *preset_id);
+  ASSERT_TRUE(program->programs.at("generation").adapters);
+  EXPECT_EQ(program->programs.at("generation").adapters->at("image"), "image_embed");
+  auto params = CpuParamSpecs(*chat);
+  ASSERT_TRUE(params);
+  int64_t tower = 0, total = 0;
+  for (const ParamSpec& p : *params) {
+    int64_t n = 1;
+    for (const auto& d : p.shape) n *= std::get<int64_t>(d);
+    total += n;
+    if (p.name.rfind("vision_tower.", 0) == 0) tower += n;
+  }
+  EXPECT_EQ(tower, 303507456);  // CLIP ViT-L/14-336's vision model (Hugging Face counts the same)
+  EXPECT_GT(total, tower);
 }
 
 class CpuLlavaAdapter : public ::testing::TestWithParam<std::string> {};
