@@ -89,6 +89,31 @@ void GatedActivation(Activation act, const float* gate, const float* up, float* 
   for (int64_t i = 0; i < n; ++i) out[i] = GeluTanh(gate[i]) * up[i];
 }
 
+namespace {
+
+// o (d floats) = the softmax over i of q . keys[i] * scale (soft-capped when softcap > 0) weighting
+// values[i]; scores is scratch.
+void AttendOne(const float* q, const std::vector<const float*>& keys, const std::vector<const float*>& values,
+               int64_t d, float scale, float softcap, std::vector<float>& scores, float* o) {
+  scores.resize(keys.size());
+  float max_s = -INFINITY;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    float s = Dot(q, keys[i], d) * scale;
+    if (softcap > 0) s = softcap * std::tanh(s / softcap);
+    scores[i] = s;
+    max_s = std::max(max_s, s);
+  }
+  float sum = 0;
+  for (float& s : scores) {
+    s = std::exp(s - max_s);
+    sum += s;
+  }
+  std::fill(o, o + d, 0.0f);
+  for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
+}
+
+}  // namespace
+
 void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
                     int64_t q_stride, const std::vector<RowPlace>& rows, float* out) {
   const int64_t n = static_cast<int64_t>(rows.size());
@@ -116,22 +141,7 @@ void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_laye
         found_t = t;
         found_kvh = kvh;
       }
-      scores.resize(keys.size());
-      float max_s = -INFINITY;
-      for (size_t i = 0; i < keys.size(); ++i) {
-        float s = Dot(qh, keys[i], d) * spec.scale;
-        if (spec.softcap > 0) s = spec.softcap * std::tanh(s / spec.softcap);
-        scores[i] = s;
-        max_s = std::max(max_s, s);
-      }
-      float sum = 0;
-      for (float& s : scores) {
-        s = std::exp(s - max_s);
-        sum += s;
-      }
-      float* o = out + t * heads * d + h * d;
-      std::fill(o, o + d, 0.0f);
-      for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
+      AttendOne(qh, keys, values, d, spec.scale, spec.softcap, scores, out + t * heads * d + h * d);
     }
   });
 }
@@ -140,24 +150,15 @@ void DenseAttention(const float* q, const float* k, const float* v, int64_t stri
                     int64_t heads, int64_t head_dim, float scale, float* out) {
   const int64_t d = head_dim;
   ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores(static_cast<size_t>(n));
+    std::vector<float> scores;
+    std::vector<const float*> keys(static_cast<size_t>(n)), values(static_cast<size_t>(n));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / heads, h = task % heads;
-      const float* qh = q + t * stride + h * d;
-      float max_s = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
-        float s = Dot(qh, k + j * stride + h * d, d) * scale;
-        scores[static_cast<size_t>(j)] = s;
-        max_s = std::max(max_s, s);
+        keys[static_cast<size_t>(j)] = k + j * stride + h * d;
+        values[static_cast<size_t>(j)] = v + j * stride + h * d;
       }
-      float sum = 0;
-      for (float& s : scores) {
-        s = std::exp(s - max_s);
-        sum += s;
-      }
-      float* o = out + t * heads * d + h * d;
-      std::fill(o, o + d, 0.0f);
-      for (int64_t j = 0; j < n; ++j) AddScaled(scores[static_cast<size_t>(j)] / sum, v + j * stride + h * d, o, d);
+      AttendOne(q + t * stride + h * d, keys, values, d, scale, 0.0f, scores, out + t * heads * d + h * d);
     }
   });
 }

@@ -285,13 +285,14 @@ std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerPlan& p = c.layers[static_cast<size_t>(l)];
     std::string pre = n.Layer(l);
+    if (n.norm_first) b.Vector(pre + n.attn_norm + ".weight", hs);
     b.Matrix(pre + n.qkv, p.qkv_size(), hs);
     if (n.qkv_bias) b.Vector(pre + n.qkv + ".bias", p.qkv_size());
     b.Matrix(pre + n.o, hs, p.q_size());
     b.Matrix(pre + n.gate_up, 2 * p.intermediate_size, hs);
     b.Matrix(pre + n.down, hs, p.intermediate_size);
     for (const std::string* norm : {&n.attn_norm, &n.attn_out_norm, &n.mlp_norm, &n.mlp_out_norm}) {
-      if (!norm->empty()) b.Vector(pre + *norm + ".weight", hs);
+      if (!norm->empty() && !(n.norm_first && norm == &n.attn_norm)) b.Vector(pre + *norm + ".weight", hs);
     }
   }
   b.Vector(n.final_norm + ".weight", hs);

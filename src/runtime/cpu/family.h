@@ -123,6 +123,7 @@ struct Names {
   std::string layer_root;  // "model.layers." / "transformer.h."
   std::string qkv, o, gate_up = "mlp.gate_up_proj", down = "mlp.down_proj";  // relative to Layer(l)
   bool qkv_bias = false;
+  bool norm_first = false;    // the layer's parameters list its attention norm first (Phi-3)
   std::string attn_norm;      // before attention
   std::string attn_out_norm;  // on the attention output (Gemma 2)
   std::string mlp_norm;       // before the MLP
@@ -200,7 +201,8 @@ std::vector<ParamSpec> ParamSpecs(const ModelConfig& c);
 std::vector<MatrixSpec> Matrices(const ModelConfig& c);
 
 // The parameter list of the common pre-norm decoder in the llama order: per layer the projections,
-// then the norms; the final norm; lm_head unless tied. Families with this order use it as is.
+// then the norms (the attention norm first with Names::norm_first); the final norm; lm_head unless
+// tied.
 std::vector<ParamSpec> DecoderParams(const ModelConfig& c);
 
 // The tasks of a CPU package: chat.completions over the "generation" program, text in, and one

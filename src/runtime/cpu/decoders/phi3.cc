@@ -50,26 +50,6 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   }
 }
 
-std::vector<ParamSpec> Params(const ModelConfig& c) {
-  const Names& n = c.family->names;
-  const int64_t hs = c.hidden_size;
-  ParamListBuilder b(c);
-  b.Matrix(n.embed, c.vocab_size, hs);
-  for (int64_t l = 0; l < c.num_layers; ++l) {
-    const LayerPlan& p = c.layers[static_cast<size_t>(l)];
-    std::string pre = n.Layer(l);
-    b.Vector(pre + n.attn_norm + ".weight", hs);
-    b.Matrix(pre + n.qkv, p.qkv_size(), hs);
-    b.Matrix(pre + n.o, hs, p.q_size());
-    b.Matrix(pre + n.gate_up, 2 * p.intermediate_size, hs);
-    b.Matrix(pre + n.down, hs, p.intermediate_size);
-    b.Vector(pre + n.mlp_norm + ".weight", hs);
-  }
-  b.Vector(n.final_norm + ".weight", hs);
-  if (!c.tie_word_embeddings) b.Matrix(n.lm_head, c.vocab_size, hs);
-  return b.Take();
-}
-
 void WriteConfig(bool tiny, int64_t context, Json& mc) {
   mc["model_type"] = "phi3";
   mc["position_embedding_base"] = 10000.0;
@@ -99,8 +79,9 @@ const FamilySpec& Phi3Family() {
     f.names.o = "mixer.out_proj";
     f.names.attn_norm = "ln";
     f.names.mlp_norm = "post_attention_layernorm";
+    f.names.norm_first = true;
     f.configure = Configure;
-    f.params = Params;
+    f.params = DecoderParams;
     f.writer.tiny_kv_heads = 4;
     f.writer.model_config = WriteConfig;
     return f;
