@@ -5,6 +5,7 @@
 // alone, and bad inputs refused with errors naming them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -412,6 +413,57 @@ TEST(CpuLlavaRun, MissingOrMisshapenTowerTensorIsRefused) {
     EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
    }
   }
+}
+
+// Greedy tokens of an image prompt equal those of the float64 decoder fed the float64 tower's rows
+// between the text rows (float weights: no int8 activation steps to round apart).
+TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
+  auto m = std::make_unique<test::LoadedPackage>();
+  FamilyModelOptions o;
+  o.family = "llava";
+  o.quantization = "q0f32";
+  o.seed = 9;
+  o.force = true;
+  ASSERT_TRUE(WriteFamilyModel(m->dir.path(), o));
+  test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
+  ASSERT_TRUE(m->library);
+  MediaPiece image;
+  image.kind = MediaKind::kImage;
+  image.input = "image";
+  image.adapter = "image";
+  image.prompt.placeholder_token_id = 511;
+  image.rows = 16;
+  const std::vector<int32_t> before = {1, 40, 41}, after = {50, 51};
+  std::vector<uint8_t> px = Pixels(28);
+  TurnInput in = test::Text(before);
+  in.pieces.push_back(PromptPiece{image, "/1"});
+  in.media.push_back(PixelTensor(px, 28));
+  in.pieces.push_back(PromptPiece{TextPiece{after}, "/2"});
+  in.media.emplace_back();
+  std::vector<int32_t> got = test::Alone(m->loaded, in, 6);
+  ASSERT_EQ(got.size(), 6u);
+
+  auto chat = ReadChatConfig(JoinPath(m->dir.path(), kChatConfigFileName));
+  ASSERT_TRUE(chat);
+  auto c = cpu::ParseModelConfig(*chat);
+  ASSERT_TRUE(c);
+  Params64 p64(*m->loaded.params);
+  const int64_t h = c->hidden_size;
+  Vec emb = p64.Matrix(c->family->names.embed, c->vocab_size, h);
+  auto row_of = [&](int32_t id) { return Vec(emb.begin() + id * h, emb.begin() + (id + 1) * h); };
+  std::vector<Vec> rows;
+  for (int32_t id : before) rows.push_back(row_of(id));
+  for (Vec& r : ClipReference(p64, ModelConfigOf(m->dir.path()), px, false)) rows.push_back(std::move(r));
+  for (int32_t id : after) rows.push_back(row_of(id));
+  std::vector<int32_t> want;
+  test::Reference64 ref{*c, p64};
+  for (int step = 0; step < 6; ++step) {
+    Vec last = ref.RunRows(rows).back();
+    int32_t next = static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+    want.push_back(next);
+    rows.push_back(row_of(next));
+  }
+  EXPECT_EQ(got, want);
 }
 
 // Continuous batching with image prompts: each request's tokens equal its run alone.

@@ -28,6 +28,7 @@ namespace {
 using test::HalfToDouble;
 using test::MatVec;
 using test::Params64;
+using test::Reference64;
 using test::RelError;
 using test::RmsNorm;
 using test::RoundToQ8Blocks;
@@ -85,128 +86,6 @@ TEST(CpuParams, DimensionsAreChecked) {
 
 // ---- a float64 reimplementation ----
 
-// Rotation frequencies written from the definitions (HF's llama3 and longrope rules).
-double Frequency(const cpu::ModelConfig& c, int64_t j) {
-  double inv = 1.0 / std::pow(c.rope().theta, 2.0 * static_cast<double>(j) / static_cast<double>(c.rope().rotary_dim));
-  if (c.rope().scaling == cpu::RopeScaling::kLlama3) {
-    double wl = 2 * M_PI / inv, orig = static_cast<double>(c.rope().original_max_position);
-    if (wl < orig / c.rope().high_freq_factor) return inv;
-    if (wl > orig / c.rope().low_freq_factor) return inv / c.rope().factor;
-    double sm = (orig / wl - c.rope().low_freq_factor) / (c.rope().high_freq_factor - c.rope().low_freq_factor);
-    return (1 - sm) * inv / c.rope().factor + sm * inv;
-  }
-  if (c.rope().scaling == cpu::RopeScaling::kLongRope) {
-    bool long_ctx = c.context_window_size > c.rope().original_max_position;
-    return inv / (long_ctx ? c.rope().long_factor : c.rope().short_factor)[static_cast<size_t>(j)];
-  }
-  return inv;
-}
-
-struct Reference64 {
-  const cpu::ModelConfig& c;
-  const Params64& p;
-  int64_t cache_window = 0;  // > 0: the cache's sliding window
-  int64_t sink = 0;
-
-  // Logits at every position of the token sequence.
-  std::vector<Vec> Run(const std::vector<int32_t>& tokens) const {
-    const cpu::Names& n = c.family->names;
-    const bool gemma2 = c.model_type == "gemma2", gemma = gemma2 || c.model_type == "gemma";
-    const bool q8 = p.Has(n.embed + ".q_weight");  // 4-bit weights: activations rounded to int8
-    auto Lin = [q8](const Vec& w, const Vec& x, int64_t rows, int64_t cols) {
-      return MatVec(w, q8 ? RoundToQ8Blocks(x) : x, rows, cols);
-    };
-    const int64_t H = c.hidden_size;
-    Vec emb = p.Matrix(n.embed, c.vocab_size, H);
-    Vec head = c.tie_word_embeddings ? emb : p.Matrix(n.lm_head, c.vocab_size, H);
-    double mag = 1.0;
-    if (c.rope().scaling == cpu::RopeScaling::kLongRope && c.rope().max_position > c.rope().original_max_position) {
-      double s = static_cast<double>(c.rope().max_position) / static_cast<double>(c.rope().original_max_position);
-      mag = std::sqrt(1 + std::log(s) / std::log(static_cast<double>(c.rope().original_max_position)));
-    }
-    std::vector<std::vector<Vec>> keys(static_cast<size_t>(c.num_layers)), values(keys.size());
-    std::vector<Vec> out;
-    for (size_t t = 0; t < tokens.size(); ++t) {
-      int64_t pos = static_cast<int64_t>(t);
-      Vec x(emb.begin() + tokens[t] * H, emb.begin() + (tokens[t] + 1) * H);
-      if (gemma) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
-      for (int64_t l = 0; l < c.num_layers; ++l) {
-        // The layer's sizes, window and KV source from its plan (one rotary table for all).
-        const cpu::LayerPlan& plan = c.layers[static_cast<size_t>(l)];
-        const int64_t D = plan.head_dim, I = plan.intermediate_size, NH = plan.num_heads, NKV = plan.num_kv_heads;
-        const int64_t QS = NH * D, KVS = NKV * D, QKVS = QS + 2 * KVS;
-        const size_t kv_layer = static_cast<size_t>(plan.kv == cpu::KvUse::kShared ? plan.kv_source : l);
-        std::string pre = n.Layer(l);
-        Vec h = RmsNorm(x, p.Floats(pre + n.attn_norm + ".weight"), c.rms_norm_eps);
-        Vec qkv = Lin(p.Matrix(pre + n.qkv, QKVS, H), h, QKVS, H);
-        if (p.Has(pre + n.qkv + ".bias")) {
-          Vec b = p.Floats(pre + n.qkv + ".bias");
-          for (size_t i = 0; i < qkv.size(); ++i) qkv[i] += b[i];
-        }
-        int64_t half = c.rope().rotary_dim / 2;
-        for (int64_t hd = 0; hd < NH + NKV; ++hd) {
-          for (int64_t j = 0; j < half; ++j) {
-            double a = static_cast<double>(pos) * Frequency(c, j);
-            double cs = std::cos(a) * mag, sn = std::sin(a) * mag;
-            double& x0 = qkv[static_cast<size_t>(hd * D + j)];
-            double& x1 = qkv[static_cast<size_t>(hd * D + j + half)];
-            double a0 = x0, a1 = x1;
-            x0 = a0 * cs - a1 * sn;
-            x1 = a1 * cs + a0 * sn;
-          }
-        }
-        if (plan.kv == cpu::KvUse::kOwn) {
-          keys[l].push_back(Vec(qkv.begin() + QS, qkv.begin() + QS + KVS));
-          values[l].push_back(Vec(qkv.begin() + QS + KVS, qkv.end()));
-        }
-        Vec attn(static_cast<size_t>(QS), 0.0);
-        double scale = 1 / std::sqrt(c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(D));
-        for (int64_t hq = 0; hq < NH; ++hq) {
-          int64_t kvh = hq / (NH / NKV);
-          std::vector<std::pair<int64_t, double>> scores;
-          for (int64_t j = 0; j <= pos; ++j) {
-            bool layer_ok = plan.sliding_window <= 0 || pos - j < plan.sliding_window;
-            bool cache_ok = cache_window <= 0 || pos - j < cache_window || j < sink;
-            if (!layer_ok || !cache_ok) continue;
-            double s = 0;
-            for (int64_t d = 0; d < D; ++d) s += qkv[static_cast<size_t>(hq * D + d)] * keys[kv_layer][j][static_cast<size_t>(kvh * D + d)];
-            s *= scale;
-            if (c.attn_logit_softcap > 0) s = c.attn_logit_softcap * std::tanh(s / c.attn_logit_softcap);
-            scores.emplace_back(j, s);
-          }
-          double mx = -1e300, sum = 0;
-          for (auto& [j, s] : scores) mx = std::max(mx, s);
-          for (auto& [j, s] : scores) sum += std::exp(s - mx);
-          for (auto& [j, s] : scores) {
-            double w = std::exp(s - mx) / sum;
-            for (int64_t d = 0; d < D; ++d) attn[static_cast<size_t>(hq * D + d)] += w * values[kv_layer][j][static_cast<size_t>(kvh * D + d)];
-          }
-        }
-        Vec o = Lin(p.Matrix(pre + n.o, H, QS), attn, H, QS);
-        if (gemma2) o = RmsNorm(o, p.Floats(pre + std::string("post_attention_layernorm") + ".weight"), c.rms_norm_eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-        Vec hn = gemma2
-                     ? RmsNorm(x, p.Floats(pre + n.mlp_norm + ".weight"), c.rms_norm_eps)
-                     : RmsNorm(x, p.Floats(pre + std::string("post_attention_layernorm") + ".weight"), c.rms_norm_eps);
-        Vec gu = Lin(p.Matrix(pre + n.gate_up, 2 * I, H), hn, 2 * I, H);
-        Vec act(static_cast<size_t>(I));
-        for (int64_t i = 0; i < I; ++i) {
-          double g = gu[static_cast<size_t>(i)], u = gu[static_cast<size_t>(I + i)];
-          double a = gemma ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)))
-                               : g / (1 + std::exp(-g));
-          act[static_cast<size_t>(i)] = a * u;
-        }
-        Vec m = Lin(p.Matrix(pre + n.down, H, I), act, H, I);
-        if (gemma2) m = RmsNorm(m, p.Floats(pre + n.mlp_out_norm + ".weight"), c.rms_norm_eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
-      }
-      Vec logits = Lin(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);
-      if (c.final_logit_softcap > 0) for (double& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
-      out.push_back(std::move(logits));
-    }
-    return out;
-  }
-};
 
 // ---- driving the library as Session does ----
 
