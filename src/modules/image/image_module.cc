@@ -1,4 +1,4 @@
-// The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
+// The image module (libmlc_manifest_image.so, loaded on first use by media/image_backend.cc so
 // that no other command pays libvips's start-up). Image decoding with libvips (C API): format
 // detection against an allow-list, header-only probing with the pixel limit, then a sequential
 // decode to upright 8-bit RGB: an embedded ICC profile ignored (the encoded values, as Pillow's
@@ -693,8 +693,8 @@ int CEncodePng(const MlcRgbView* rgb, MlcAllocator png, MlcImageError* error) {
 }  // namespace
 }  // namespace mlc
 
-// The module's one exported symbol: the table image_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const MlcImageBackend* mlc_manifest_image_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(image, MlcImageBackend) {
   static const MlcImageBackend backend{MLC_IMAGE_BACKEND_ABI, &mlc::CProbe, &mlc::CDecode,
                                        &mlc::CDecodeAndResize, &mlc::CEncodePng};
   return &backend;
