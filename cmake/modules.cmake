@@ -9,7 +9,7 @@
 # a module links; MLC_MODULE_EXTRA_<purpose>, library sources a module carries its own copy of.
 set(MLC_MODULES image audio resampler http crypto sentencepiece)
 set(MLC_MODULE_LIBS_image PkgConfig::VIPS PkgConfig::GMODULE)
-set(MLC_MODULE_EXTRA_image src/media/image_resize.cc src/base/error.cc)
+set(MLC_MODULE_EXTRA_image src/media/image_resize.cc src/media/resize_kernels.cc src/base/error.cc)
 set(MLC_MODULE_LIBS_audio PkgConfig::SNDFILE)
 set(MLC_MODULE_LIBS_resampler PkgConfig::SOXR)
 set(MLC_MODULE_LIBS_http PkgConfig::HTTPLIB Threads::Threads)
