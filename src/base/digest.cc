@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 
 namespace mlc {
 namespace {
