@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_main.h"
 #include "mlc_manifest/audio.h"
 #include "mlc_manifest/fs.h"
 
@@ -220,9 +221,7 @@ void PrintFloor(const std::string& dir, size_t samples, double lib_cpu_ms, const
   std::printf("\n");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 9;
   std::string dir = (std::filesystem::temp_directory_path() / "mlc-audio-bench-XXXXXX").string();
   if (!::mkdtemp(dir.data())) return 3;
@@ -291,4 +290,10 @@ int main(int argc, char** argv) {
   PrintFloor(dir, samples, Median(lib_cpu), contenders[1], reps);
   std::filesystem::remove_all(dir);
   return contenders[0].failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::Guarded("audio_bench", [&] { return Main(argc, argv); });
 }

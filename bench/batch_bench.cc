@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/fs.h"
@@ -107,9 +108,7 @@ std::vector<int64_t> ParseList(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   std::string work = std::string(MLC_BINARY_DIR) + "/bench-work/qwen2.5-0.5b-q4f16_1";
   int64_t prompt = 16, steps = 16;
   std::vector<int64_t> batches = {1, 4, 8, 16};
@@ -186,4 +185,10 @@ int main(int argc, char** argv) {
                              : "");
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::Guarded("batch_bench", [&] { return Main(argc, argv); });
 }

@@ -11,6 +11,7 @@
 //     (decode >= 0.8x, prefill >= 0.5x) and each process's peak RSS.
 // Usage: cpu_model_bench [--prompt N] [--decode N] [--threads N] [--work DIR] [--kernels-only]
 //        [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp, installed on first use).
+//        The work folder defaults to <build>/bench-work/cpu_model_bench.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -30,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "mlc_manifest/json.h"
 #include "runtime/cpu/kernels.h"
 
@@ -304,9 +306,7 @@ int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, co
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   int prompt = 128, decode = 64, threads = 2;
   bool kernels_only = false;
   std::string work_dir, node_dir;
@@ -327,7 +327,20 @@ int main(int argc, char** argv) {
   }
   KernelBench();
   if (kernels_only) return 0;
-  const fs::path work = work_dir.empty() ? fs::path(MLC_BINARY_DIR) / "cpu_model_bench" : fs::path(work_dir);
-  fs::create_directories(work);
+  // Not <build>/cpu_model_bench: that is this program.
+  const fs::path work = work_dir.empty() ? fs::path(MLC_BINARY_DIR) / "bench-work" / "cpu_model_bench" : fs::path(work_dir);
+  std::error_code ec;
+  fs::create_directories(work, ec);
+  if (ec || !fs::is_directory(work, ec)) {
+    std::cerr << "cpu_model_bench: cannot use " << work << " as the work folder: "
+              << (ec ? ec.message() : "not a folder") << "\n";
+    return 1;
+  }
   return ModelBench(prompt, decode, threads, work, node_dir);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::Guarded("cpu_model_bench", [&] { return Main(argc, argv); });
 }

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 #include "mlc_manifest/npy.h"
@@ -229,9 +230,7 @@ bool RunSize(const std::string& dir, const char* label, int width, int height, i
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 7;
   const std::string dir =
       (std::filesystem::temp_directory_path() / ("mlc-image-bench-" + std::to_string(getpid())))
@@ -243,4 +242,10 @@ int main(int argc, char** argv) {
             RunSize(dir, "0.1 MP", 368, 276, runs, false);
   std::filesystem::remove_all(dir);
   return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::Guarded("image_bench", [&] { return Main(argc, argv); });
 }

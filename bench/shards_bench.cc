@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/json.h"
 
@@ -39,9 +40,7 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   int total_mib = argc > 1 ? std::atoi(argv[1]) : 1024;
   int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   const int shard_mib = 32;
@@ -115,4 +114,10 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(dir);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return bench::Guarded("shards_bench", [&] { return Main(argc, argv); });
 }

@@ -12,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "bench_main.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/tokenizer.h"
 
@@ -81,9 +82,7 @@ std::string WebTokenizersLib() {
   return lib.string();
 }
 
-}  // namespace
-
-int main() {
+int Main() {
   std::string text = MixedText();
   std::vector<std::string> paragraphs = Paragraphs(text);
   fs::path text_file = fs::temp_directory_path() / "mlc-tokenizer-bench.txt";
@@ -129,4 +128,10 @@ int main() {
   }
   fs::remove(text_file);
   return 0;
+}
+
+}  // namespace
+
+int main() {
+  return bench::Guarded("tokenizer_bench", [&] { return Main(); });
 }

@@ -1,31 +1,37 @@
-# The audio, resampler, HTTP, crypto and SentencePiece modules (included from CMakeLists.txt),
-# built like the image module: shared objects the library opens with dlopen when a command first
-# needs them (src/base/module_loader.cc), each exporting one C table (src/media/audio_backend.h,
-# src/media/resampler_backend.h, src/serve/http_backend.h, src/base/crypto_backend.h,
-# src/text/sp_backend.h), so that only the commands using them load libsndfile's codecs, soxr,
+# The modules (included from CMakeLists.txt): shared objects the library opens with dlopen when a
+# command first needs them (src/base/module_loader.h), each exporting one plain C table, so that
+# only the commands using them load libvips (40 ms of start-up), libsndfile's codecs, soxr,
 # cpp-httplib with OpenSSL, libcrypto (the digests) or libsentencepiece with protobuf-lite.
-function(mlc_add_module name)
-  cmake_parse_arguments(M "" "" "SOURCES;LIBS" ${ARGN})
-  add_library(${name} MODULE ${M_SOURCES})
+#
+# One rule from a module's purpose: the sources src/modules/<purpose>/*.cc, the target
+# mlc_manifest_<purpose>, the file libmlc_manifest_<purpose>.so, the variable
+# $MLC_MANIFEST_<PURPOSE>_MODULE. MLC_MODULES lists the purposes; MLC_MODULE_LIBS_<purpose>, what
+# a module links; MLC_MODULE_EXTRA_<purpose>, library sources a module carries its own copy of.
+set(MLC_MODULES image audio resampler http crypto sentencepiece)
+set(MLC_MODULE_LIBS_image PkgConfig::VIPS PkgConfig::GMODULE)
+set(MLC_MODULE_EXTRA_image src/media/image_resize.cc src/media/resize_kernels.cc src/base/error.cc)
+set(MLC_MODULE_LIBS_audio PkgConfig::SNDFILE)
+set(MLC_MODULE_LIBS_resampler PkgConfig::SOXR)
+set(MLC_MODULE_LIBS_http PkgConfig::HTTPLIB Threads::Threads)
+set(MLC_MODULE_LIBS_crypto OpenSSL::Crypto)
+set(MLC_MODULE_LIBS_sentencepiece PkgConfig::SENTENCEPIECE)
+
+function(mlc_add_module purpose)
+  set(name mlc_manifest_${purpose})
+  file(GLOB sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/modules/${purpose}/*.cc)
+  list(TRANSFORM MLC_MODULE_EXTRA_${purpose} PREPEND ${PROJECT_SOURCE_DIR}/ OUTPUT_VARIABLE extra)
+  add_library(${name} MODULE ${sources} ${extra})
   set_target_properties(${name} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE ${MLC_WARNINGS})
-  target_link_libraries(${name} PRIVATE nlohmann_json::nlohmann_json ${M_LIBS})
+  target_link_libraries(${name} PRIVATE nlohmann_json::nlohmann_json ${MLC_MODULE_LIBS_${purpose}})
   if(NOT MLC_SANITIZE AND NOT MLC_FUZZ)
     # Every symbol resolved at link time (sanitizer runtimes come from the executable).
     target_link_options(${name} PRIVATE -Wl,--no-undefined)
   endif()
 endfunction()
 
-mlc_add_module(mlc_manifest_audio SOURCES ${PROJECT_SOURCE_DIR}/src/audio_module/audio_module.cc
-               LIBS PkgConfig::SNDFILE)
-mlc_add_module(mlc_manifest_soxr SOURCES ${PROJECT_SOURCE_DIR}/src/soxr_module/soxr_module.cc
-               LIBS PkgConfig::SOXR)
-file(GLOB MLC_HTTP_MODULE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/http_module/*.cc)
-mlc_add_module(mlc_manifest_http SOURCES ${MLC_HTTP_MODULE_SOURCES}
-               LIBS PkgConfig::HTTPLIB Threads::Threads)
-mlc_add_module(mlc_manifest_crypto SOURCES ${PROJECT_SOURCE_DIR}/src/crypto_module/crypto_module.cc
-               LIBS OpenSSL::Crypto)
-mlc_add_module(mlc_manifest_sentencepiece
-               SOURCES ${PROJECT_SOURCE_DIR}/src/sentencepiece_module/sentencepiece_module.cc
-               LIBS PkgConfig::SENTENCEPIECE)
+foreach(purpose ${MLC_MODULES})
+  mlc_add_module(${purpose})
+endforeach()
+list(TRANSFORM MLC_MODULES PREPEND mlc_manifest_ OUTPUT_VARIABLE MLC_MODULE_TARGETS)

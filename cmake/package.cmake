@@ -2,8 +2,8 @@
 # - libmlc_manifest.so.1: the C API of include/mlc_manifest/mlc_manifest.h (src/capi/) over the
 #   static library, exporting the mlc_* functions and nothing else (src/capi/exports.map);
 # - the Python module mlc_manifest (python/, pybind11), not in sanitizer builds;
-# - cmake --install rules: headers, the library, the modules (image, audio, HTTP, crypto,
-#   SentencePiece), the CLI, the CMake package
+# - cmake --install rules: headers, the library, the modules (image, audio, resampler, HTTP,
+#   crypto, SentencePiece), the CLI, the CMake package
 #   (find_package(mlc_manifest CONFIG) -> mlc_manifest::mlc_manifest), mlc-manifest.pc;
 # - the tests of all that (exported symbols, pytest, an install and two external programs).
 include(GNUInstallDirs)
@@ -13,9 +13,6 @@ set(MLC_SOVERSION 1)  # the C ABI's version: bump on an incompatible change
 set(MLC_MODULE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/mlc_manifest)
 target_compile_definitions(mlc_manifest PRIVATE
     MLC_MODULE_INSTALL_DIR="${CMAKE_INSTALL_FULL_LIBDIR}/mlc_manifest")
-# The modules the library opens on demand, installed together in MLC_MODULE_INSTALL_DIR.
-set(MLC_MODULES mlc_manifest_vips mlc_manifest_audio mlc_manifest_soxr mlc_manifest_http mlc_manifest_crypto
-    mlc_manifest_sentencepiece)
 
 # ---- the shared library ----
 file(GLOB MLC_CAPI_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/capi/*.cc)
@@ -66,7 +63,7 @@ if(pybind11_FOUND AND MLC_PY_SOURCES)
           DESTINATION ${MLC_PYTHON_INSTALL_DIR}/mlc_manifest COMPONENT python)
   # The modules are found beside the code that loads them: relative links from the package
   # folder to the installed modules, so an unpacked or relocated tree works too.
-  foreach(module ${MLC_MODULES})
+  foreach(module ${MLC_MODULE_TARGETS})
     file(RELATIVE_PATH MLC_PY_TO_MODULE /${MLC_PYTHON_INSTALL_DIR}/mlc_manifest
          /${MLC_MODULE_INSTALL_DIR}/lib${module}.so)
     install(CODE "file(CREATE_LINK ${MLC_PY_TO_MODULE}
@@ -78,7 +75,8 @@ endif()
 # ---- install ----
 install(TARGETS mlc_manifest_shared EXPORT mlc_manifestTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT lib NAMELINK_COMPONENT dev)
-install(TARGETS ${MLC_MODULES} LIBRARY DESTINATION ${MLC_MODULE_INSTALL_DIR} COMPONENT lib)
+# The modules the library opens on demand (cmake/modules.cmake), installed together.
+install(TARGETS ${MLC_MODULE_TARGETS} LIBRARY DESTINATION ${MLC_MODULE_INSTALL_DIR} COMPONENT lib)
 install(TARGETS mlc-manifest RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES ${PROJECT_SOURCE_DIR}/include/mlc_manifest/mlc_manifest.h
               ${PROJECT_BINARY_DIR}/include/mlc_manifest/version.h

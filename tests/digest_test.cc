@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/digest.h"
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 
 namespace mlc {
 namespace {

@@ -128,11 +128,11 @@ TEST(ImageCli, LibvipsIsLoadedOnlyForImages) {
   ASSERT_EQ(image.exit_code, 0) << image.err;
   EXPECT_NE(image.err.find("libvips"), std::string::npos);
 
-  auto missing = test::RunProgram({"env", "MLC_MANIFEST_IMAGE_MODULE=/nonexistent/libmlc_manifest_vips.so",
+  auto missing = test::RunProgram({"env", "MLC_MANIFEST_IMAGE_MODULE=/nonexistent/libmlc_manifest_image.so",
                                    MLC_CLI_PATH, "image", png, "-o", dir.File("b.npy"), "--mode",
                                    "stretch", "--height", "4", "--width", "4", "--json"});
   EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
-  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_vips.so"), std::string::npos) << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent/libmlc_manifest_image.so"), std::string::npos) << missing.out;
 }
 
 TEST(ImageCli, Uint32WidensValueForValueAndPreviewIsPng) {

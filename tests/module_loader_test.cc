@@ -11,6 +11,7 @@
 #include "base/crypto_backend.h"
 #include "base/module_loader.h"
 #include "media/audio_backend.h"
+#include "media/image_backend.h"
 #include "media/resampler_backend.h"
 #include "mlc_manifest/fs.h"
 #include "serve/http_backend.h"
@@ -23,10 +24,26 @@ namespace {
 
 using test::TempDir;
 
+TEST(ModuleLoader, OneRuleNamesFileVariableAndEntry) {
+  const ModuleSpec spec{"resampler", "the resampler module", 1};
+  EXPECT_EQ(ModuleFile(spec), "libmlc_manifest_resampler.so");
+  EXPECT_EQ(ModuleVariable(spec), "MLC_MANIFEST_RESAMPLER_MODULE");
+  EXPECT_EQ(ModuleEntry(spec), "mlc_manifest_resampler_backend");
+  EXPECT_EQ(ModuleVariable({"sentencepiece", "", 1}), "MLC_MANIFEST_SENTENCEPIECE_MODULE");
+  // Each table's module, by its purpose.
+  EXPECT_STREQ(ModuleOf<MlcImageBackend>::kSpec.purpose, "image");
+  EXPECT_STREQ(ModuleOf<MlcAudioBackend>::kSpec.purpose, "audio");
+  EXPECT_STREQ(ModuleOf<MlcResamplerBackend>::kSpec.purpose, "resampler");
+  EXPECT_STREQ(ModuleOf<MlcHttpBackend>::kSpec.purpose, "http");
+  EXPECT_STREQ(ModuleOf<MlcCryptoBackend>::kSpec.purpose, "crypto");
+  EXPECT_STREQ(ModuleOf<MlcSpBackend>::kSpec.purpose, "sentencepiece");
+}
+
 TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
-  const ModuleSpec spec{"libmlc_manifest_no_such_module.so", "MLC_MANIFEST_NO_SUCH_MODULE_FOR_TEST",
-                        "mlc_manifest_no_such_entry", "the test module", 1};
-  ::unsetenv(spec.env);
+  const ModuleSpec spec{"no_such_module", "the test module", 1};
+  const std::string env = ModuleVariable(spec);
+  ASSERT_EQ(env, "MLC_MANIFEST_NO_SUCH_MODULE_MODULE");
+  ::unsetenv(env.c_str());
   auto missing = OpenModule(spec, &CallModuleEntry<int>);
   ASSERT_FALSE(missing.ok());
   const Error& e = missing.error();
@@ -41,9 +58,9 @@ TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
   EXPECT_GE(std::count(e.message.begin(), e.message.end(), '\n'), 3) << e.message;
 
   // With the variable set, that file alone is tried.
-  ::setenv(spec.env, "/nonexistent/libmlc_manifest_no_such_module.so", 1);
+  ::setenv(env.c_str(), "/nonexistent/libmlc_manifest_no_such_module.so", 1);
   auto named = OpenModule(spec, &CallModuleEntry<int>);
-  ::unsetenv(spec.env);
+  ::unsetenv(env.c_str());
   ASSERT_FALSE(named.ok());
   EXPECT_EQ(named.error().code, ErrorCode::kIo);
   EXPECT_NE(named.error().message.find("tried:\n  /nonexistent/libmlc_manifest_no_such_module.so: "),
@@ -53,8 +70,7 @@ TEST(ModuleLoader, MissingModuleIsAnIoErrorNamingEveryPlaceTried) {
 
 TEST(ModuleLoader, WrongInterfaceVersionIsRefused) {
   // The audio module itself, asked for with an interface version it does not have.
-  const ModuleSpec spec{kAudioModuleFile, "MLC_MANIFEST_AUDIO_MODULE_FOR_TEST",
-                        "mlc_manifest_audio_backend", "the audio module", MLC_AUDIO_BACKEND_ABI + 100};
+  const ModuleSpec spec{"audio", "the audio module", MLC_AUDIO_BACKEND_ABI + 100};
   auto wrong = OpenModule(spec, &CallModuleEntry<MlcAudioBackend>);
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().code, ErrorCode::kIo);
@@ -63,19 +79,22 @@ TEST(ModuleLoader, WrongInterfaceVersionIsRefused) {
 }
 
 TEST(ModuleLoader, TheModulesLoad) {
-  auto audio = LoadAudioBackend();
+  auto image = LoadModule<MlcImageBackend>();
+  ASSERT_TRUE(image.ok()) << FormatErrors(image.errors());
+  EXPECT_EQ((*image)->abi, MLC_IMAGE_BACKEND_ABI);
+  auto audio = LoadModule<MlcAudioBackend>();
   ASSERT_TRUE(audio.ok()) << FormatErrors(audio.errors());
   EXPECT_EQ((*audio)->abi, MLC_AUDIO_BACKEND_ABI);
-  auto soxr = LoadResamplerBackend();
+  auto soxr = LoadModule<MlcResamplerBackend>();
   ASSERT_TRUE(soxr.ok()) << FormatErrors(soxr.errors());
   EXPECT_EQ((*soxr)->abi, MLC_RESAMPLER_BACKEND_ABI);
-  auto http = LoadHttpBackend();
+  auto http = LoadModule<MlcHttpBackend>();
   ASSERT_TRUE(http.ok()) << FormatErrors(http.errors());
   EXPECT_EQ((*http)->abi, MLC_HTTP_BACKEND_ABI);
-  auto crypto = LoadCryptoBackend();
+  auto crypto = LoadModule<MlcCryptoBackend>();
   ASSERT_TRUE(crypto.ok()) << FormatErrors(crypto.errors());
   EXPECT_EQ((*crypto)->abi, MLC_CRYPTO_BACKEND_ABI);
-  auto sp = LoadSentencePieceBackend();
+  auto sp = LoadModule<MlcSpBackend>();
   ASSERT_TRUE(sp.ok()) << FormatErrors(sp.errors());
   EXPECT_EQ((*sp)->abi, MLC_SP_BACKEND_ABI);
 }
@@ -138,7 +157,7 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   ASSERT_EQ(version.exit_code, 0) << version.err;
   for (const char* lib : {"libsndfile", "libsoxr", "libcpp-httplib", "libssl", "libbrotli", "libgomp",
                           "libcrypto", "libsentencepiece", "libprotobuf", "libmlc_manifest_audio",
-                          "libmlc_manifest_soxr", "libmlc_manifest_http", "libmlc_manifest_crypto",
+                          "libmlc_manifest_resampler", "libmlc_manifest_http", "libmlc_manifest_crypto",
                           "libmlc_manifest_sentencepiece"}) {
     EXPECT_EQ(version.err.find(lib), std::string::npos) << lib << " loaded by `version`";
   }
@@ -147,7 +166,7 @@ TEST(ModuleLoader, CommandsLoadOnlyTheLibrariesTheyUse) {
   // 16-bit WAV is read without libsndfile; a rate change opens the resampler module alone.
   auto audio = RunTracingLibraries({"audio", wav, "-o", dir.File("a.npy"), "--rate", "16000"});
   ASSERT_EQ(audio.exit_code, 0) << audio.err;
-  EXPECT_NE(audio.err.find("libmlc_manifest_soxr.so"), std::string::npos);
+  EXPECT_NE(audio.err.find("libmlc_manifest_resampler.so"), std::string::npos);
   EXPECT_NE(audio.err.find("libsoxr"), std::string::npos);
   for (const char* lib : {"libsndfile", "libmlc_manifest_audio", "libcpp-httplib", "libsentencepiece"}) {
     EXPECT_EQ(audio.err.find(lib), std::string::npos) << lib << " loaded by `audio` on 16-bit WAV";
@@ -190,8 +209,8 @@ TEST(ModuleLoader, AMissingModuleIsAnIoError) {
   const Case cases[] = {
       {{"audio", FloatWav(dir), "-o", dir.File("b.npy"), "--rate", "16000"}, "MLC_MANIFEST_AUDIO_MODULE",
        "libmlc_manifest_audio.so", "the audio module (libsndfile)"},
-      {{"audio", ToneWav(dir), "-o", dir.File("b.npy"), "--rate", "16000"}, "MLC_MANIFEST_SOXR_MODULE",
-       "libmlc_manifest_soxr.so", "the resampler module (soxr)"},
+      {{"audio", ToneWav(dir), "-o", dir.File("b.npy"), "--rate", "16000"}, "MLC_MANIFEST_RESAMPLER_MODULE",
+       "libmlc_manifest_resampler.so", "the resampler module (soxr)"},
       {{"id", "tasks", package}, "MLC_MANIFEST_CRYPTO_MODULE", "libmlc_manifest_crypto.so",
        "the crypto module (libcrypto)"},
       {{"tokenize", "--tokenizer", model, "--text", "hi"}, "MLC_MANIFEST_SENTENCEPIECE_MODULE",

@@ -1,4 +1,4 @@
-// The digests live in a module of their own (libmlc_manifest_crypto.so, src/crypto_module/):
+// The digests live in a module of their own (libmlc_manifest_crypto.so, src/modules/crypto/):
 // libcrypto costs every process about 3 ms and 120 page faults of start-up, while only the
 // commands that hash (ids of tasks and parameter lists, shard md5sums) need it. This is the table
 // the module exports -- plain C: opaque streaming contexts, digests written to the caller's
@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "mlc_manifest/error.h"
+#include "base/module_loader.h"
 
 extern "C" {
 
@@ -39,17 +39,7 @@ typedef struct MlcCryptoBackend {
   void (*digest_free)(MlcDigest* digest);
 } MlcCryptoBackend;
 
-// The module's one exported symbol.
-typedef const MlcCryptoBackend* (*MlcCryptoBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_CRYPTO_MODULE names the file to open instead.
-inline constexpr const char* kCryptoModuleFile = "libmlc_manifest_crypto.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcCryptoBackend*> LoadCryptoBackend();
-
-}  // namespace mlc
+// libmlc_manifest_crypto.so, $MLC_MANIFEST_CRYPTO_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcCryptoBackend, "crypto", "the crypto module (libcrypto)", MLC_CRYPTO_BACKEND_ABI);

@@ -3,26 +3,22 @@
 
 #include <utility>
 
-#include "base/module_loader.h"
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 
 namespace mlc {
 namespace {
 
+// The module's file, the document of its errors.
+std::string CryptoModuleFile() { return ModuleFile(ModuleOf<MlcCryptoBackend>::kSpec); }
+
 Error DigestError(const std::string& what, const MlcCryptoError& e) {
-  return IoError(kCryptoModuleFile, what + ": " + e.message);
+  return IoError(CryptoModuleFile(), what + ": " + e.message);
 }
 
 }  // namespace
 
-Result<const MlcCryptoBackend*> LoadCryptoBackend() {
-  return LoadModuleOnce<MlcCryptoBackend>({kCryptoModuleFile, "MLC_MANIFEST_CRYPTO_MODULE",
-                                           "mlc_manifest_crypto_backend", "the crypto module (libcrypto)",
-                                           MLC_CRYPTO_BACKEND_ABI});
-}
-
 Result<Digester> Digester::Start(DigestKind kind) {
-  auto backend = LoadCryptoBackend();
+  auto backend = LoadModule<MlcCryptoBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcCryptoError error{};
   MlcDigest* digest =
@@ -56,8 +52,8 @@ void Digester::Update(const void* data, size_t n) {
 }
 
 Result<std::string> Digester::FinishHex() {
-  if (!digest_) return IoError(kCryptoModuleFile, "digest: already finished");
-  if (!failure_.empty()) return IoError(kCryptoModuleFile, "digest: " + failure_);
+  if (!digest_) return IoError(CryptoModuleFile(), "digest: already finished");
+  if (!failure_.empty()) return IoError(CryptoModuleFile(), "digest: " + failure_);
   unsigned char out[MLC_DIGEST_MAX_BYTES];
   MlcCryptoError error{};
   const size_t n = backend_->digest_final(digest_, out, sizeof out, &error);

@@ -1,5 +1,5 @@
 // Streaming digests (MD5, SHA-256) through the crypto module (base/crypto_backend.h): one RAII
-// context that one-shot hashes (mlc_manifest/hash.h) and the shard check's file hashing share.
+// context that one-shot hashes (base/hash.h) and the shard check's file hashing share.
 #pragma once
 
 #include <cstddef>

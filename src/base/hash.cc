@@ -1,5 +1,5 @@
 // One-shot digests through the streaming Digester (base/digest.h).
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 
 #include "base/digest.h"
 

@@ -1,5 +1,5 @@
 // Byte sizes as people write and read them (see units.h).
-#include "mlc_manifest/units.h"
+#include "base/units.h"
 
 #include <algorithm>
 #include <cmath>

@@ -8,9 +8,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/units.h"
 #include "mlc_manifest/error.h"
 #include "mlc_manifest/json.h"
-#include "mlc_manifest/units.h"
 
 namespace mlc::cli {
 

@@ -1,6 +1,6 @@
 // FieldChecker: the shared vocabulary of document rules (exact keys, non-empty strings,
 // literals, safe integers, sha256 identifiers), each failure recorded at its JSON Pointer.
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 #include "mlc_manifest/json.h"
 
 namespace mlc {

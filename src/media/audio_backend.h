@@ -1,4 +1,4 @@
-// The audio codecs live in a module of their own (libmlc_manifest_audio.so, src/audio_module/):
+// The audio codecs live in a module of their own (libmlc_manifest_audio.so, src/modules/audio/):
 // libsndfile with its codec libraries (FLAC, Vorbis, Opus, mpg123, LAME) costs start-up that
 // commands without audio, and 16-bit WAV read directly, should not pay (the resampler is a module
 // of its own: media/resampler_backend.h). This is the table the module exports -- plain C: opaque
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlc_manifest/error.h"
+#include "base/module_loader.h"
 
 extern "C" {
 
@@ -49,17 +49,7 @@ typedef struct MlcAudioBackend {
   void (*close)(MlcAudioDecoder* decoder);
 } MlcAudioBackend;
 
-// The module's one exported symbol.
-typedef const MlcAudioBackend* (*MlcAudioBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_AUDIO_MODULE names the file to open instead.
-inline constexpr const char* kAudioModuleFile = "libmlc_manifest_audio.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcAudioBackend*> LoadAudioBackend();
-
-}  // namespace mlc
+// libmlc_manifest_audio.so, $MLC_MANIFEST_AUDIO_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcAudioBackend, "audio", "the audio module (libsndfile)", MLC_AUDIO_BACKEND_ABI);

@@ -142,7 +142,7 @@ Result<StreamedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& f
 Result<StreamedAudio> DecodeWithModule(const MlcAudioSource& source, std::string_view head,
                                        const std::string& file, const AudioDecode& processor,
                                        const AudioOptions& options, AudioSink& sink) {
-  auto backend = LoadAudioBackend();
+  auto backend = LoadModule<MlcAudioBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcAudioFormat format{};
   MlcAudioError error{};

@@ -183,7 +183,7 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
   }
   std::unique_ptr<MonoPipeline> p(new MonoPipeline(source_rate_hz, processor, sink));
   if (source_rate_hz == processor.sample_rate_hz) return p;
-  auto backend = LoadResamplerBackend();
+  auto backend = LoadModule<MlcResamplerBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcAudioError error{};
   MlcResampler* r = (*backend)->create(

@@ -1,17 +1,11 @@
-// The library's side of the image module: finds and opens libmlc_manifest_vips.so on first use
+// The library's side of the image module: finds and opens libmlc_manifest_image.so on first use
 // and forwards the image decoding calls of image.h to it.
 #include "media/image_backend.h"
 
-#include "base/module_loader.h"
 #include "media/image_backend_convert.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
-
-Result<const MlcImageBackend*> LoadImageBackend() {
-  return LoadModuleOnce<MlcImageBackend>({kImageModuleFile, "MLC_MANIFEST_IMAGE_MODULE", "mlc_manifest_image_backend",
-                                          "the image decoding module (libvips)", MLC_IMAGE_BACKEND_ABI});
-}
 
 namespace {
 
@@ -20,7 +14,7 @@ const uint8_t* AsBytes(std::string_view bytes) { return reinterpret_cast<const u
 }  // namespace
 
 Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options) {
-  auto backend = LoadImageBackend();
+  auto backend = LoadModule<MlcImageBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcImageOptions o = image_c::ToC(options);
   MlcImageInfo info{};
@@ -30,7 +24,7 @@ Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options
 }
 
 Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options, int shrink) {
-  auto backend = LoadImageBackend();
+  auto backend = LoadModule<MlcImageBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcImageOptions o = image_c::ToC(options);
   MlcImageInfo info{};
@@ -56,7 +50,7 @@ Result<DecodedImage> DecodeImageFile(const std::string& path, const ImageOptions
 Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, const ImageInfo& header,
                                                      const ResizePlan& plan,
                                                      const ImageOptions& options, int shrink) {
-  auto backend = LoadImageBackend();
+  auto backend = LoadModule<MlcImageBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcImageOptions o = image_c::ToC(options);
   MlcImageInfo header_c = image_c::ToC(header), info{};
@@ -76,7 +70,7 @@ Result<std::optional<PreparedImage>> DecodeAndResize(std::string_view bytes, con
 }
 
 Result<std::string> EncodePng(const RgbImage& rgb) {
-  auto backend = LoadImageBackend();
+  auto backend = LoadModule<MlcImageBackend>();
   MLC_RETURN_IF_ERROR(backend);
   if (rgb.width >= 1 && rgb.height >= 1 &&
       rgb.pixels.size() != static_cast<size_t>(rgb.width) * static_cast<size_t>(rgb.height) * 3) {

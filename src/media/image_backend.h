@@ -1,4 +1,4 @@
-// The image decoder lives in a module of its own (libmlc_manifest_vips.so, src/image_vips/):
+// The image decoder lives in a module of its own (libmlc_manifest_image.so, src/modules/image/):
 // libvips and the hundred libraries behind it cost 40 ms of start-up that no other command should
 // pay. This is the table the module exports -- plain C: fixed-size structs, caller-owned error
 // buffers and results written through the caller's allocator, so that neither side depends on
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlc_manifest/error.h"
+#include "base/module_loader.h"
 
 extern "C" {
 
@@ -85,18 +85,7 @@ typedef struct MlcImageBackend {
   int (*encode_png)(const MlcRgbView* rgb, MlcAllocator png, MlcImageError* error);
 } MlcImageBackend;
 
-// The module's one exported symbol.
-typedef const MlcImageBackend* (*MlcImageBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_IMAGE_MODULE names the file to open instead (the folders
-// searched otherwise: base/module_loader.h).
-inline constexpr const char* kImageModuleFile = "libmlc_manifest_vips.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcImageBackend*> LoadImageBackend();
-
-}  // namespace mlc
+// libmlc_manifest_image.so, $MLC_MANIFEST_IMAGE_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcImageBackend, "image", "the image decoding module (libvips)", MLC_IMAGE_BACKEND_ABI);

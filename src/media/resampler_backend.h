@@ -1,4 +1,4 @@
-// The resampler lives in a module of its own (libmlc_manifest_soxr.so, src/soxr_module/): soxr
+// The resampler lives in a module of its own (libmlc_manifest_resampler.so, src/modules/resampler/): soxr
 // with OpenMP, opened only when a recording's rate differs from the processor's, and without
 // libsndfile's codec libraries when the recording is 16-bit WAV read directly. This is the
 // plain-C table the module exports and the loader the audio pipeline uses to reach it.
@@ -6,8 +6,8 @@
 
 #include <stddef.h>
 
+#include "base/module_loader.h"
 #include "media/audio_backend.h"
-#include "mlc_manifest/error.h"
 
 extern "C" {
 
@@ -26,17 +26,7 @@ typedef struct MlcResamplerBackend {
   void (*destroy)(MlcResampler* resampler);
 } MlcResamplerBackend;
 
-// The module's one exported symbol.
-typedef const MlcResamplerBackend* (*MlcResamplerBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_SOXR_MODULE names the file to open instead.
-inline constexpr const char* kResamplerModuleFile = "libmlc_manifest_soxr.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcResamplerBackend*> LoadResamplerBackend();
-
-}  // namespace mlc
+// libmlc_manifest_resampler.so, $MLC_MANIFEST_RESAMPLER_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcResamplerBackend, "resampler", "the resampler module (soxr)", MLC_RESAMPLER_BACKEND_ABI);

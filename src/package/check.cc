@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "mlc_manifest/check.h"
-#include "mlc_manifest/units.h"
+#include "base/units.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {

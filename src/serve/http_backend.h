@@ -1,4 +1,4 @@
-// The HTTP server lives in a module of its own (libmlc_manifest_http.so, src/http_module/):
+// The HTTP server lives in a module of its own (libmlc_manifest_http.so, src/modules/http/):
 // cpp-httplib brings OpenSSL, brotli and zlib, whose loading and start-up cost every command
 // about half of its start-up time while only `serve` needs them. This is the table the module
 // exports -- plain C: opaque handles, the routes' handler and streamed bodies as callbacks with a
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlc_manifest/error.h"
+#include "base/module_loader.h"
 
 extern "C" {
 
@@ -85,17 +85,7 @@ typedef struct MlcHttpBackend {
   void (*sink_done)(MlcHttpSink* sink);
 } MlcHttpBackend;
 
-// The module's one exported symbol.
-typedef const MlcHttpBackend* (*MlcHttpBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_HTTP_MODULE names the file to open instead.
-inline constexpr const char* kHttpModuleFile = "libmlc_manifest_http.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcHttpBackend*> LoadHttpBackend();
-
-}  // namespace mlc
+// libmlc_manifest_http.so, $MLC_MANIFEST_HTTP_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcHttpBackend, "http", "the HTTP server module (cpp-httplib)", MLC_HTTP_BACKEND_ABI);

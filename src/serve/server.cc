@@ -194,7 +194,7 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
 }
 
 Status Server::Impl::StartHttp() {
-  auto backend = LoadHttpBackend();
+  auto backend = LoadModule<MlcHttpBackend>();
   MLC_RETURN_IF_ERROR(backend);
   http_backend = *backend;
   handler.context = this;

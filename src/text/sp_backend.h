@@ -1,5 +1,5 @@
 // SentencePiece lives in a module of its own (libmlc_manifest_sentencepiece.so,
-// src/sentencepiece_module/): libsentencepiece with its protobuf-lite costs every process about
+// src/modules/sentencepiece/): libsentencepiece with its protobuf-lite costs every process about
 // 1.5 ms of start-up, while only the commands that load a tokenizer.model need it. This is the
 // table the module exports -- plain C: an opaque processor, what a call produces handed to the
 // caller's callback (valid during the call), error text in caller-provided buffers -- and the
@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mlc_manifest/error.h"
+#include "base/module_loader.h"
 
 extern "C" {
 
@@ -47,17 +47,7 @@ typedef struct MlcSpBackend {
   int (*id_to_piece)(const MlcSpProcessor* processor, int32_t id, MlcSpTextSink sink, void* context);
 } MlcSpBackend;
 
-// The module's one exported symbol.
-typedef const MlcSpBackend* (*MlcSpBackendEntry)(void);
-
 }  // extern "C"
 
-namespace mlc {
-
-// The module's file name; $MLC_MANIFEST_SENTENCEPIECE_MODULE names the file to open instead.
-inline constexpr const char* kSentencePieceModuleFile = "libmlc_manifest_sentencepiece.so";
-
-// Loads the module once (thread-safe); an I/O error naming every place tried when it is missing.
-Result<const MlcSpBackend*> LoadSentencePieceBackend();
-
-}  // namespace mlc
+// libmlc_manifest_sentencepiece.so, $MLC_MANIFEST_SENTENCEPIECE_MODULE (base/module_loader.h).
+MLC_MODULE_TABLE(MlcSpBackend, "sentencepiece", "the SentencePiece module (libsentencepiece)", MLC_SP_BACKEND_ABI);

@@ -3,18 +3,11 @@
 // processor lives in the SentencePiece module (text/sp_backend.h), loaded with the first model.
 #include <memory>
 
-#include "base/module_loader.h"
 #include "text/sp_backend.h"
 #include "text/tokenizers_internal.h"
 #include "text/unicode.h"
 
 namespace mlc {
-
-Result<const MlcSpBackend*> LoadSentencePieceBackend() {
-  return LoadModuleOnce<MlcSpBackend>({kSentencePieceModuleFile, "MLC_MANIFEST_SENTENCEPIECE_MODULE",
-                                       "mlc_manifest_sentencepiece_backend",
-                                       "the SentencePiece module (libsentencepiece)", MLC_SP_BACKEND_ABI});
-}
 
 namespace text {
 namespace {
@@ -83,7 +76,7 @@ class SpTokenizer : public Tokenizer {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> LoadSentencePiece(std::string_view model_bytes) {
-  auto backend = LoadSentencePieceBackend();
+  auto backend = LoadModule<MlcSpBackend>();
   MLC_RETURN_IF_ERROR(backend);
   auto tok = std::make_unique<SpTokenizer>(*backend);
   Status s = tok->Load(model_bytes);

@@ -44,10 +44,10 @@ check_tree() {
   # The library and the image module came from the installed tree.
   grep -q "calling init: $libdir/libmlc_manifest.so.1\$" "$work/$name-c.err" ||
     { echo "libmlc_manifest.so.1 not loaded from $libdir" >&2; return 1; }
-  grep -q "calling init: $libdir/mlc_manifest/libmlc_manifest_vips.so\$" "$work/$name-c.err" ||
+  grep -q "calling init: $libdir/mlc_manifest/libmlc_manifest_image.so\$" "$work/$name-c.err" ||
     { echo "the image module was not loaded from $libdir/mlc_manifest" >&2; return 1; }
   # The other modules are installed beside the image module.
-  for module in audio http crypto sentencepiece; do
+  for module in audio resampler http crypto sentencepiece; do
     [ -f "$libdir/mlc_manifest/libmlc_manifest_$module.so" ] ||
       { echo "no $libdir/mlc_manifest/libmlc_manifest_$module.so" >&2; return 1; }
   done
@@ -70,7 +70,7 @@ s = mlc_manifest.decode_audio('$work/tone.wav', 16000)
 assert s.shape == (1600,), s.shape
 "
     # The package links to the installed modules (so a relocated tree finds them).
-    for module in vips audio soxr http crypto sentencepiece; do
+    for module in image audio resampler http crypto sentencepiece; do
       [ -e "$pydir/mlc_manifest/libmlc_manifest_$module.so" ] ||
         { echo "no link to the $module module in $pydir/mlc_manifest" >&2; return 1; }
     done

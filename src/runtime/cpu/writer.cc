@@ -12,7 +12,7 @@
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 #include "mlc_manifest/reference_model.h"
 #include "runtime/cpu/family.h"
 #include "runtime/cpu/kernels.h"

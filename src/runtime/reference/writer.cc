@@ -8,7 +8,7 @@
 
 #include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/hash.h"
+#include "base/hash.h"
 #include "mlc_manifest/package.h"
 #include "runtime/reference/reference_internal.h"
 #include "runtime/reference_tokenizer.h"

@@ -150,8 +150,8 @@ void Close(MlcAudioDecoder* d) {
 
 }  // namespace
 
-// The module's one exported symbol: the table media/audio_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const MlcAudioBackend* mlc_manifest_audio_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(audio, MlcAudioBackend) {
   static const MlcAudioBackend backend{MLC_AUDIO_BACKEND_ABI, &Open, &ReadFrames, &Close};
   return &backend;
 }

@@ -1,4 +1,4 @@
-// The resampler module (libmlc_manifest_soxr.so): soxr behind the plain C table of
+// The resampler module (libmlc_manifest_resampler.so): soxr behind the plain C table of
 // media/resampler_backend.h, opened by the audio pipeline only when a recording's rate differs
 // from the processor's, so that no other command (and no other recording) loads soxr and OpenMP.
 #include <soxr.h>
@@ -46,8 +46,8 @@ void DeleteResampler(MlcResampler* r) {
 
 }  // namespace
 
-// The module's one exported symbol: the table media/audio_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const MlcResamplerBackend* mlc_manifest_resampler_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(resampler, MlcResamplerBackend) {
   static const MlcResamplerBackend backend{MLC_RESAMPLER_BACKEND_ABI, &CreateResampler, &Resample,
                                            &DeleteResampler};
   return &backend;

@@ -111,6 +111,7 @@ constexpr MlcSpBackend kBackend = {MLC_SP_BACKEND_ABI, Load, Destroy, PieceCount
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const MlcSpBackend* mlc_manifest_sentencepiece_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(sentencepiece, MlcSpBackend) {
   return &kBackend;
 }

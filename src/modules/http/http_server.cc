@@ -1,7 +1,7 @@
 // The connection loop of HttpServer (see http_server.h): a socket stream with a read buffer whose
 // reads fail once the request being read passes its deadline, and the keep-alive loop that hands
 // each request to httplib's process_request.
-#include "http_module/http_server.h"
+#include "modules/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-// The image module (libmlc_manifest_vips.so, loaded on first use by media/image_backend.cc so
+// The image module (libmlc_manifest_image.so, loaded on first use by media/image_backend.cc so
 // that no other command pays libvips's start-up). Image decoding with libvips (C API): format
 // detection against an allow-list, header-only probing with the pixel limit, then a sequential
 // decode to upright 8-bit RGB: an embedded ICC profile ignored (the encoded values, as Pillow's
@@ -160,6 +160,18 @@ Result<std::string> DetectFormat(std::string_view bytes) {
                  "not an image: expected JPEG, PNG, WebP, GIF, BMP, TIFF or HEIF data");
 }
 
+// The buffer loaders of the formats other than JPEG (which takes a shrink factor too): libvips's
+// variadic C API, options in name/value pairs ended by nullptr. BMP is read through ImageMagick.
+using VipsBufferLoad = int (*)(void* buf, size_t len, VipsImage** out, ...);
+struct FormatLoad {
+  const char* format;
+  VipsBufferLoad load;
+};
+const FormatLoad kLoads[] = {
+    {"png", vips_pngload_buffer},   {"webp", vips_webpload_buffer}, {"gif", vips_gifload_buffer},
+    {"tiff", vips_tiffload_buffer}, {"heif", vips_heifload_buffer}, {"bmp", vips_magickload_buffer},
+};
+
 // Opens the image lazily (header only until pixels are asked for) with the format's loader.
 Result<ImageRef> OpenImage(std::string_view bytes, const std::string& format, int shrink) {
   void* buf = const_cast<char*>(bytes.data());
@@ -171,18 +183,9 @@ Result<ImageRef> OpenImage(std::string_view bytes, const std::string& format, in
   if (format == "jpeg") {
     rc = vips_jpegload_buffer(buf, len, &out, "access", seq, "fail_on", fail, "shrink",
                               shrink, nullptr);
-  } else if (format == "png") {
-    rc = vips_pngload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
-  } else if (format == "webp") {
-    rc = vips_webpload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
-  } else if (format == "gif") {
-    rc = vips_gifload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
-  } else if (format == "tiff") {
-    rc = vips_tiffload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
-  } else if (format == "heif") {
-    rc = vips_heifload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
-  } else if (format == "bmp") {
-    rc = vips_magickload_buffer(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
+  }
+  for (const FormatLoad& f : kLoads) {
+    if (format == f.format) rc = f.load(buf, len, &out, "access", seq, "fail_on", fail, nullptr);
   }
   if (rc != 0 || !out) {
     return Invalid("byte 0", "cannot read the " + format + " header: " + TakeVipsError());
@@ -693,8 +696,8 @@ int CEncodePng(const MlcRgbView* rgb, MlcAllocator png, MlcImageError* error) {
 }  // namespace
 }  // namespace mlc
 
-// The module's one exported symbol: the table image_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const MlcImageBackend* mlc_manifest_image_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(image, MlcImageBackend) {
   static const MlcImageBackend backend{MLC_IMAGE_BACKEND_ABI, &mlc::CProbe, &mlc::CDecode,
                                        &mlc::CDecodeAndResize, &mlc::CEncodePng};
   return &backend;

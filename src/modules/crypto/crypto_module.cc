@@ -76,6 +76,7 @@ constexpr MlcCryptoBackend kBackend = {MLC_CRYPTO_BACKEND_ABI, New, Update, Fina
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const MlcCryptoBackend* mlc_manifest_crypto_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(crypto, MlcCryptoBackend) {
   return &kBackend;
 }

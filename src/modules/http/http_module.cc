@@ -8,7 +8,7 @@
 #include <new>
 #include <string>
 
-#include "http_module/http_server.h"
+#include "modules/http/http_server.h"
 #include "serve/http_backend.h"
 
 struct MlcHttpServer {
@@ -114,8 +114,8 @@ void SinkDone(MlcHttpSink* s) { Of(s).done(); }
 
 }  // namespace
 
-// The module's one exported symbol: the table serve/http_backend.cc looks up after dlopen.
-extern "C" __attribute__((visibility("default"))) const MlcHttpBackend* mlc_manifest_http_backend() {
+// The module's one exported symbol (base/module_loader.h), which LoadModule looks up after dlopen.
+MLC_MODULE_ENTRY(http, MlcHttpBackend) {
   static const MlcHttpBackend backend{MLC_HTTP_BACKEND_ABI, &Create, &Bind, &Run, &Stop, &Destroy,
                                       &Status, &HasBody, &SetStatus, &SetHeader, &SetContent,
                                       &SetStream, &SinkWrite, &SinkWritable, &SinkDone};
