@@ -43,6 +43,21 @@ struct GenerationOptions {
   std::function<bool(int32_t token)> on_token;
 };
 
+// A prompt ready to prefill into a sequence: its plan and the adapter outputs its chunks use.
+struct PreparedPrompt {
+  PrefillPlan plan;
+  std::vector<NDArray> outputs;  // per piece; defined for media pieces
+};
+
+// One sequence's part of a prefill call.
+struct SequenceChunk {
+  int64_t seq_id = 0;
+  const PrefillChunk* chunk = nullptr;
+  NDArray embeds;  // [chunk size, hidden] float32
+};
+
+class ModelRunner;  // the calls into the model's functions (src/runtime/model_runner.h)
+
 // conv_template.stop_token_ids of the chat config (empty when absent).
 std::vector<int32_t> StopTokenIds(const ChatConfig& config);
 
@@ -79,6 +94,9 @@ class Session {
   // context window, prefill chunk size, page size 16, sliding window flag).
   Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,
           std::optional<int64_t> hidden_size = std::nullopt);
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
 
   // Runs the adapters, plans and prefills the turn; returns the last position's logits.
   // An image that cannot fit is rejected before its adapter runs.
@@ -90,26 +108,13 @@ class Session {
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
 
   int64_t KvLength() const;
-  const PhaseTimings& timings() const { return timings_; }
-  int64_t adapter_calls() const { return adapter_calls_; }
+  const PhaseTimings& timings() const;
+  int64_t adapter_calls() const;
 
  private:
-  Status EnsureKvCache();
-  Result<NDArray> RunAdapter(const MediaPiece& media, const NDArray& input);
-  Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const std::vector<NDArray>& outputs);
-  Result<std::vector<float>> RunPrefillChunk(const PrefillChunk& chunk, const NDArray& embeds);
-  Result<std::vector<float>> DecodeStep(int32_t token);
-  Result<NDArray> Embed(std::span<const int32_t> ids);
-  Result<std::vector<float>> TakeLogits(std::vector<Value> results, const std::string& function);
-
-  BoundModel model_;
-  std::shared_ptr<ParameterSet> params_;
-  PlanLimits limits_;
-  std::optional<int64_t> hidden_size_;
+  std::unique_ptr<ModelRunner> runner_;
   ObjectRef kv_;
   std::optional<int32_t> pending_token_;
-  PhaseTimings timings_;
-  int64_t adapter_calls_ = 0;
 };
 
 // A package and a library opened together: chat config, binding, parameters, session limits.
