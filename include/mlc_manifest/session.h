@@ -132,6 +132,10 @@ struct LoadedModel {
 
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program = std::nullopt);
+// The same with the package's mlc-chat-config.json already read (OpenPackage).
+Result<LoadedModel> LoadModel(const std::string& package_dir, ChatConfig config,
+                              const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program = std::nullopt);
 
 // {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}: milliseconds
 // rounded to the microsecond (RoundToMicroseconds), rates to 0.01 per second.

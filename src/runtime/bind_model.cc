@@ -180,10 +180,22 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program) {
   auto start = std::chrono::steady_clock::now();
-  LoadedModel model;
   auto config = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
   MLC_RETURN_IF_ERROR(config);
-  model.config = std::move(*config);
+  auto model = LoadModel(package_dir, std::move(*config), library, program);
+  MLC_RETURN_IF_ERROR(model);
+  // The config's reading counts too.
+  model->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             start).count();
+  return model;
+}
+
+Result<LoadedModel> LoadModel(const std::string& package_dir, ChatConfig config,
+                              const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program) {
+  auto start = std::chrono::steady_clock::now();
+  LoadedModel model;
+  model.config = std::move(config);
   auto limits = PlanLimitsFromChatConfig(model.config);
   MLC_RETURN_IF_ERROR(limits);
   model.limits = *limits;
