@@ -462,5 +462,34 @@ TEST(Engine, SlowAdapterDoesNotStallRunningStreams) {
       << std::chrono::duration_cast<std::chrono::milliseconds>(largest).count() << " ms";
 }
 
+// A request whose adapter is running can be cancelled, and Shutdown without draining cancels one.
+TEST(Engine, CancelAndShutdownReachARequestBeingPrepared) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  SlowLibrary slow(*m->library, std::chrono::milliseconds(500), std::chrono::milliseconds(0));
+  auto loaded = LoadModel(m->dir.path(), slow);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  TurnInput image;
+  image.pieces.push_back(PromptPiece{ImagePiece(*loaded->bound.contract.image), "/0"});
+  image.media = {Pixels(32, 5)};
+  Collected a;
+  auto id = (*engine)->Submit(Greedy(image, 3), a.Sink());
+  ASSERT_TRUE(id.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its adapter is running
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_TRUE(a.tokens.empty());
+  Collected b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*engine)->Shutdown(false);
+  EXPECT_TRUE(b.done);
+  EXPECT_EQ(b.last.finish_reason, "cancelled");
+  EXPECT_EQ((*engine)->stats().queued, 0u);
+}
+
 }  // namespace
 }  // namespace mlc

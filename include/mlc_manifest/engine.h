@@ -88,7 +88,7 @@ struct StreamEvent {
   std::string text;             // new text, safe to show (stop strings are cut)
   std::vector<int32_t> tokens;  // tokens kept since the previous event
   bool done = false;
-  std::string finish_reason;  // when done: "stop", "length", "cancelled" or "error"
+  std::string finish_reason;  // when done, FinishReasonName: "stop", "length", "cancelled", "error"
   Errors errors;              // finish_reason "error"
   int64_t prompt_tokens = 0;  // when done (and on the first event): positions prefilled
   int64_t completion_tokens = 0;
@@ -134,7 +134,7 @@ class Engine {
   void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Accept(Active& a, const std::vector<float>& logits,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
-  void Finish(Active& a, std::string reason, Errors errors,
+  void Finish(Active& a, StopReason reason, Errors errors,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void DropFinished();
   size_t WaitingLocked() const;

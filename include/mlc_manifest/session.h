@@ -77,10 +77,19 @@ struct PrefillResult {
   std::vector<float> logits;  // of the last prompt position
 };
 
+// Why a reply ended: one vocabulary for Session and the Engine, each face naming it its way.
+enum class StopReason { kStopToken, kStopString, kLength, kCancelled, kError };
+// The names of `run`, the C API and TurnResult: "stop_token", "stop_str", "length",
+// "cancelled", "error".
+const char* StopReasonName(StopReason reason);
+// The names of the engine's stream events (as OpenAI's finish_reason, which serve sends): "stop"
+// for a stop id or string, "length", "cancelled", "error".
+const char* FinishReasonName(StopReason reason);
+
 struct TurnResult {
   PrefillPlan plan;
   std::vector<int32_t> tokens;
-  std::string stop_reason;  // "stop_token", "stop_str" or "length"
+  std::string stop_reason;  // StopReasonName: "stop_token", "stop_str" or "length"
   std::vector<float> last_logits;
   PhaseTimings timings;
 };

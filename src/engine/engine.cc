@@ -142,13 +142,15 @@ void Engine::PrepareLoop() {
   }
 }
 
-void Engine::Finish(Active& a, std::string reason, Errors errors, Outbox& out) {
+void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
   if (a.finished) return;
   a.finished = true;
   StreamEvent e;
-  if (a.reply && reason != "error" && reason != "cancelled") e.text = a.reply->Finish();
+  if (a.reply && reason != StopReason::kError && reason != StopReason::kCancelled) {
+    e.text = a.reply->Finish();
+  }
   e.done = true;
-  e.finish_reason = std::move(reason);
+  e.finish_reason = FinishReasonName(reason);
   e.errors = std::move(errors);
   e.prompt_tokens = a.prompt ? a.prompt->plan.prompt_length : 0;
   e.completion_tokens = a.generated;
@@ -161,7 +163,7 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   int32_t token = a.sampler->Sample(logits);
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-    Finish(a, "stop", {}, out);
+    Finish(a, StopReason::kStopToken, {}, out);
     return;
   }
   ++a.generated;
@@ -172,9 +174,9 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   e.completion_tokens = a.generated;
   out.emplace_back(a.sink, std::move(e));
   if (a.reply && a.reply->stopped()) {
-    Finish(a, "stop", {}, out);
+    Finish(a, StopReason::kStopString, {}, out);
   } else if (a.generated >= a.limit) {
-    Finish(a, "length", {}, out);
+    Finish(a, StopReason::kLength, {}, out);
   } else {
     a.decoding = true;
     a.pending = token;
@@ -211,7 +213,7 @@ void Engine::AdmitWaiting(Outbox& out) {
     }
     if (!next->prepare_errors.empty()) {
       Errors errors = std::move(next->prepare_errors);
-      Finish(*next, "error", std::move(errors), out);
+      Finish(*next, StopReason::kError, std::move(errors), out);
       continue;
     }
     next->pages = need;
@@ -220,11 +222,11 @@ void Engine::AdmitWaiting(Outbox& out) {
     if (tokenizer_) next->reply.emplace(*tokenizer_, next->request.stop_strings);
     if (Status s = kv.AddSequence(static_cast<int64_t>(next->id)); !s) {
       reserved_pages_ -= need;
-      Finish(*next, "error", s.errors(), out);
+      Finish(*next, StopReason::kError, s.errors(), out);
       continue;
     }
     if (next->limit == 0) {
-      Finish(*next, "length", {}, out);
+      Finish(*next, StopReason::kLength, {}, out);
     }
     running_.push_back(std::move(next));
   }
@@ -244,7 +246,7 @@ void Engine::RunDecode(Outbox& out) {
   auto logits = batch_->Decode(ids, tokens);
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!logits) {
-      Finish(*batch[i], "error", logits.errors(), out);
+      Finish(*batch[i], StopReason::kError, logits.errors(), out);
     } else {
       Accept(*batch[i], (*logits)[i], out);
     }
@@ -261,7 +263,7 @@ void Engine::RunPrefill(Outbox& out) {
     if (!chunks.empty() && chunk.size() > budget) break;  // the next step takes it
     auto embeds = batch_->ChunkEmbeddings(chunk, *a->prompt);
     if (!embeds) {
-      Finish(*a, "error", embeds.take_errors(), out);
+      Finish(*a, StopReason::kError, embeds.take_errors(), out);
       continue;
     }
     batch.push_back(a.get());
@@ -274,7 +276,7 @@ void Engine::RunPrefill(Outbox& out) {
   for (size_t i = 0; i < batch.size(); ++i) {
     Active& a = *batch[i];
     if (!logits) {
-      Finish(a, "error", logits.errors(), out);
+      Finish(a, StopReason::kError, logits.errors(), out);
       continue;
     }
     if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
@@ -318,7 +320,7 @@ void Engine::Loop() {
       }
       if (preparing_ && cancelled_.count(preparing_->id)) preparing_cancelled_ = true;
       for (auto& a : running_) {
-        if (cancelled_.count(a->id)) Finish(*a, "cancelled", {}, out);
+        if (cancelled_.count(a->id)) Finish(*a, StopReason::kCancelled, {}, out);
       }
       cancelled_.clear();
       if (stop_ && queue_.empty() && !preparing_ && prepared_.empty() && running_.empty() &&
@@ -326,7 +328,7 @@ void Engine::Loop() {
         break;
       }
     }
-    for (auto& a : cancelled_queued) Finish(*a, "cancelled", {}, out);
+    for (auto& a : cancelled_queued) Finish(*a, StopReason::kCancelled, {}, out);
     DropFinished();
     AdmitWaiting(out);
     bool worked = std::any_of(running_.begin(), running_.end(),

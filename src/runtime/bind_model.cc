@@ -136,6 +136,7 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
   MLC_RETURN_IF_ERROR(package);
   std::optional<CompiledProgram> compiled = program;
   std::string program_path;
+  if (!compiled) compiled = library.Metadata().program;
   if (!compiled) {
     const auto& artifact = library.Metadata().artifact;
     if (!artifact) {

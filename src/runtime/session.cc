@@ -77,17 +77,17 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
   result.plan = std::move(prefill->plan);
   std::vector<float> logits = std::move(prefill->logits);
   Sampler sampler(options.sampler);
-  result.stop_reason = "length";
+  StopReason reason = StopReason::kLength;
   while (static_cast<int64_t>(result.tokens.size()) < options.max_tokens) {
     int32_t token = sampler.Sample(logits);
     if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
         options.stop_token_ids.end()) {
-      result.stop_reason = "stop_token";
+      reason = StopReason::kStopToken;
       break;
     }
     result.tokens.push_back(token);
     bool go_on = !options.on_token || options.on_token(token);
-    if (!go_on) result.stop_reason = "stop_str";
+    if (!go_on) reason = StopReason::kStopString;
     // A full context ends the turn as max_tokens does (stop reason "length"), as chat tools do:
     // the token just sampled has no position left to be fed at.
     if (!go_on || static_cast<int64_t>(result.tokens.size()) == options.max_tokens ||
@@ -101,6 +101,7 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
     MLC_RETURN_IF_ERROR(next);
     logits = std::move(next->front());
   }
+  result.stop_reason = StopReasonName(reason);
   result.last_logits = std::move(logits);
   // Timings of this turn only.
   result.timings = timings();
@@ -125,6 +126,32 @@ std::vector<int32_t> StopTokenIds(const ChatConfig& config) {
     if (id && *id >= 0 && *id <= INT32_MAX) ids.push_back(static_cast<int32_t>(*id));
   }
   return ids;
+}
+
+const char* StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kStopToken:
+      return "stop_token";
+    case StopReason::kStopString:
+      return "stop_str";
+    case StopReason::kLength:
+      return "length";
+    case StopReason::kCancelled:
+      return "cancelled";
+    case StopReason::kError:
+      return "error";
+  }
+  return "error";
+}
+
+const char* FinishReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kStopToken:
+    case StopReason::kStopString:
+      return "stop";
+    default:
+      return StopReasonName(reason);
+  }
 }
 
 double RoundToMicroseconds(double ms) { return std::round(ms * 1000.0) / 1000.0; }
