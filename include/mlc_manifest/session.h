@@ -1,6 +1,8 @@
 // Generation over a bound model: a request turn's media decoded for its adapters (PrepareTurn),
-// and a Session that drives create_kv_cache, embed_tokens, the adapters, prefill and decode with
-// a sampler, turn by turn over one KV cache; LoadModel opens a package with its library.
+// and a Session that drives create_kv_cache, embed_tokens, the adapters, prefill and decode
+// (through the model runner) with a sampler, turn by turn over one KV cache; why a reply ended
+// (StopReason); LoadModel opens a package with its library (OpenPackage, open_package.h, adds
+// the tokenizer and template).
 #pragma once
 
 #include <cstdint>
