@@ -2,7 +2,7 @@
 // fork, begin_forward errors, running out of pages), batched prefill and decode giving each
 // sequence exactly the greedy tokens it gets alone (mixed lengths and modalities, both pairs),
 // and the continuous-batching engine (late joiners, a queue, stop ids and strings, cancellation,
-// the KV page budget).
+// the KV page budget, a slow adapter that does not stall running streams).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,12 +10,14 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
+#include "runtime/function_table.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -391,6 +393,102 @@ TEST(Engine, BoundedQueueAndShutdown) {
   EXPECT_EQ(a.last.finish_reason, "cancelled");
   EXPECT_EQ(b.last.finish_reason, "cancelled");
   EXPECT_FALSE((*engine)->Submit(Greedy(Text({1, 42}), 3), c.Sink()).ok());
+}
+
+// Another library's functions, the image adapter and each decode step slowed by a sleep first: a
+// slow vision tower beside a stream that decodes for a few seconds.
+class SlowLibrary : public FunctionTableLibrary {
+ public:
+  SlowLibrary(const ModelLibrary& inner, std::chrono::milliseconds adapter,
+              std::chrono::milliseconds decode)
+      : FunctionTableLibrary(inner.Metadata()) {
+    for (const std::string& name : inner.FunctionNames()) {
+      const PackedFunction* fn = inner.GetFunction(name);
+      auto delay = name == "image_embed" ? adapter : name == "decode_tokens" ? decode
+                                                                             : std::chrono::milliseconds(0);
+      functions_[name] = [fn, delay](std::span<const Value> args) {
+        std::this_thread::sleep_for(delay);
+        return (*fn)(args);
+      };
+    }
+  }
+};
+
+TEST(Engine, SlowAdapterDoesNotStallRunningStreams) {
+  using Clock = std::chrono::steady_clock;
+  const auto adapter = std::chrono::milliseconds(800);
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  SlowLibrary slow(*m->library, adapter, std::chrono::milliseconds(5));
+  auto loaded = LoadModel(m->dir.path(), slow);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  // A decodes ~400 steps of at least 5 ms each: it runs through B's adapter call.
+  std::mutex mu;
+  std::vector<Clock::time_point> a_times;
+  Collected a;
+  StreamSink a_sink = a.Sink();
+  auto id = (*engine)->Submit(Greedy(Text({1, 40, 41}), 400), [&](const StreamEvent& e) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      a_times.push_back(Clock::now());
+    }
+    a_sink(e);
+  });
+  ASSERT_TRUE(id.ok());
+  a.WaitEvents(5);
+  TurnInput image;
+  image.pieces.push_back(PromptPiece{TextPiece{{1, 50}}, "/0"});
+  image.pieces.push_back(PromptPiece{ImagePiece(*loaded->bound.contract.image), "/1"});
+  image.media = {NDArray(), Pixels(32, 3)};
+  const auto submitted = Clock::now();
+  Collected b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
+  b.WaitDone();
+  const auto b_done = Clock::now();
+  EXPECT_EQ(b.last.finish_reason, "length");
+  EXPECT_EQ(b.tokens.size(), 3u);
+  EXPECT_GE(b_done - submitted, adapter);  // the adapter did run
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  // A kept decoding while B's adapter ran: no gap between its events near the adapter's time.
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(a_times.size(), 2u);
+  ASSERT_GT(a_times.back(), submitted + adapter) << "A ended before B's adapter returned";
+  auto largest = Clock::duration::zero();
+  for (size_t i = 1; i < a_times.size(); ++i) largest = std::max(largest, a_times[i] - a_times[i - 1]);
+  EXPECT_LT(largest, adapter / 2)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(largest).count() << " ms";
+}
+
+// A request whose adapter is running can be cancelled, and Shutdown without draining cancels one.
+TEST(Engine, CancelAndShutdownReachARequestBeingPrepared) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  SlowLibrary slow(*m->library, std::chrono::milliseconds(500), std::chrono::milliseconds(0));
+  auto loaded = LoadModel(m->dir.path(), slow);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  TurnInput image;
+  image.pieces.push_back(PromptPiece{ImagePiece(*loaded->bound.contract.image), "/0"});
+  image.media = {Pixels(32, 5)};
+  Collected a;
+  auto id = (*engine)->Submit(Greedy(image, 3), a.Sink());
+  ASSERT_TRUE(id.ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // its adapter is running
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_TRUE(a.tokens.empty());
+  Collected b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*engine)->Shutdown(false);
+  EXPECT_TRUE(b.done);
+  EXPECT_EQ(b.last.finish_reason, "cancelled");
+  EXPECT_EQ((*engine)->stats().queued, 0u);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // of several sequences laid end to end in one call, one decode call for a whole batch), and the
 // continuous-batching Engine on top (requests join and leave between decode steps, prefill chunks
 // of new requests interleave with decode under prefill_chunk_size, a bounded queue, per-request
-// limits, stop ids and strings, sampling, cancellation, the KV page budget).
+// limits, stop ids and strings, sampling, cancellation, the KV page budget); a request's adapters
+// run on a preparation worker before it joins the batch, so running streams keep decoding.
 #pragma once
 
 #include <condition_variable>
@@ -29,19 +30,6 @@ struct BatchOptions {
   int64_t page_size = 16;
 };
 
-// A prompt ready to prefill into a sequence: its plan and the adapter outputs its chunks use.
-struct PreparedPrompt {
-  PrefillPlan plan;
-  std::vector<NDArray> outputs;  // per piece; defined for media pieces
-};
-
-// One sequence's part of a batched prefill call.
-struct SequenceChunk {
-  int64_t seq_id = 0;
-  const PrefillChunk* chunk = nullptr;
-  NDArray embeds;  // [chunk size, hidden] float32
-};
-
 class BatchModel {
  public:
   // Creates the KV cache with create_kv_cache(max_batch_size, kv_positions, prefill_chunk_size,
@@ -49,9 +37,13 @@ class BatchModel {
   static Result<std::unique_ptr<BatchModel>> Create(const LoadedModel& model,
                                                     const BatchOptions& options);
 
+  ~BatchModel();
   PagedKvState& kv() { return *kv_; }
-  const PlanLimits& limits() const { return limits_; }
+  const PlanLimits& limits() const;
   int64_t max_batch_size() const { return options_.max_batch_size; }
+  // A runner for another thread over the same model (the engine's preparation worker): its
+  // adapter calls take only the parameters, so they may run while this one prefills or decodes.
+  std::unique_ptr<ModelRunner> ForkRunner() const;
 
   // Runs the adapters of a prompt and plans it for a sequence holding kv_length positions (the
   // context check runs before an image adapter and again once audio rows are known).
@@ -68,17 +60,8 @@ class BatchModel {
 
  private:
   BatchModel(const LoadedModel& model, const BatchOptions& options);
-  Result<NDArray> Embed(std::span<const int32_t> ids);
-  Result<NDArray> RunAdapter(const MediaPiece& media, const NDArray& input);
-  Result<std::vector<std::vector<float>>> Call(const PackedFunction& fn, const std::string& name,
-                                               std::vector<Value> args,
-                                               std::span<const int64_t> seq_ids,
-                                               std::span<const int64_t> lengths);
 
-  BoundModel model_;
-  std::shared_ptr<ParameterSet> params_;
-  PlanLimits limits_;
-  std::optional<int64_t> hidden_size_;
+  std::unique_ptr<ModelRunner> runner_;
   BatchOptions options_;
   ObjectRef kv_ref_;
   PagedKvState* kv_ = nullptr;
@@ -105,7 +88,7 @@ struct StreamEvent {
   std::string text;             // new text, safe to show (stop strings are cut)
   std::vector<int32_t> tokens;  // tokens kept since the previous event
   bool done = false;
-  std::string finish_reason;  // when done: "stop", "length", "cancelled" or "error"
+  std::string finish_reason;  // when done, FinishReasonName: "stop", "length", "cancelled", "error"
   Errors errors;              // finish_reason "error"
   int64_t prompt_tokens = 0;  // when done (and on the first event): positions prefilled
   int64_t completion_tokens = 0;
@@ -145,23 +128,33 @@ class Engine {
   struct Active;
   Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options);
   void Loop();
+  void PrepareLoop();
   void AdmitWaiting(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunPrefill(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Accept(Active& a, const std::vector<float>& logits,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
-  void Finish(Active& a, std::string reason, Errors errors,
+  void Finish(Active& a, StopReason reason, Errors errors,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void DropFinished();
+  size_t WaitingLocked() const;
 
   std::unique_ptr<BatchModel> batch_;
+  // The preparation worker's own runner: adapters and planning, off the engine thread.
+  std::unique_ptr<ModelRunner> prepare_runner_;
   const Tokenizer* tokenizer_;
   EngineOptions options_;
   int64_t reserved_pages_ = 0;  // engine thread only
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;
+  std::condition_variable wake_;          // the engine thread
+  std::condition_variable prepare_wake_;  // the preparation worker
+  // A request waits in queue_, is prepared by the worker (preparing_), then waits in prepared_
+  // (adapter outputs and plan ready, or its errors) until the engine admits it.
   std::deque<std::unique_ptr<Active>> queue_;     // guarded by mu_
+  std::unique_ptr<Active> preparing_;             // guarded by mu_ (its fields: the worker's)
+  bool preparing_cancelled_ = false;              // guarded by mu_
+  std::deque<std::unique_ptr<Active>> prepared_;  // guarded by mu_
   std::vector<std::unique_ptr<Active>> running_;  // engine thread; sizes mirrored into stats
   std::set<uint64_t> cancelled_;                  // guarded by mu_
   uint64_t next_id_ = 1;
@@ -170,6 +163,7 @@ class Engine {
   bool stop_ = false;
   Stats stats_;
   std::thread thread_;
+  std::thread prepare_thread_;
 };
 
 }  // namespace mlc

@@ -86,7 +86,11 @@ struct LibraryMetadata {
   std::string model_type;
   std::string kv_state_kind = "kv_cache";
   std::vector<ParamSpec> params;  // the order parameters are passed in
-  std::optional<Json> artifact;   // _metadata.artifact: the compiled-program document, if any
+  // _metadata.artifact, the compiled program the library carries, if any: typed when the library
+  // makes it itself (the built-in CPU program), else the JSON document it was given (a
+  // reference-lib.json, a C API metadata_json), parsed when a package is bound to it.
+  std::optional<CompiledProgram> program;
+  std::optional<Json> artifact;
 };
 
 // A loaded model library. Whoever opens it owns it (std::unique_ptr); every PackedFunction

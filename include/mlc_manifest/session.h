@@ -1,6 +1,8 @@
 // Generation over a bound model: a request turn's media decoded for its adapters (PrepareTurn),
-// and a Session that drives create_kv_cache, embed_tokens, the adapters, prefill and decode with
-// a sampler, turn by turn over one KV cache; LoadModel opens a package with its library.
+// and a Session that drives create_kv_cache, embed_tokens, the adapters, prefill and decode
+// (through the model runner) with a sampler, turn by turn over one KV cache; why a reply ended
+// (StopReason); LoadModel opens a package with its library (OpenPackage, open_package.h, adds
+// the tokenizer and template).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,21 @@ struct GenerationOptions {
   std::function<bool(int32_t token)> on_token;
 };
 
+// A prompt ready to prefill into a sequence: its plan and the adapter outputs its chunks use.
+struct PreparedPrompt {
+  PrefillPlan plan;
+  std::vector<NDArray> outputs;  // per piece; defined for media pieces
+};
+
+// One sequence's part of a prefill call.
+struct SequenceChunk {
+  int64_t seq_id = 0;
+  const PrefillChunk* chunk = nullptr;
+  NDArray embeds;  // [chunk size, hidden] float32
+};
+
+class ModelRunner;  // the calls into the model's functions (src/runtime/model_runner.h)
+
 // conv_template.stop_token_ids of the chat config (empty when absent).
 std::vector<int32_t> StopTokenIds(const ChatConfig& config);
 
@@ -62,10 +79,19 @@ struct PrefillResult {
   std::vector<float> logits;  // of the last prompt position
 };
 
+// Why a reply ended: one vocabulary for Session and the Engine, each face naming it its way.
+enum class StopReason { kStopToken, kStopString, kLength, kCancelled, kError };
+// The names of `run`, the C API and TurnResult: "stop_token", "stop_str", "length",
+// "cancelled", "error".
+const char* StopReasonName(StopReason reason);
+// The names of the engine's stream events (as OpenAI's finish_reason, which serve sends): "stop"
+// for a stop id or string, "length", "cancelled", "error".
+const char* FinishReasonName(StopReason reason);
+
 struct TurnResult {
   PrefillPlan plan;
   std::vector<int32_t> tokens;
-  std::string stop_reason;  // "stop_token", "stop_str" or "length"
+  std::string stop_reason;  // StopReasonName: "stop_token", "stop_str" or "length"
   std::vector<float> last_logits;
   PhaseTimings timings;
 };
@@ -79,6 +105,9 @@ class Session {
   // context window, prefill chunk size, page size 16, sliding window flag).
   Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,
           std::optional<int64_t> hidden_size = std::nullopt);
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
 
   // Runs the adapters, plans and prefills the turn; returns the last position's logits.
   // An image that cannot fit is rejected before its adapter runs.
@@ -90,26 +119,13 @@ class Session {
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
 
   int64_t KvLength() const;
-  const PhaseTimings& timings() const { return timings_; }
-  int64_t adapter_calls() const { return adapter_calls_; }
+  const PhaseTimings& timings() const;
+  int64_t adapter_calls() const;
 
  private:
-  Status EnsureKvCache();
-  Result<NDArray> RunAdapter(const MediaPiece& media, const NDArray& input);
-  Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const std::vector<NDArray>& outputs);
-  Result<std::vector<float>> RunPrefillChunk(const PrefillChunk& chunk, const NDArray& embeds);
-  Result<std::vector<float>> DecodeStep(int32_t token);
-  Result<NDArray> Embed(std::span<const int32_t> ids);
-  Result<std::vector<float>> TakeLogits(std::vector<Value> results, const std::string& function);
-
-  BoundModel model_;
-  std::shared_ptr<ParameterSet> params_;
-  PlanLimits limits_;
-  std::optional<int64_t> hidden_size_;
+  std::unique_ptr<ModelRunner> runner_;
   ObjectRef kv_;
   std::optional<int32_t> pending_token_;
-  PhaseTimings timings_;
-  int64_t adapter_calls_ = 0;
 };
 
 // A package and a library opened together: chat config, binding, parameters, session limits.
@@ -126,6 +142,10 @@ struct LoadedModel {
 };
 
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program = std::nullopt);
+// The same with the package's mlc-chat-config.json already read (OpenPackage).
+Result<LoadedModel> LoadModel(const std::string& package_dir, ChatConfig config,
+                              const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program = std::nullopt);
 
 // {"create_kv_ms", "embed_ms", "adapter_ms", "prefill_ms", "decode_ms", ...}: milliseconds

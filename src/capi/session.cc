@@ -11,7 +11,7 @@
 
 #include "capi/capi_internal.h"
 #include "mlc_manifest/conversation.h"
-#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/open_package.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
@@ -230,12 +230,10 @@ mlc::Result<mlc::LibraryMetadata> ParseMetadata(const char* text) {
 
 struct mlc_session {
   mlc_errors errors;
-  // Declared before the model and session: they point into it, so it goes last.
-  std::unique_ptr<mlc::ModelLibrary> library;
-  std::optional<mlc::LoadedModel> model;
+  // Declared before the session: it points into the package's library, so it goes last.
+  std::optional<mlc::OpenedPackage> package;
   std::optional<mlc::Session> session;
   mlc_session_params params{};
-  std::vector<int32_t> stop_token_ids;
   std::vector<int32_t> tokens;
   std::string stop_reason;
 };
@@ -244,30 +242,31 @@ namespace {
 
 void Reset(mlc_session* h) {
   h->session.reset();
-  h->model.reset();
-  h->library.reset();
+  h->package.reset();
   h->tokens.clear();
   h->stop_reason.clear();
 }
 
-// Binds and loads the package with h->library, then starts the session.
-int Load(mlc_session* h, const std::string& dir, const mlc_session_params* params) {
+// Opens the package with `library` (null: the built-in programs), then starts the session.
+int Load(mlc_session* h, const std::string& dir, std::unique_ptr<mlc::ModelLibrary> library,
+         const mlc_session_params* params) {
   h->params = params ? *params : mlc_session_params_default();
   const mlc_session_params& p = h->params;
   if (p.max_tokens < 0) return FailWith(h->errors, MLC_ERR_ARGUMENT, "", "max_tokens must be >= 0");
   mlc::SamplerConfig sampler{p.temperature, p.top_p, p.top_k, p.seed};
   if (mlc::Status st = mlc::CheckSamplerConfig(sampler); !st) return Fail(h->errors, st.errors());
-  std::optional<mlc::CompiledProgram> program;
+  mlc::OpenOptions open;
+  open.tokenizer = false;  // the C API's requests are token ids
   if (p.program_path) {
     auto read = mlc::ReadCompiledProgram(p.program_path);
     if (!read) return Fail(h->errors, read.take_errors(), p.program_path);
-    program = std::move(*read);
+    open.program = std::move(*read);
   }
-  auto model = mlc::LoadModel(dir, *h->library, program);
-  if (!model) return Fail(h->errors, model.take_errors(), dir);
-  h->stop_token_ids = mlc::StopTokenIds(model->config);
-  h->model = std::move(*model);
-  h->session.emplace(h->model->NewSession());
+  auto package = library ? mlc::OpenPackage(dir, std::move(library), open)
+                         : mlc::OpenPackage(dir, open);
+  if (!package) return Fail(h->errors, package.take_errors(), dir);
+  h->package = std::move(*package);
+  h->session.emplace(h->package->model.NewSession());
   return MLC_OK;
 }
 
@@ -280,12 +279,12 @@ int Generate(mlc_session* h, std::string_view text, const std::string& base_dir,
   mlc::GenerationOptions options;
   options.max_tokens = h->params.max_tokens;
   options.sampler = {h->params.temperature, h->params.top_p, h->params.top_k, h->params.seed};
-  options.stop_token_ids = h->stop_token_ids;
+  options.stop_token_ids = h->package->stop_ids;
   if (on_token) {
     options.on_token = [on_token, user](int32_t token) { return on_token(user, token) != 0; };
   }
   for (const mlc::RequestTurn& turn : request->turns) {
-    auto input = mlc::PrepareTurn(h->model->bound.contract, turn);
+    auto input = mlc::PrepareTurn(h->package->model.bound.contract, turn);
     if (!input) return Fail(h->errors, input.take_errors(), kMemoryDocument);
     auto result = h->session->Generate(*input, options);
     if (!result) return Fail(h->errors, result.take_errors());
@@ -311,10 +310,7 @@ int mlc_session_open(mlc_session* h, const char* package_dir, const mlc_session_
     Reset(h);
     // The built-in programs: the reference runtime for a reference package, else the CPU
     // program chosen by model_type (as `mlc-manifest run`).
-    auto library = mlc::OpenPackageLibrary(package_dir);
-    if (!library) return Fail(h->errors, library.take_errors(), package_dir);
-    h->library = std::move(*library);
-    int rc = Load(h, package_dir, params);
+    int rc = Load(h, package_dir, nullptr, params);
     if (rc != MLC_OK) Reset(h);
     return rc;
   });
@@ -329,8 +325,8 @@ int mlc_session_open_functions(mlc_session* h, const char* package_dir,
     Reset(h);
     auto metadata = ParseMetadata(table->metadata_json);
     if (!metadata) return Fail(h->errors, metadata.take_errors(), "metadata_json");
-    h->library = std::make_unique<TableLibrary>(table, std::move(*metadata));
-    int rc = Load(h, package_dir, params);
+    int rc = Load(h, package_dir, std::make_unique<TableLibrary>(table, std::move(*metadata)),
+                  params);
     if (rc != MLC_OK) Reset(h);
     return rc;
   });

@@ -13,7 +13,7 @@
 #include "cli/command.h"
 #include "mlc_manifest/chat.h"
 #include "mlc_manifest/fs.h"
-#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/open_package.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
 
@@ -77,31 +77,24 @@ int Run(const RunArgs& a) {
     return ReportFailure({UsageError("--max-tokens: expected >= 0")}, a.json);
   }
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
-  std::optional<CompiledProgram> program;
+  const bool chat = !a.messages.empty();
+  OpenOptions open;
+  open.chat = chat;
   if (!a.program.empty()) {
     auto p = ReadCompiledProgram(a.program);
     if (!p) return ReportFailure(p.errors(), a.json, a.program);
-    program = std::move(*p);
+    open.program = std::move(*p);
   }
-  auto library = OpenPackageLibrary(a.dir);
-  if (!library) return ReportFailure(library.errors(), a.json);
-  auto model = LoadModel(a.dir, **library, program);
-  if (!model) return ReportFailure(model.errors(), a.json);
-  const bool chat = !a.messages.empty();
+  auto package = OpenPackage(a.dir, open);
+  if (!package) return ReportFailure(package.errors(), a.json);
+  const LoadedModel* model = &package->model;
   const SamplerConfig sampler = chat ? ChatSampler(a, model->config) : a.sampler;
   if (Status s = CheckSamplerConfig(sampler); !s) return ReportFailure(s.errors(), a.json);
-  std::unique_ptr<Tokenizer> tokenizer;
-  if (auto t = Tokenizer::FromDirectory(a.dir); t) {
-    tokenizer = std::move(*t);
-  } else if (chat) {
-    return ReportFailure(t.errors(), a.json);
-  }
+  const Tokenizer* tokenizer = package->tokenizer.get();
   std::optional<ChatTurns> chat_turns;
   std::optional<Request> request;
   if (chat) {
-    auto tmpl = ConvTemplateFromChatConfig(model->config.raw);
-    if (!tmpl) return ReportFailure(tmpl.errors(), a.json);
-    chat_turns.emplace(std::move(*tmpl), *tokenizer);
+    chat_turns.emplace(*package->tmpl, *tokenizer);
   } else {
     auto r = ReadRequestFile(a.request);
     if (!r) return ReportFailure(r.errors(), a.json, a.request);
@@ -120,7 +113,7 @@ int Run(const RunArgs& a) {
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
   options.sampler = sampler;
-  options.stop_token_ids = StopTokenIds(model->config);
+  options.stop_token_ids = package->stop_ids;
   Session session = model->NewSession();
   if (!a.json) report << model->bound.note << "\n";
   OrderedJson turns = OrderedJson::array(), all_tokens = OrderedJson::array();
@@ -134,7 +127,7 @@ int Run(const RunArgs& a) {
     if (!input) return ReportFailure(input.errors(), a.json, input_file);
     std::optional<ReplyStream> text;
     if (tokenizer) {
-      text.emplace(*tokenizer, chat ? chat_turns->tmpl().stop_str : std::vector<std::string>{});
+      text.emplace(*tokenizer, package->stop_strings);
       options.on_token = [&](int32_t token) {
         std::string piece = text->Push(token);
         if (stream) std::cout << show(piece);

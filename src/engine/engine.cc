@@ -1,4 +1,6 @@
-// The continuous-batching scheduler: one thread owns the model. Each step it admits queued
+// The continuous-batching scheduler: a preparation worker runs each queued request's adapters and
+// plans it (one at a time, in order, over its own ModelRunner), and the engine thread, which owns
+// the KV cache, only admits prepared requests. Each step it admits prepared
 // requests while the batch and the KV page budget allow (a request that can never fit fails,
 // one that fits later waits), runs one decode call for every request that is generating and one
 // prefill call that packs the next chunk of each prefilling request under prefill_chunk_size,
@@ -8,6 +10,7 @@
 
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
+#include "runtime/model_runner.h"
 
 namespace mlc {
 
@@ -18,7 +21,7 @@ struct Engine::Active {
   GenerationRequest request;
   StreamSink sink;
   std::optional<PreparedPrompt> prompt;  // once its adapters ran
-  Errors prepare_errors;
+  Errors prepare_errors;                 // or why they could not
   size_t next_chunk = 0;
   bool decoding = false;   // prefill done; `pending` is the token to feed
   bool finished = false;
@@ -39,11 +42,19 @@ int64_t PagesFor(int64_t positions, int64_t page_size) {
 }  // namespace
 
 Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options)
-    : batch_(std::move(batch)), tokenizer_(tokenizer), options_(std::move(options)) {
+    : batch_(std::move(batch)),
+      prepare_runner_(batch_->ForkRunner()),
+      tokenizer_(tokenizer),
+      options_(std::move(options)) {
   if (options_.prefill_chunk_size <= 0) options_.prefill_chunk_size = batch_->limits().prefill_chunk_size;
   stats_.total_pages = batch_->kv().TotalPages();
   stats_.free_pages = batch_->kv().FreePages();
   thread_ = std::thread([this] { Loop(); });
+  prepare_thread_ = std::thread([this] { PrepareLoop(); });
+}
+
+size_t Engine::WaitingLocked() const {
+  return queue_.size() + prepared_.size() + (preparing_ ? 1 : 0);
 }
 
 Result<std::unique_ptr<Engine>> Engine::Start(const LoadedModel& model, const Tokenizer* tokenizer,
@@ -67,15 +78,14 @@ Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
   a->sink = std::move(sink);
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return Error{ErrorCode::kUsage, "", "the engine is shutting down"};
-  if (queue_.size() >= options_.max_queue) {
+  if (WaitingLocked() >= options_.max_queue) {
     return Error{ErrorCode::kLimit, "",
-                 "the queue holds " + std::to_string(queue_.size()) + " waiting requests, its limit"};
+                 "the queue holds " + std::to_string(WaitingLocked()) + " waiting requests, its limit"};
   }
   a->id = next_id_++;
   uint64_t id = a->id;
   queue_.push_back(std::move(a));
-  stats_.queued = queue_.size();
-  wake_.notify_all();
+  prepare_wake_.notify_all();
   return id;
 }
 
@@ -91,23 +101,56 @@ void Engine::Shutdown(bool drain) {
     accepting_ = false;
     draining_ = drain;
     stop_ = true;
+    // A request being prepared is cancelled once its adapters return.
+    if (!drain && preparing_) preparing_cancelled_ = true;
     wake_.notify_all();
+    prepare_wake_.notify_all();
   }
+  if (prepare_thread_.joinable()) prepare_thread_.join();
   if (thread_.joinable()) thread_.join();
 }
 
 Engine::Stats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  Stats s = stats_;
+  s.queued = WaitingLocked();
+  return s;
 }
 
-void Engine::Finish(Active& a, std::string reason, Errors errors, Outbox& out) {
+// The preparation worker: takes the queue's head, runs its adapters and plans it without the
+// lock, and hands it to the engine thread (prepared, failed, or cancelled meanwhile).
+void Engine::PrepareLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    prepare_wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_ && (!draining_ || queue_.empty())) return;  // the engine thread cancels the rest
+    preparing_ = std::move(queue_.front());
+    queue_.pop_front();
+    Active& a = *preparing_;
+    lock.unlock();
+    auto prompt = prepare_runner_->Prepare(a.request.input.pieces, a.request.input.media, 0);
+    if (prompt) {
+      a.prompt = std::move(*prompt);
+    } else {
+      a.prepare_errors = prompt.take_errors();
+    }
+    lock.lock();
+    if (preparing_cancelled_) cancelled_.insert(a.id);
+    preparing_cancelled_ = false;
+    prepared_.push_back(std::move(preparing_));
+    wake_.notify_all();
+  }
+}
+
+void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
   if (a.finished) return;
   a.finished = true;
   StreamEvent e;
-  if (a.reply && reason != "error" && reason != "cancelled") e.text = a.reply->Finish();
+  if (a.reply && reason != StopReason::kError && reason != StopReason::kCancelled) {
+    e.text = a.reply->Finish();
+  }
   e.done = true;
-  e.finish_reason = std::move(reason);
+  e.finish_reason = FinishReasonName(reason);
   e.errors = std::move(errors);
   e.prompt_tokens = a.prompt ? a.prompt->plan.prompt_length : 0;
   e.completion_tokens = a.generated;
@@ -120,7 +163,7 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   int32_t token = a.sampler->Sample(logits);
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-    Finish(a, "stop", {}, out);
+    Finish(a, StopReason::kStopToken, {}, out);
     return;
   }
   ++a.generated;
@@ -131,9 +174,9 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   e.completion_tokens = a.generated;
   out.emplace_back(a.sink, std::move(e));
   if (a.reply && a.reply->stopped()) {
-    Finish(a, "stop", {}, out);
+    Finish(a, StopReason::kStopString, {}, out);
   } else if (a.generated >= a.limit) {
-    Finish(a, "length", {}, out);
+    Finish(a, StopReason::kLength, {}, out);
   } else {
     a.decoding = true;
     a.pending = token;
@@ -144,58 +187,46 @@ void Engine::AdmitWaiting(Outbox& out) {
   PagedKvState& kv = batch_->kv();
   const int64_t page = kv.PageSize();
   while (static_cast<int64_t>(running_.size()) < batch_->max_batch_size()) {
-    std::unique_ptr<Active> a;
+    std::unique_ptr<Active> next;
+    int64_t need = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (queue_.empty()) return;
-      // The head runs its adapters once (outside the budget: they do not touch the KV cache).
-      if (!queue_.front()->prompt && queue_.front()->prepare_errors.empty()) {
-        a = std::move(queue_.front());
-        queue_.pop_front();
-      }
-    }
-    if (a) {
-      auto prompt = batch_->Prepare(a->request.input, 0);
-      if (!prompt) {
-        Finish(*a, "error", prompt.take_errors(), out);
-        continue;
-      }
-      a->prompt = std::move(*prompt);
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_front(std::move(a));
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    Active& head = *queue_.front();
-    const int64_t prompt_len = head.prompt->plan.prompt_length;
-    const int64_t window = batch_->limits().context_window_size;
-    head.limit = std::min<int64_t>(head.request.max_tokens, std::max<int64_t>(window - prompt_len, 0));
-    int64_t need = PagesFor(prompt_len + head.limit, page);
-    if (need > kv.TotalPages()) {
-      std::unique_ptr<Active> failed = std::move(queue_.front());
-      queue_.pop_front();
-      Finish(*failed, "error",
-             {Error{ErrorCode::kLimit, "",
+      if (prepared_.empty()) return;
+      Active& head = *prepared_.front();
+      if (head.prepare_errors.empty()) {
+        const int64_t prompt_len = head.prompt->plan.prompt_length;
+        const int64_t window = batch_->limits().context_window_size;
+        head.limit =
+            std::min<int64_t>(head.request.max_tokens, std::max<int64_t>(window - prompt_len, 0));
+        need = PagesFor(prompt_len + head.limit, page);
+        if (need > kv.TotalPages()) {
+          head.prepare_errors.push_back(
+              Error{ErrorCode::kLimit, "",
                     "the request needs " + std::to_string(prompt_len + head.limit) +
-                        " KV positions; the cache holds " + std::to_string(kv.TotalPages() * page)}},
-             out);
+                        " KV positions; the cache holds " + std::to_string(kv.TotalPages() * page)});
+        } else if (need > kv.TotalPages() - reserved_pages_) {
+          return;  // waits for running requests to end
+        }
+      }
+      next = std::move(prepared_.front());
+      prepared_.pop_front();
+    }
+    if (!next->prepare_errors.empty()) {
+      Errors errors = std::move(next->prepare_errors);
+      Finish(*next, StopReason::kError, std::move(errors), out);
       continue;
     }
-    if (need > kv.TotalPages() - reserved_pages_) return;  // waits for running requests to end
-    std::unique_ptr<Active> next = std::move(queue_.front());
-    queue_.pop_front();
-    stats_.queued = queue_.size();
-    // The lowest free sequence id (ids are reused; at most max_batch_size are live).
     next->pages = need;
     reserved_pages_ += need;
     next->sampler.emplace(next->request.sampler);
     if (tokenizer_) next->reply.emplace(*tokenizer_, next->request.stop_strings);
     if (Status s = kv.AddSequence(static_cast<int64_t>(next->id)); !s) {
       reserved_pages_ -= need;
-      Finish(*next, "error", s.errors(), out);
+      Finish(*next, StopReason::kError, s.errors(), out);
       continue;
     }
     if (next->limit == 0) {
-      Finish(*next, "length", {}, out);
+      Finish(*next, StopReason::kLength, {}, out);
     }
     running_.push_back(std::move(next));
   }
@@ -215,7 +246,7 @@ void Engine::RunDecode(Outbox& out) {
   auto logits = batch_->Decode(ids, tokens);
   for (size_t i = 0; i < batch.size(); ++i) {
     if (!logits) {
-      Finish(*batch[i], "error", logits.errors(), out);
+      Finish(*batch[i], StopReason::kError, logits.errors(), out);
     } else {
       Accept(*batch[i], (*logits)[i], out);
     }
@@ -232,7 +263,7 @@ void Engine::RunPrefill(Outbox& out) {
     if (!chunks.empty() && chunk.size() > budget) break;  // the next step takes it
     auto embeds = batch_->ChunkEmbeddings(chunk, *a->prompt);
     if (!embeds) {
-      Finish(*a, "error", embeds.take_errors(), out);
+      Finish(*a, StopReason::kError, embeds.take_errors(), out);
       continue;
     }
     batch.push_back(a.get());
@@ -245,7 +276,7 @@ void Engine::RunPrefill(Outbox& out) {
   for (size_t i = 0; i < batch.size(); ++i) {
     Active& a = *batch[i];
     if (!logits) {
-      Finish(a, "error", logits.errors(), out);
+      Finish(a, StopReason::kError, logits.errors(), out);
       continue;
     }
     if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
@@ -268,28 +299,36 @@ void Engine::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] {
-        return stop_ || !cancelled_.empty() || !running_.empty() || !queue_.empty();
+        // Stopping, it waits for a request being prepared to come back before it ends.
+        bool ending = stop_ && !preparing_ && (queue_.empty() || !draining_);
+        return ending || !cancelled_.empty() || !running_.empty() || !prepared_.empty();
       });
       if (stop_ && !draining_) {
         for (auto& a : queue_) cancelled_.insert(a->id);
+        for (auto& a : prepared_) cancelled_.insert(a->id);
         for (auto& a : running_) cancelled_.insert(a->id);
       }
-      for (auto it = queue_.begin(); it != queue_.end();) {
-        if (cancelled_.count((*it)->id)) {
-          cancelled_queued.push_back(std::move(*it));
-          it = queue_.erase(it);
-        } else {
-          ++it;
+      for (auto* waiting : {&queue_, &prepared_}) {
+        for (auto it = waiting->begin(); it != waiting->end();) {
+          if (cancelled_.count((*it)->id)) {
+            cancelled_queued.push_back(std::move(*it));
+            it = waiting->erase(it);
+          } else {
+            ++it;
+          }
         }
       }
+      if (preparing_ && cancelled_.count(preparing_->id)) preparing_cancelled_ = true;
       for (auto& a : running_) {
-        if (cancelled_.count(a->id)) Finish(*a, "cancelled", {}, out);
+        if (cancelled_.count(a->id)) Finish(*a, StopReason::kCancelled, {}, out);
       }
       cancelled_.clear();
-      stats_.queued = queue_.size();
-      if (stop_ && queue_.empty() && running_.empty() && cancelled_queued.empty()) break;
+      if (stop_ && queue_.empty() && !preparing_ && prepared_.empty() && running_.empty() &&
+          cancelled_queued.empty()) {
+        break;
+      }
     }
-    for (auto& a : cancelled_queued) Finish(*a, "cancelled", {}, out);
+    for (auto& a : cancelled_queued) Finish(*a, StopReason::kCancelled, {}, out);
     DropFinished();
     AdmitWaiting(out);
     bool worked = std::any_of(running_.begin(), running_.end(),

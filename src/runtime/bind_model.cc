@@ -136,6 +136,7 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
   MLC_RETURN_IF_ERROR(package);
   std::optional<CompiledProgram> compiled = program;
   std::string program_path;
+  if (!compiled) compiled = library.Metadata().program;
   if (!compiled) {
     const auto& artifact = library.Metadata().artifact;
     if (!artifact) {
@@ -180,10 +181,22 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program) {
   auto start = std::chrono::steady_clock::now();
-  LoadedModel model;
   auto config = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
   MLC_RETURN_IF_ERROR(config);
-  model.config = std::move(*config);
+  auto model = LoadModel(package_dir, std::move(*config), library, program);
+  MLC_RETURN_IF_ERROR(model);
+  // The config's reading counts too.
+  model->load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                             start).count();
+  return model;
+}
+
+Result<LoadedModel> LoadModel(const std::string& package_dir, ChatConfig config,
+                              const ModelLibrary& library,
+                              const std::optional<CompiledProgram>& program) {
+  auto start = std::chrono::steady_clock::now();
+  LoadedModel model;
+  model.config = std::move(config);
   auto limits = PlanLimitsFromChatConfig(model.config);
   MLC_RETURN_IF_ERROR(limits);
   model.limits = *limits;

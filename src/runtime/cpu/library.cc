@@ -194,7 +194,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_
   LibraryMetadata metadata;
   metadata.model_type = config->model_type;
   metadata.params = cpu::ParamSpecs(*config);
-  metadata.artifact = Json::parse(WriteCompiledProgram(*program));
+  metadata.program = std::move(*program);
   std::unique_ptr<ModelLibrary> lib =
       std::make_unique<cpu::Library>(std::move(*config), std::move(metadata));
   return lib;
