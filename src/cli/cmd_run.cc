@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "mlc_manifest/chat.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/request.h"
