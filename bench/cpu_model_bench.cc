@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "bench_main.h"
+#include "child_process.h"
 #include "mlc_manifest/json.h"
 #include "runtime/cpu/kernels.h"
 
-extern char** environ;
 
 namespace {
 
@@ -143,40 +143,8 @@ void KernelBench() {
 
 // ---- part 2: the model beside llama.cpp -------------------------------------------------------
 
-struct ChildResult {
-  int exit_code = -1;
-  long peak_rss_kb = 0;
-  double wall_ms = 0;
-  std::string out;
-};
-
-// Runs argv with stdout in a file (stderr passed through); peak RSS from wait4.
-ChildResult RunChild(const std::vector<std::string>& argv, const fs::path& out_file) {
-  ChildResult r;
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const double start = NowMs();
-  pid_t pid = 0;
-  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
-    posix_spawn_file_actions_destroy(&actions);
-    return r;
-  }
-  posix_spawn_file_actions_destroy(&actions);
-  int status = 0;
-  rusage usage{};
-  if (wait4(pid, &status, 0, &usage) == pid && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  r.wall_ms = NowMs() - start;
-  r.peak_rss_kb = usage.ru_maxrss;
-  std::ifstream in(out_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.out = ss.str();
-  return r;
-}
+using bench::ChildResult;
+using bench::RunChild;
 
 struct Speed {
   double prefill_tps = 0, decode_tps = 0;

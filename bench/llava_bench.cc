@@ -11,11 +11,7 @@
 //     back) and prints the ratio: the share of the kernel's GFLOP/s the whole tower keeps;
 //  4. runs an image prompt through `mlc-manifest run --messages --json`: prefill and decode
 //     tokens/s of the 0.5B-shaped decoder with the image's 576 rows in the prompt.
-// Usage: llava_bench [--reps N] [--work DIR] (default: $TMPDIR/mlc-llava-bench).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
+// Usage: llava_bench [--reps N] [--work DIR] (default: <build>/bench-work/llava_bench).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,42 +25,19 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
+#include "child_process.h"
 #include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/env.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/runtime.h"
 #include "runtime/cpu/kernels.h"
 
-extern char** environ;
-
 namespace {
 
 double NowMs() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Runs argv with stdout into out_file; returns the exit code (-1 when it could not start).
-int RunChild(const std::vector<std::string>& argv, const std::string& out_file) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // The tower's shapes (CLIP ViT-L/14 at 336 pixels) and the projector into the decoder's width.
@@ -121,9 +94,10 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  if (work.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    work = std::string(tmp && *tmp ? tmp : "/tmp") + "/mlc-llava-bench";
+  if (work.empty()) work = std::string(MLC_BINARY_DIR) + "/bench-work/llava_bench";
+  if (mlc::Status made = mlc::DefaultEnv()->CreateDirs(work); !made) {
+    std::cerr << "llava_bench: cannot use " << work << ": " << mlc::FormatErrors(made.errors()) << "\n";
+    return 1;
   }
   const std::string pkg = work + "/llava-clip-l-qwen0.5b-q4f16_1";
   std::cout << "llava_bench: kernels " << mlc::cpu::KernelIsa() << ", " << mlc::cpu::ThreadCount()
@@ -193,13 +167,12 @@ int Main(int argc, char** argv) {
   const std::string messages = work + "/messages.json";
   std::ofstream(messages) << R"([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": ")"
                           << image_path << R"("}}, {"type": "text", "text": "Describe the picture in detail, please."}]}])";
-  const std::string out_file = work + "/run.json";
-  int rc = RunChild({MLC_CLI_PATH, "run", pkg, "--messages", messages, "--max-tokens", "32",
-                     "--temperature", "0", "--json"},
-                    out_file);
-  auto report = mlc::ParseJson(Slurp(out_file));
-  if (rc != 0 || !report) {
-    std::cout << "  run: failed (exit " << rc << "): " << Slurp(out_file).substr(0, 400) << "\n";
+  bench::ChildResult run = bench::RunChild({MLC_CLI_PATH, "run", pkg, "--messages", messages, "--max-tokens",
+                                            "32", "--temperature", "0", "--json"},
+                                           work + "/run.json");
+  auto report = mlc::ParseJson(run.out);
+  if (run.exit_code != 0 || !report) {
+    std::cout << "  run: failed (exit " << run.exit_code << "): " << run.out.substr(0, 400) << "\n";
     return 1;
   }
   const mlc::Json& t = (*report)["timings"];
@@ -213,10 +186,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "llava_bench: " << e.what() << "\n";
-    return 1;
-  }
+  return bench::Guarded("llava_bench", [&] { return Main(argc, argv); });
 }
