@@ -415,24 +415,37 @@ TEST(CpuLlavaRun, MissingOrMisshapenTowerTensorIsRefused) {
   }
 }
 
-// Greedy tokens of an image prompt equal those of the float64 decoder fed the float64 tower's rows
-// between the text rows (float weights: no int8 activation steps to round apart).
-TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
+// A tiny llava package written and loaded with its library (m->library empty after a failure).
+std::unique_ptr<test::LoadedPackage> LoadLlava(const std::string& quant, uint64_t seed) {
   auto m = std::make_unique<test::LoadedPackage>();
   FamilyModelOptions o;
   o.family = "llava";
-  o.quantization = "q0f32";
-  o.seed = 9;
+  o.quantization = quant;
+  o.seed = seed;
   o.force = true;
-  ASSERT_TRUE(WriteFamilyModel(m->dir.path(), o));
-  test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
-  ASSERT_TRUE(m->library);
+  auto w = WriteFamilyModel(m->dir.path(), o);
+  EXPECT_TRUE(w) << (w ? "" : FormatErrors(w.errors()));
+  if (w) test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
+  return m;
+}
+
+// The tiny package's image input as a prompt piece: 16 rows at placeholder 511.
+MediaPiece ImagePiece() {
   MediaPiece image;
   image.kind = MediaKind::kImage;
   image.input = "image";
   image.adapter = "image";
   image.prompt.placeholder_token_id = 511;
   image.rows = 16;
+  return image;
+}
+
+// Greedy tokens of an image prompt equal those of the float64 decoder fed the float64 tower's rows
+// between the text rows (float weights: no int8 activation steps to round apart).
+TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
+  auto m = LoadLlava("q0f32", 9);
+  ASSERT_TRUE(m->library);
+  const MediaPiece image = ImagePiece();
   const std::vector<int32_t> before = {1, 40, 41}, after = {50, 51};
   std::vector<uint8_t> px = Pixels(28);
   TurnInput in = test::Text(before);
@@ -468,21 +481,9 @@ TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
 
 // Continuous batching with image prompts: each request's tokens equal its run alone.
 TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
-  auto m = std::make_unique<test::LoadedPackage>();
-  FamilyModelOptions o;
-  o.family = "llava";
-  o.quantization = "q4f16_1";
-  o.seed = 5;
-  o.force = true;
-  ASSERT_TRUE(WriteFamilyModel(m->dir.path(), o));
-  test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
+  auto m = LoadLlava("q4f16_1", 5);
   ASSERT_TRUE(m->library);
-  MediaPiece image;
-  image.kind = MediaKind::kImage;
-  image.input = "image";
-  image.adapter = "image";
-  image.prompt.placeholder_token_id = 511;
-  image.rows = 16;
+  const MediaPiece image = ImagePiece();
   auto with_image = [&](int seed_offset) {
     TurnInput in = test::Text({1, 40, 41, 42});
     in.pieces.push_back(PromptPiece{image, "/1"});
