@@ -38,11 +38,17 @@ Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config);
 //   create_tir_paged_kv_cache(max_batch_size, max_total_seq_len, prefill_chunk_size, page_size,
 //                             support_sliding_window) -> kv (a PagedKvState: several sequences)
 Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir);
+// The same from a chat config already read.
+Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const ChatConfig& config);
 
 // The library a package folder runs with: a registered kind whose marker file the folder holds
 // (FindLibraryOpener: the reference runtime's reference-lib.json, when that target is linked),
 // else the CPU program chosen by model_type.
 Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir);
+// The same with the folder's mlc-chat-config.json already read (the CPU program does not read it
+// again; a registered kind opens from the folder).
+Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir,
+                                                         const ChatConfig& config);
 
 // ---- Random-weight packages of the CPU families ----
 

@@ -6,20 +6,14 @@
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
+namespace {
 
-Result<OpenedPackage> OpenPackage(const std::string& dir, const OpenOptions& options) {
-  auto library = OpenPackageLibrary(dir);
-  MLC_RETURN_IF_ERROR(library);
-  return OpenPackage(dir, std::move(*library), options);
-}
-
-Result<OpenedPackage> OpenPackage(const std::string& dir, std::unique_ptr<ModelLibrary> library,
-                                  const OpenOptions& options) {
+// The model loaded against the library, and the text side, from the chat config read once.
+Result<OpenedPackage> Assemble(const std::string& dir, std::unique_ptr<ModelLibrary> library,
+                               ChatConfig config, const OpenOptions& options) {
   OpenedPackage p;
   p.library = std::move(library);
-  auto config = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
-  MLC_RETURN_IF_ERROR(config);
-  auto model = LoadModel(dir, std::move(*config), *p.library, options.program);
+  auto model = LoadModel(dir, std::move(config), *p.library, options.program);
   MLC_RETURN_IF_ERROR(model);
   p.model = std::move(*model);
   p.stop_ids = StopTokenIds(p.model.config);
@@ -38,6 +32,23 @@ Result<OpenedPackage> OpenPackage(const std::string& dir, std::unique_ptr<ModelL
     p.tmpl = std::move(*tmpl);
   }
   return p;
+}
+
+}  // namespace
+
+Result<OpenedPackage> OpenPackage(const std::string& dir, const OpenOptions& options) {
+  auto config = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
+  MLC_RETURN_IF_ERROR(config);
+  auto library = OpenPackageLibrary(dir, *config);
+  MLC_RETURN_IF_ERROR(library);
+  return Assemble(dir, std::move(*library), std::move(*config), options);
+}
+
+Result<OpenedPackage> OpenPackage(const std::string& dir, std::unique_ptr<ModelLibrary> library,
+                                  const OpenOptions& options) {
+  auto config = ReadChatConfig(JoinPath(dir, kChatConfigFileName));
+  MLC_RETURN_IF_ERROR(config);
+  return Assemble(dir, std::move(library), std::move(*config), options);
 }
 
 }  // namespace mlc

@@ -176,20 +176,27 @@ class Library : public FunctionTableLibrary {
 }  // namespace
 }  // namespace cpu
 
-Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
-  auto c = cpu::ParseModelConfig(config);
-  MLC_RETURN_IF_ERROR(c);
-  return AssembleCompiledProgram(ProgramParts{cpu::TasksOf(*c), {{"generation", cpu::ProgramOf(*c)}},
-                                              cpu::ParamSpecs(*c), {}, false},
+namespace {
+
+// The program document of a parsed config (SPEC 9).
+Result<CompiledProgram> ProgramDocument(const ChatConfig& config, const cpu::ModelConfig& c) {
+  return AssembleCompiledProgram(ProgramParts{cpu::TasksOf(c), {{"generation", cpu::ProgramOf(c)}},
+                                              cpu::ParamSpecs(c), {}, false},
                                  &config);
 }
 
-Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
-  auto chat = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
-  MLC_RETURN_IF_ERROR(chat);
-  auto config = cpu::ParseModelConfig(*chat);
+}  // namespace
+
+Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
+  auto c = cpu::ParseModelConfig(config);
+  MLC_RETURN_IF_ERROR(c);
+  return ProgramDocument(config, *c);
+}
+
+Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const ChatConfig& chat) {
+  auto config = cpu::ParseModelConfig(chat);
   MLC_RETURN_IF_ERROR(config);
-  auto program = CpuCompiledProgram(*chat);
+  auto program = ProgramDocument(chat, *config);
   MLC_RETURN_IF_ERROR(program);
   LibraryMetadata metadata;
   metadata.model_type = config->model_type;
@@ -198,6 +205,18 @@ Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_
   std::unique_ptr<ModelLibrary> lib =
       std::make_unique<cpu::Library>(std::move(*config), std::move(metadata));
   return lib;
+}
+
+Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const std::string& package_dir) {
+  auto chat = ReadChatConfig(JoinPath(package_dir, kChatConfigFileName));
+  MLC_RETURN_IF_ERROR(chat);
+  return OpenCpuLibrary(*chat);
+}
+
+Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir,
+                                                         const ChatConfig& config) {
+  if (LibraryOpener open = FindLibraryOpener(package_dir)) return open(package_dir);
+  return OpenCpuLibrary(config);
 }
 
 Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir) {
