@@ -55,7 +55,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& pack
 struct FamilyModelOptions {
   std::string family = "llama";         // a CpuModelTypes() value
   std::string quantization = "q4f16_1"; // a CpuQuantizations() value
-  std::string shape = "tiny";           // "tiny" or "qwen2.5-0.5b"
+  std::string shape = "tiny";           // a FamilyShapes() value
   uint64_t seed = 0;
   bool manifest = true;   // false: a legacy package (no mlc-model-manifest.json)
   bool force = false;     // replace existing files

@@ -99,6 +99,8 @@ struct Shape {
 
 Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "qwen2.5-0.5b") return {151936, 896, 4864, 24, 14, 2, 64, 4096, 512};
+  // LLaVA 1.5 7B's decoder (Llama 2 7B with LLaVA's padded vocabulary).
+  if (o.shape == "llava-1.5-7b") return {32064, 4096, 11008, 32, 32, 32, 128, 4096, 2048};
   // tiny: the family's KV heads and head_dim (GQA where the family has it).
   return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
@@ -205,7 +207,7 @@ Status CheckOptions(const FamilyModelOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
-  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b"};
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b"};
   return kShapes;
 }
 
