@@ -789,14 +789,35 @@ TEST(AudioHeaders, ChunkPastTheEndIsRejectedQuickly) {
 
 // A LIST chunk that fits in the file but whose sub-chunk claims to run past the LIST's own end is
 // rejected at once too, with the sub-chunk's byte offset (libsndfile 1.2 spins on it for more than
-// 10 s; found by audio_fuzz: the 43 bytes below are its input, also in its seed corpus).
+// 10 s; found by audio_fuzz: the 43 bytes below are its input, also in its seed corpus). The list
+// type "WA\x9f\xff" is neither INFO nor adtl, so libsndfile reads it as a sub-chunk id and the
+// next word as its size: the walk does the same.
 TEST(AudioHeaders, ListSubChunkPastItsListIsRejectedQuickly) {
   const std::string bytes(
       "RIFF$\x02\x00\x00WAVELIST\x16\x00\x00\x00WA\x9f\xff\xf7\xff\xff\xff\x9c\x00@\x00"
       "da=a\x00\x02\x00\x00\x00\x00\x00",
       43);
-  ExpectRejectedAt(bytes, "byte 24",
-                   "LIST sub-chunk claims 4194460 bytes, past the end of its LIST chunk (byte 42)");
+  ExpectRejectedAt(bytes, "byte 20",
+                   "LIST chunk of type \"WA\\x9f\\xff\" (read as a sub-chunk) claims 4294967287 bytes, past the "
+                   "end of its LIST chunk (byte 42)");
+}
+
+// The same with a sub-chunk that fits when the list type is skipped (size 2): libsndfile 1.2 reads
+// the type as an id whose size 0xfffffff7 wraps its 32-bit count and spins for minutes (found by
+// audio_fuzz in CI; the 43 bytes below are its input, also in its seed corpus).
+TEST(AudioHeaders, UnknownListTypeIsWalkedAsLibsndfileWalksIt) {
+  const std::string bytes(
+      "RIFF$\x02\x00\x00WAVELIST\x16\x00\x00\x00WA\x9f\xff\xf7\xff\xff\xff\x02\x00\x00\x00"
+      "da=a\x00\x02\x00\x00\x00\x00\x00",
+      43);
+  ExpectRejectedAt(bytes, "byte 20", "(read as a sub-chunk) claims 4294967287 bytes");
+}
+
+// Inside an INFO list, a sub-chunk past the LIST's end is named with its own offset.
+TEST(AudioHeaders, InfoSubChunkPastItsListIsRejected) {
+  std::string bytes("RIFF\x40\x00\x00\x00WAVELIST\x10\x00\x00\x00INFOISFT\xf0\xff\xff\xff", 32);
+  bytes += std::string(40, '\0');
+  ExpectRejectedAt(bytes, "byte 24", "LIST sub-chunk claims 4294967280 bytes, past the end of its LIST chunk (byte 36)");
 }
 
 // A LIST chunk of more than 100000 empty sub-chunks is rejected like a file of that many chunks
@@ -807,7 +828,7 @@ TEST(AudioHeaders, TooManyListSubChunksAreRejected) {
   for (int i = 0; i < 4; ++i) bytes += static_cast<char>((list >> (8 * i)) & 0xff);
   bytes += "INFO";
   for (int i = 0; i < 100002; ++i) bytes += std::string("ISFT\x00\x00\x00\x00", 8);
-  ExpectRejectedAt(bytes, "byte " + std::to_string(24 + 8 * 100001), "more than 100000 sub-chunks in a LIST chunk");
+  ExpectRejectedAt(bytes, "byte " + std::to_string(24 + 8 * 100000), "more than 100000 sub-chunks in a LIST chunk");
 }
 
 // A well-formed LIST INFO chunk (an odd-sized sub-chunk with its pad byte) still decodes.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -158,26 +159,54 @@ uint32_t Le32(const unsigned char* p) {
 }
 uint32_t Le16(const unsigned char* p) { return static_cast<uint32_t>(p[0]) | static_cast<uint32_t>(p[1]) << 8; }
 
-// The sub-chunks of a LIST chunk whose body is [body, body + bytes): after the 4-byte list type,
-// each one must end inside the body (a missing pad byte at its very end is tolerated); libsndfile
-// 1.2 can spin for a very long time on one that claims more.
+// A four-byte chunk id as text for a message: bytes outside printable ASCII as \xNN.
+std::string ChunkIdText(std::string_view id) {
+  std::string out;
+  for (char c : id) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// The sub-chunks of a LIST chunk whose body is [body, body + bytes), walked as libsndfile 1.2
+// walks them: the markers "INFO" and "adtl" (the list types of WAV files) stand alone, any other
+// word is a sub-chunk id followed by its size, so an unusual list type is read as a sub-chunk too;
+// "exif", "data" or a zero word ends libsndfile's walk. Each sub-chunk must end inside the body
+// (a missing pad byte at its very end is tolerated): libsndfile 1.2 adds a size to its count in 32
+// bits, and one that wraps makes it skip gigabytes a few bytes at a time.
 template <class ReadAt>
 Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std::string& where) {
   const uint64_t end = body + bytes;
-  uint64_t at = body + 4;
-  for (int subs = 0; at + 8 <= end; ++subs) {
+  uint64_t at = body;
+  for (int subs = 0; at + 4 <= end; ++subs) {
     if (subs > 100000) {  // the bound of the top-level walk: 8-byte reads must not run for minutes
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(at), "more than 100000 sub-chunks in a LIST chunk",
                    where};
     }
-    unsigned char ch[8];
-    if (read_at(at, ch, 8) != 8) break;
+    unsigned char ch[8] = {};
+    const size_t got = read_at(at, ch, at + 8 <= end ? 8 : 4);
+    if (got < 4) break;
+    const std::string_view id(reinterpret_cast<const char*>(ch), 4);
+    if (id == "INFO" || id == "adtl") {
+      at += 4;
+      continue;
+    }
+    if (id == "exif" || id == "data" || id == std::string_view("\0\0\0\0", 4) || got < 8) break;
     const uint64_t sub = Le32(ch + 4);
     const uint64_t next = at + 8 + sub + (sub & 1);
     if (next > end + 1) {
+      const std::string what = at == body ? "LIST chunk of type \"" + ChunkIdText(id) + "\" (read as a sub-chunk)"
+                                          : "LIST sub-chunk";
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(at),
-                   "LIST sub-chunk claims " + std::to_string(sub) +
-                       " bytes, past the end of its LIST chunk (byte " + std::to_string(end) + ")",
+                   what + " claims " + std::to_string(sub) + " bytes, past the end of its LIST chunk (byte " +
+                       std::to_string(end) + ")",
                    where};
     }
     at = next;
@@ -210,7 +239,7 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
     uint64_t end = offset + 8 + bytes + (bytes & 1);
     if (end > size + 1) {  // a missing pad byte at the very end is tolerated
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
-                   "RIFF chunk \"" + id + "\" claims " + std::to_string(bytes) +
+                   "RIFF chunk \"" + ChunkIdText(id) + "\" claims " + std::to_string(bytes) +
                        " bytes, past the end of the file (" + std::to_string(size) + " bytes)",
                    where};
     }
