@@ -63,6 +63,7 @@ struct FamilyModelOptions {
   int64_t prefill_chunk_size = 0;    // 0: the shape's default
   int64_t sliding_window_size = -1;  // the chat config's top-level window (-1: none)
   int64_t attention_sink_size = -1;
+  bool audio = false;  // the family's audio tower too (gemma4)
 };
 
 struct FamilyModelReport {

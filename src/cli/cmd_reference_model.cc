@@ -111,7 +111,7 @@ const Registration kReferenceModel(620, "reference-model",
       ->check(CLI::IsMember(CpuQuantizations()))
       ->needs(family)
       ->capture_default_str();
-  cmd->add_option("--shape", a->family.shape, "With --family: tiny, qwen2.5-0.5b or llava-1.5-7b")
+  cmd->add_option("--shape", a->family.shape, "With --family: tiny, qwen2.5-0.5b, llava-1.5-7b or e2b")
       ->check(CLI::IsMember(FamilyShapes()))
       ->needs(family)
       ->capture_default_str();

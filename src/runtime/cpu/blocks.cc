@@ -12,6 +12,10 @@ void RmsNorm(const float* x, const float* gain, int64_t n, double eps, float* ou
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
   float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  if (!gain) {
+    for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale;
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * scale * gain[i];
 }
 
@@ -45,7 +49,9 @@ RopeTable RopeTable::Of(const Rope& rope, int64_t context_window_size) {
   RopeTable t;
   t.rotary_dim = rope.rotary_dim;
   for (int64_t j = 0; j < rope.rotary_dim / 2; ++j) {
-    t.inv_freq.push_back(rope.InvFrequency(j, context_window_size));
+    const double f = rope.InvFrequency(j, context_window_size);
+    if (rope.scaling == RopeScaling::kProportional && f == 0.0) break;  // the pairs that stay still
+    t.inv_freq.push_back(f);
   }
   t.magnitude = rope.Magnitude();
   return t;
@@ -53,7 +59,7 @@ RopeTable RopeTable::Of(const Rope& rope, int64_t context_window_size) {
 
 void RopeTable::Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
   const int64_t half = rotary_dim / 2;
-  for (int64_t j = 0; j < half; ++j) {
+  for (int64_t j = 0; j < static_cast<int64_t>(inv_freq.size()); ++j) {
     double angle = static_cast<double>(pos) * inv_freq[static_cast<size_t>(j)];
     float cs = static_cast<float>(std::cos(angle) * magnitude);
     float sn = static_cast<float>(std::sin(angle) * magnitude);

@@ -13,7 +13,7 @@
 
 namespace mlc::cpu {
 
-// out = x / rms(x) * gain over n values (out may be x).
+// out = x / rms(x) * gain over n values (gain nullptr: 1; out may be x).
 void RmsNorm(const float* x, const float* gain, int64_t n, double eps, float* out);
 // The same over `rows` rows of n.
 void RmsNormRows(const float* x, const std::vector<float>& gain, int64_t rows, int64_t n, double eps,
@@ -27,7 +27,7 @@ void LayerNormRows(const float* x, const std::vector<float>& gain, const std::ve
 // dims of each head.
 struct RopeTable {
   int64_t rotary_dim = 0;
-  std::vector<double> inv_freq;  // rotary_dim / 2
+  std::vector<double> inv_freq;  // the pairs that turn (rotary_dim / 2, fewer when the rest stay still)
   double magnitude = 1.0;
   static RopeTable Of(const Rope& rope, int64_t context_window_size);
   // Rotates `heads` heads of head_dim at x (each head contiguous) for position pos.

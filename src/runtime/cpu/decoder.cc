@@ -35,6 +35,80 @@ void AddInto(std::vector<float>& x, const std::vector<float>& y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
+// Each of `heads` heads of head_dim at x RMS-normalized in place, times gain (nullptr: 1).
+void HeadNorms(float* x, int64_t heads, int64_t head_dim, const float* gain, double eps) {
+  for (int64_t hd = 0; hd < heads; ++hd) RmsNorm(x + hd * head_dim, gain, head_dim, eps, x + hd * head_dim);
+}
+
+// Where a layer's queries, keys and values of row t are: q + t * q_stride, k / v + t * kv_stride.
+struct QkvRows {
+  float* q = nullptr;
+  float* k = nullptr;
+  float* v = nullptr;
+  int64_t q_stride = 0, kv_stride = 0;
+};
+
+// The projections of n normalized rows h into buf (room for n * qkv_size floats): the fused
+// product's rows, or the queries, keys and values one block after another.
+QkvRows ProjectQkv(const LayerPlan& plan, const LayerWeights& lw, bool fused,
+                   const float* h, int64_t n, float* buf) {
+  const int64_t qs = plan.q_size(), kvs = plan.kv_size();
+  if (fused) {
+    Linear(lw.qkv, h, n, buf, lw.qkv_bias.empty() ? nullptr : lw.qkv_bias.data());
+    return {buf, buf + qs, buf + qs + kvs, plan.qkv_size(), plan.qkv_size()};
+  }
+  QkvRows rows{buf, buf + n * qs, buf + n * (qs + kvs), qs, kvs};
+  Linear(lw.q, h, n, rows.q);
+  if (plan.kv == KvUse::kOwn) {
+    Linear(lw.k, h, n, rows.k);
+    Linear(lw.v, h, n, rows.v);
+  }
+  return rows;
+}
+
+// Gemma 4's per-layer inputs of n rows [n, layers * width]: the projection of the input rows
+// (scaled by 1 / sqrt(hidden), each layer's slice RMS-normalized) plus each row's token looked up
+// in every layer's table (scaled by sqrt(width); the pad id at adapter rows), the sum times
+// 1 / sqrt(2).
+Result<std::vector<float>> PerLayerInputs(const ModelConfig& c, const ModelWeights& w, const float* embeds,
+                                          int64_t n, RowTokens tokens, const std::string& function) {
+  const int64_t plw = c.per_layer.width, layers = c.num_layers, width = layers * plw;
+  if (static_cast<int64_t>(tokens.ids.size()) != n ||
+      (!tokens.modality.empty() && static_cast<int64_t>(tokens.modality.size()) != n)) {
+    return Invalid("", function + ": this model looks up per-layer embeddings by token id: every row needs "
+                                  "its token id (the token pair)");
+  }
+  std::vector<int32_t> ids(tokens.ids.begin(), tokens.ids.end());
+  for (int64_t t = 0; t < n; ++t) {
+    if (!tokens.modality.empty() && tokens.modality[static_cast<size_t>(t)] != 0) {
+      ids[static_cast<size_t>(t)] = static_cast<int32_t>(c.per_layer.pad_token_id);
+    }
+    const int32_t id = ids[static_cast<size_t>(t)];
+    if (id < 0 || id >= c.per_layer.vocab) {
+      return Invalid("", function + ": token id " + std::to_string(id) + " at position " + std::to_string(t) +
+                             " is outside the per-layer vocabulary [0, " + std::to_string(c.per_layer.vocab) + ")");
+    }
+  }
+  std::vector<float> out(static_cast<size_t>(n * width));
+  Linear(w.per_layer_model_projection, embeds, n, out.data());
+  const float proj_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.hidden_size)));
+  const float embed_scale = static_cast<float>(std::sqrt(static_cast<double>(plw)));
+  const float mix = static_cast<float>(1.0 / std::sqrt(2.0));
+  ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(plw));
+    for (int64_t t = begin; t < end; ++t) {
+      for (int64_t l = 0; l < layers; ++l) {
+        float* slice = out.data() + t * width + l * plw;
+        for (int64_t i = 0; i < plw; ++i) slice[i] *= proj_scale;
+        RmsNorm(slice, w.per_layer_projection_norm.data(), plw, c.rms_norm_eps, slice);
+        DequantizeRow(w.per_layer_embed[static_cast<size_t>(l)], ids[static_cast<size_t>(t)], row.data());
+        for (int64_t i = 0; i < plw; ++i) slice[i] = (slice[i] + row[static_cast<size_t>(i)] * embed_scale) * mix;
+      }
+    }
+  });
+  return out;
+}
+
 }  // namespace
 
 Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSpec>& order,
@@ -48,11 +122,27 @@ Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSp
   w.embed = MatrixOf(c, p, n.embed, c.vocab_size, c.embed_width());
   w.lm_head = c.tie_word_embeddings ? w.embed : MatrixOf(c, p, n.lm_head, c.vocab_size, hs);
   w.final_norm = FloatsOf(p[n.final_norm + ".weight"]);
+  const int64_t plw = c.per_layer.width;
+  if (plw > 0) {
+    for (int64_t l = 0; l < c.num_layers; ++l) {
+      w.per_layer_embed.push_back(MatrixOf(c, p, n.per_layer_embed + "." + std::to_string(l), c.per_layer.vocab, plw));
+    }
+    w.per_layer_model_projection = MatrixOf(c, p, n.per_layer_model_projection, c.num_layers * plw, hs);
+    w.per_layer_projection_norm = FloatsOf(p[n.per_layer_projection_norm + ".weight"]);
+  }
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerPlan& plan = c.layers[static_cast<size_t>(l)];
     std::string pre = n.Layer(l);
     LayerWeights lw;
-    lw.qkv = MatrixOf(c, p, pre + n.qkv, plan.qkv_size(), hs);
+    if (!n.qkv.empty()) {
+      lw.qkv = MatrixOf(c, p, pre + n.qkv, plan.qkv_size(), hs);
+    } else {
+      lw.q = MatrixOf(c, p, pre + n.q, plan.q_size(), hs);
+      if (plan.kv == KvUse::kOwn) {
+        lw.k = MatrixOf(c, p, pre + n.k, plan.kv_size(), hs);
+        lw.v = MatrixOf(c, p, pre + n.v, plan.kv_size(), hs);
+      }
+    }
     lw.o = MatrixOf(c, p, pre + n.o, hs, plan.q_size());
     lw.gate_up = MatrixOf(c, p, pre + n.gate_up, 2 * plan.intermediate_size, hs);
     lw.down = MatrixOf(c, p, pre + n.down, hs, plan.intermediate_size);
@@ -61,6 +151,14 @@ Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSp
     lw.attn_out_norm = NormOf(p, pre, n.attn_out_norm);
     lw.mlp_norm = NormOf(p, pre, n.mlp_norm);
     lw.mlp_out_norm = NormOf(p, pre, n.mlp_out_norm);
+    lw.q_norm = NormOf(p, pre, n.q_norm);
+    if (plan.kv == KvUse::kOwn) lw.k_norm = NormOf(p, pre, n.k_norm);
+    if (plw > 0) {
+      lw.per_layer_gate = FloatMatrixOf(p, pre + n.per_layer_gate, plw, hs);
+      lw.per_layer_projection = MatrixOf(c, p, pre + n.per_layer_projection, hs, plw);
+      lw.per_layer_norm = FloatsOf(p[pre + n.per_layer_norm + ".weight"]);
+    }
+    if (c.layer_scalar) lw.layer_scalar = FloatsOf(p[pre + "layer_scalar"]).at(0);
     w.layers.push_back(std::move(lw));
   }
   for (const Rope& rope : c.ropes) w.ropes.push_back(RopeTable::Of(rope, c.context_window_size));
@@ -97,10 +195,17 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
 }
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
-                                   const float* embeds, int64_t n, const std::string& function) {
+                                   const float* embeds, int64_t n, const std::string& function,
+                                   RowTokens tokens) {
   if (n < 1) return Invalid("", function + ": expected at least one position");
   if (kv.shape().layers != KvPlan(c)) {
     return Invalid("", "kv_cache: the KV cache was made for another model");
+  }
+  std::vector<float> per_layer;  // [n, layers * width]
+  if (c.per_layer.width > 0) {
+    auto inputs = PerLayerInputs(c, w, embeds, n, tokens, function);
+    MLC_RETURN_IF_ERROR(inputs);
+    per_layer = std::move(*inputs);
   }
   auto segments = kv.Prepare(function, n);
   MLC_RETURN_IF_ERROR(segments);
@@ -108,31 +213,41 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   for (const PagedKvCache::Segment& s : *segments) {
     for (int64_t t = 0; t < s.length; ++t) places.push_back(RowPlace{s.seq_id, s.start + t});
   }
-  const int64_t hs = c.hidden_size;
+  const int64_t hs = c.hidden_size, plw = c.per_layer.width;
+  const bool fused = !c.family->names.qkv.empty();
   std::vector<float> x(embeds, embeds + n * hs);
   std::vector<float> h(static_cast<size_t>(n * hs)), o(static_cast<size_t>(n * hs));
   std::vector<float> qkv(static_cast<size_t>(n * c.max_qkv_size()));
   std::vector<float> attn(static_cast<size_t>(n * c.max_q_size()));
   std::vector<float> gu(static_cast<size_t>(n * 2 * c.max_intermediate_size()));
-  std::vector<float> act(static_cast<size_t>(n * c.max_intermediate_size()));
+  std::vector<float> act(static_cast<size_t>(n * std::max(c.max_intermediate_size(), plw)));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& plan = c.layers[static_cast<size_t>(l)];
     const RopeTable& rope = w.ropes[plan.rope];
-    const int64_t stride = plan.qkv_size(), qs = plan.q_size(), kvs = plan.kv_size();
+    const bool own = plan.kv == KvUse::kOwn;
     RmsNormRows(x.data(), lw.attn_norm, n, hs, c.rms_norm_eps, h.data());
-    Linear(lw.qkv, h.data(), n, qkv.data(), lw.qkv_bias.empty() ? nullptr : lw.qkv_bias.data());
+    // Queries, keys and values of each row: one fused product, or three (keys and values only
+    // where the layer keeps its own).
+    const QkvRows rows = ProjectQkv(plan, lw, fused, h.data(), n, qkv.data());
     ParallelFor(n, 8, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t = t_begin; t < t_end; ++t) {
         const RowPlace& at = places[static_cast<size_t>(t)];
-        float* row = qkv.data() + t * stride;
-        rope.Apply(row, plan.num_heads + plan.num_kv_heads, plan.head_dim, at.pos);  // q, then k
-        if (plan.kv != KvUse::kOwn) continue;
-        std::memcpy(kv.Key(at.seq_id, l, at.pos), row + qs, static_cast<size_t>(kvs) * sizeof(float));
-        std::memcpy(kv.Value(at.seq_id, l, at.pos), row + qs + kvs, static_cast<size_t>(kvs) * sizeof(float));
+        float* q = rows.q + t * rows.q_stride;
+        if (!lw.q_norm.empty()) HeadNorms(q, plan.num_heads, plan.head_dim, lw.q_norm.data(), c.rms_norm_eps);
+        rope.Apply(q, plan.num_heads, plan.head_dim, at.pos);
+        if (!own) continue;
+        float* k = rows.k + t * rows.kv_stride;
+        float* v = rows.v + t * rows.kv_stride;
+        if (!lw.k_norm.empty()) HeadNorms(k, plan.num_kv_heads, plan.head_dim, lw.k_norm.data(), c.rms_norm_eps);
+        if (c.v_norm) HeadNorms(v, plan.num_kv_heads, plan.head_dim, nullptr, c.rms_norm_eps);
+        rope.Apply(k, plan.num_kv_heads, plan.head_dim, at.pos);
+        const size_t bytes = static_cast<size_t>(plan.kv_size()) * sizeof(float);
+        std::memcpy(kv.Key(at.seq_id, l, at.pos), k, bytes);
+        std::memcpy(kv.Value(at.seq_id, l, at.pos), v, bytes);
       }
     });
-    PagedAttention(AttentionOf(c, plan), kv, l, qkv.data(), stride, places, attn.data());
+    PagedAttention(AttentionOf(c, plan), kv, l, rows.q, rows.q_stride, places, attn.data());
     Linear(lw.o, attn.data(), n, o.data());
     if (!lw.attn_out_norm.empty()) RmsNormRows(o.data(), lw.attn_out_norm, n, hs, c.rms_norm_eps, o.data());
     AddInto(x, o);
@@ -148,6 +263,22 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     Linear(lw.down, act.data(), n, o.data());
     if (!lw.mlp_out_norm.empty()) RmsNormRows(o.data(), lw.mlp_out_norm, n, hs, c.rms_norm_eps, o.data());
     AddInto(x, o);
+    if (plw > 0) {  // the per-layer input: gate(x) * input, projected, normalized, added
+      Linear(lw.per_layer_gate, x.data(), n, act.data());
+      ParallelFor(n, 1, [&](int64_t t_begin, int64_t t_end) {
+        for (int64_t t = t_begin; t < t_end; ++t) {
+          const float* in = per_layer.data() + (t * c.num_layers + l) * plw;
+          float* g = act.data() + t * plw;
+          for (int64_t i = 0; i < plw; ++i) g[i] = GeluTanh(g[i]) * in[i];
+        }
+      });
+      Linear(lw.per_layer_projection, act.data(), n, o.data());
+      RmsNormRows(o.data(), lw.per_layer_norm, n, hs, c.rms_norm_eps, o.data());
+      AddInto(x, o);
+    }
+    if (lw.layer_scalar != 1.0f) {
+      for (float& v : x) v *= lw.layer_scalar;
+    }
   }
   // Each sequence's last row through the final norm and the LM head, in one product.
   const int64_t rows = static_cast<int64_t>(segments->size());

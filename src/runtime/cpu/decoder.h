@@ -19,8 +19,14 @@ namespace mlc::cpu {
 
 struct LayerWeights {
   Weight qkv, o, gate_up, down;
+  Weight q, k, v;                // unfused projections (Names::q, k, v); k and v only with own KV
   std::vector<float> qkv_bias;  // empty: none
   std::vector<float> attn_norm, attn_out_norm, mlp_norm, mlp_out_norm;  // empty: none
+  std::vector<float> q_norm, k_norm;  // per-head gains, empty: none
+  // Per-layer input (Gemma 4): gate [width, hidden], projection [hidden, width], its norm.
+  Weight per_layer_gate, per_layer_projection;
+  std::vector<float> per_layer_norm;
+  float layer_scalar = 1.0f;
 };
 
 struct ModelWeights {
@@ -29,6 +35,11 @@ struct ModelWeights {
   std::vector<float> final_norm;
   std::vector<LayerWeights> layers;
   std::vector<RopeTable> ropes;  // per ModelConfig::ropes
+  // Per-layer inputs (Gemma 4): one embedding table per layer [vocab, width], the projection of
+  // the input rows [layers * width, hidden] and its norm [width].
+  std::vector<Weight> per_layer_embed;
+  Weight per_layer_model_projection;
+  std::vector<float> per_layer_projection_norm;
 };
 
 // Binds the parameters (which must be `order`, the program's list: names, shapes, dtypes).
@@ -43,12 +54,21 @@ std::vector<KvLayerPlan> KvPlan(const ModelConfig& c);
 Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const int32_t> ids,
                    float* out);
 
+// The token ids of a step's rows (the token pair), for the families whose layers look tokens up
+// (per-layer embeddings): ids[t], and modality[t] != 0 where row t is an adapter's (looked up as
+// the pad id). Empty spans: the embeddings pair (no ids).
+struct RowTokens {
+  std::span<const int32_t> ids;
+  std::span<const int32_t> modality;  // empty: all text
+};
+
 // Runs n rows of input embeddings [n, embed_width] through the decoder: the rows of the sequences
 // the call names (PagedKvCache::Prepare: those of begin_forward laid end to end, else the only
 // sequence), each appending its keys and values to its sequence. The Linear layers take all n
 // rows in one product; attention is per sequence. Returns the logits of each sequence's last
 // row ([sequences, vocab]). `function` names the call in errors.
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
-                                   const float* embeds, int64_t n, const std::string& function);
+                                   const float* embeds, int64_t n, const std::string& function,
+                                   RowTokens tokens = {});
 
 }  // namespace mlc::cpu

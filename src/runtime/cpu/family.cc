@@ -160,6 +160,7 @@ void ReadContextFields(const ChatConfig& chat, ModelConfig& c, Errors& errors) {
 
 double Rope::InvFrequency(int64_t j, int64_t context_window_size) const {
   double inv = std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(rotary_dim));
+  if (scaling == RopeScaling::kProportional) return j < rotated_pairs ? inv : 0.0;
   if (scaling == RopeScaling::kLlama3) {
     const double kPi = 3.14159265358979323846;
     double wavelen = 2 * kPi / inv;

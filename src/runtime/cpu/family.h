@@ -26,7 +26,7 @@ struct FamilySpec;
 
 enum class Quant { kQ0F32, kQ0F16, kQ4F16, kQ4F32 };
 
-enum class RopeScaling { kNone, kLlama3, kLongRope };
+enum class RopeScaling { kNone, kLlama3, kLongRope, kProportional };
 
 // Rotary positions (rotate-half, MLC's RopeMode.NORMAL) over the first rotary_dim dims of a head.
 struct Rope {
@@ -39,6 +39,9 @@ struct Rope {
   int64_t original_max_position = 0;  // llama3, longrope
   int64_t max_position = 0;           // longrope
   std::vector<double> long_factor, short_factor;  // longrope, rotary_dim / 2 each
+  // proportional (Gemma 4's full layers): only the first rotated_pairs pairs turn, at
+  // theta^(-2j / rotary_dim); the others keep frequency 0.
+  int64_t rotated_pairs = 0;
 
   // The rotation frequency of pair j (j < rotary_dim / 2), scaling applied; longrope takes the
   // long factors when the context window is past the original one.
@@ -95,6 +98,17 @@ struct ModelConfig {
   int64_t sliding_window_size = -1;
   int64_t attention_sink_size = -1;
 
+  // Attention details of the families with unfused projections (Gemma 4): each head's query and
+  // key RMS-normalized by q_norm / k_norm, each value head RMS-normalized without a gain.
+  bool v_norm = false;
+  // Per-layer inputs (Gemma 4's per-layer embeddings): width 0 when the family has none.
+  struct PerLayerInputs {
+    int64_t width = 0;       // hidden_size_per_layer_input
+    int64_t vocab = 0;       // vocab_size_per_layer_input
+    int64_t pad_token_id = 0;  // looked up at adapter positions (modality id != 0)
+  } per_layer;
+  bool layer_scalar = false;  // each layer's output multiplied by its stored layer_scalar
+
   std::vector<LayerPlan> layers;  // num_layers entries
   // The adapters' models (vision, audio), in the order of the program's adapters.
   std::vector<std::shared_ptr<const Tower>> towers;
@@ -122,6 +136,12 @@ struct Names {
   std::string lm_head = "lm_head";
   std::string layer_root;  // "model.layers." / "transformer.h."
   std::string qkv, o, gate_up = "mlp.gate_up_proj", down = "mlp.down_proj";  // relative to Layer(l)
+  // Unfused projections (when qkv is empty) and per-head norms of queries and keys.
+  std::string q, k, v, q_norm, k_norm;
+  // Per-layer inputs (ModelConfig::per_layer): the tables "<per_layer_embed>.<layer>", the
+  // projection of the input rows and its norm; per layer the gate, projection and norm.
+  std::string per_layer_embed, per_layer_model_projection, per_layer_projection_norm;
+  std::string per_layer_gate, per_layer_projection, per_layer_norm;
   bool qkv_bias = false;
   bool norm_first = false;    // the layer's parameters list its attention norm first (Phi-3)
   std::string attn_norm;      // before attention
@@ -157,12 +177,20 @@ class ParamListBuilder {
   std::vector<ParamSpec> params_;
 };
 
+// The package reference-model --family is asked for.
+struct WriterShape {
+  std::string name;  // a FamilyShapes() value
+  bool tiny = false;  // name == "tiny": the small test shape
+  int64_t context_window_size = 0;
+  bool audio = false;  // with the family's audio tower (--audio)
+};
+
 // What a family's random-weight packages look like (reference-model --family).
 struct WriterDefaults {
   int64_t tiny_kv_heads = 2;
   int64_t tiny_head_dim = 32;
-  // Adds the family's own fields to model_config (tiny: the small test shape).
-  void (*model_config)(bool tiny, int64_t context_window_size, Json& mc) = nullptr;
+  // Adds the family's own fields to model_config (the common ones are in it already).
+  void (*model_config)(const WriterShape& shape, Json& mc) = nullptr;
   // The conversation template of mlc-chat-config.json (nullptr: the reference tokenizer's).
   Json (*conv_template)() = nullptr;
 };

@@ -115,21 +115,31 @@ class Library : public FunctionTableLibrary {
     auto first = tokens && decode ? r.Tensor(0, DlInt32(), {-1, 1})
                                   : r.Tensor(0, DlFloat32(), {1, decode ? 1 : -1, c_.embed_width()});
     MLC_RETURN_IF_ERROR(first);
+    std::vector<NDArray> ids;  // prefill_tokens: token ids, modality ids
     for (size_t i = 1; i < inputs; ++i) {
-      MLC_RETURN_IF_ERROR(r.Tensor(i, DlInt32(), {1, first->shape()[1]}));
+      auto t = r.Tensor(i, DlInt32(), {1, first->shape()[1]});
+      MLC_RETURN_IF_ERROR(t);
+      ids.push_back(*t);
     }
     auto kv = r.Object<PagedKvCache>(inputs, "a cpu.PagedKvCache");
     MLC_RETURN_IF_ERROR(kv);
     auto w = Weights(r, inputs + 1);
     MLC_RETURN_IF_ERROR(w);
     NDArray embeds = *first;
+    RowTokens rows;
+    auto span_of = [](const NDArray& t) {
+      return std::span<const int32_t>(t.data<int32_t>(), static_cast<size_t>(t.Elements()));
+    };
     if (tokens && decode) {  // token ids [batch, 1]: their embeddings
       embeds = NDArray::Empty({first->Elements(), c_.embed_width()}, DlFloat32());
-      std::span<const int32_t> span(first->data<int32_t>(), static_cast<size_t>(first->Elements()));
-      MLC_RETURN_IF_ERROR(EmbedTokens(c_, (*w)->decoder, span, embeds.data<float>()));
+      rows.ids = span_of(*first);
+      MLC_RETURN_IF_ERROR(EmbedTokens(c_, (*w)->decoder, rows.ids, embeds.data<float>()));
+    } else if (tokens) {
+      rows.ids = span_of(ids[0]);
+      rows.modality = span_of(ids[1]);
     }
     const int64_t n = embeds.Elements() / c_.embed_width();
-    auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn);
+    auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn, rows);
     MLC_RETURN_IF_ERROR(logits);
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
     NDArray out = tokens && decode ? NDArray::Empty({sequences, 1, c_.vocab_size}, DlFloat32())

@@ -101,6 +101,8 @@ Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "qwen2.5-0.5b") return {151936, 896, 4864, 24, 14, 2, 64, 4096, 512};
   // LLaVA 1.5 7B's decoder (Llama 2 7B with LLaVA's padded vocabulary).
   if (o.shape == "llava-1.5-7b") return {32064, 4096, 11008, 32, 32, 32, 128, 4096, 2048};
+  // Gemma 4 E2B's decoder (the family lays out its 35 layers).
+  if (o.shape == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 4096, 1024};
   // tiny: the family's KV heads and head_dim (GQA where the family has it).
   return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
@@ -119,7 +121,9 @@ Json ModelConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family,
              {"prefill_chunk_size", prefill},
              {"tensor_parallel_shards", 1},
              {"max_batch_size", 1}};
-  if (family.writer.model_config) family.writer.model_config(o.shape == "tiny", context, mc);
+  if (family.writer.model_config) {
+    family.writer.model_config(cpu::WriterShape{o.shape, o.shape == "tiny", context, o.audio}, mc);
+  }
   return mc;
 }
 
@@ -168,7 +172,9 @@ std::string ShardBytes(const TensorShard& shard, const cpu::ModelConfig& c, uint
       std::string q_weight;
       Quantize(w, m->second.out, m->second.in, c.float_dtype(), &q_weight, &data);
     } else {
-      bool norm = r.name.find("norm") != std::string::npos || (leaf == "weight" && r.shape.size() == 1);
+      // Norm gains and Gemma 4's layer scalars near 1.
+      bool norm = r.name.find("norm") != std::string::npos || (leaf == "weight" && r.shape.size() == 1) ||
+                  leaf == "layer_scalar";
       bool bias = leaf == "bias";
       // [out, ...] as [out, fan-in] (a convolution's [out, c, h, w] included); a vector as one row.
       int64_t rows = r.shape.size() >= 2 ? r.shape[0] : 1;
@@ -207,7 +213,7 @@ Status CheckOptions(const FamilyModelOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
-  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b"};
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b"};
   return kShapes;
 }
 

@@ -13,6 +13,7 @@ const FamilySpec& GemmaFamily();
 const FamilySpec& Gemma2Family();
 const FamilySpec& Phi3Family();
 const FamilySpec& LlavaFamily();
+const FamilySpec& Gemma4Family();
 
 // Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
 void ConfigureGemma(ConfigReader& r, ModelConfig& c);

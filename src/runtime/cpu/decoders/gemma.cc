@@ -12,7 +12,7 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   if (!r.failed()) RequireNoRopeScaling(r, c);
 }
 
-void WriteConfig(bool, int64_t, Json& mc) {
+void WriteConfig(const WriterShape&, Json& mc) {
   mc["hidden_activation"] = "gelu_pytorch_tanh";
   mc["attention_bias"] = false;
   mc["position_embedding_base"] = 10000.0;

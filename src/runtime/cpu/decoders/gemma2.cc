@@ -16,7 +16,8 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   if (!r.failed()) RequireNoRopeScaling(r, c);
 }
 
-void WriteConfig(bool tiny, int64_t, Json& mc) {
+void WriteConfig(const WriterShape& shape, Json& mc) {
+  const bool tiny = shape.tiny;
   mc["hidden_activation"] = "gelu_pytorch_tanh";
   mc["attention_bias"] = false;
   mc["position_embedding_base"] = 10000.0;

@@ -39,7 +39,8 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   }
 }
 
-void WriteConfig(bool tiny, int64_t, Json& mc) {
+void WriteConfig(const WriterShape& shape, Json& mc) {
+  const bool tiny = shape.tiny;
   mc["hidden_act"] = "silu";
   mc["position_embedding_base"] = 500000.0;
   mc["tie_word_embeddings"] = false;

@@ -36,7 +36,9 @@ std::vector<ParamSpec> Params(const ModelConfig& c) {
 
 // The decoder's fields move into text_config; the tower's config beside it (tiny: a small tower
 // over 28 x 28 images in 16 patches; else CLIP ViT-L/14 at 336 pixels, LLaVA 1.5's).
-void WriteConfig(bool tiny, int64_t context, Json& mc) {
+void WriteConfig(const WriterShape& shape, Json& mc) {
+  const bool tiny = shape.tiny;
+  const int64_t context = shape.context_window_size;
   Json text = mc;
   text["hidden_act"] = "silu";
   text["rope_theta"] = 10000.0;

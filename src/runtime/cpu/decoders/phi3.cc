@@ -50,7 +50,9 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   }
 }
 
-void WriteConfig(bool tiny, int64_t context, Json& mc) {
+void WriteConfig(const WriterShape& shape, Json& mc) {
+  const bool tiny = shape.tiny;
+  const int64_t context = shape.context_window_size;
   mc["model_type"] = "phi3";
   mc["position_embedding_base"] = 10000.0;
   mc["max_position_embeddings"] = context;

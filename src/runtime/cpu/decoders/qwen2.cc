@@ -10,7 +10,7 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   if (!r.failed()) RequireNoRopeScaling(r, c);
 }
 
-void WriteConfig(bool, int64_t, Json& mc) {
+void WriteConfig(const WriterShape&, Json& mc) {
   mc["hidden_act"] = "silu";
   mc["rope_theta"] = 1000000.0;
   mc["tie_word_embeddings"] = true;

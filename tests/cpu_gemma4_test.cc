@@ -1,0 +1,481 @@
+// Gemma 4 on the CPU program: the E2B parameter list and program document of the shipped example,
+// the tiny package's layout and KV plan (shared layers without projections of their own), the
+// decoder against a float64 Gemma 4 written here from Hugging Face's definitions (per-layer
+// embeddings, q/k/v norms, proportional rotary, sliding windows, KV sharing, layer scalars, capped
+// logits) over prompts longer than the window and split at every chunk size, the token pair's
+// adapter rows (per-layer lookups at the pad id), a batch equal to runs alone, and bad calls.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/runtime.h"
+#include "runtime/cpu/decoder.h"
+#include "support/batch_util.h"
+#include "support/reference64.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+using test::Params64;
+using test::Vec;
+
+double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
+
+std::string WriteGemma4(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {}) {
+  o.family = "gemma4";
+  o.quantization = quant;
+  o.seed = 3;
+  std::string pkg = dir.File("gemma4-" + quant + "-" + std::to_string(o.prefill_chunk_size) + (o.audio ? "-audio" : ""));
+  auto report = WriteFamilyModel(pkg, o);
+  EXPECT_TRUE(report) << report.error().ToString();
+  return pkg;
+}
+
+cpu::ModelConfig ConfigOf(const std::string& pkg) {
+  auto chat = ReadChatConfig(JoinPath(pkg, kChatConfigFileName));
+  EXPECT_TRUE(chat) << chat.error().ToString();
+  auto c = cpu::ParseModelConfig(*chat);
+  EXPECT_TRUE(c) << FormatErrors(c.errors());
+  return *c;
+}
+
+std::shared_ptr<ParameterSet> ParamsOf(const std::string& pkg, const cpu::ModelConfig& c) {
+  auto params = LoadParameters(pkg, cpu::ParamSpecs(c));
+  EXPECT_TRUE(params) << params.error().ToString();
+  return params ? *params : nullptr;
+}
+
+double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+// Each head of d values RMS-normalized, times gain (empty: 1).
+void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps) {
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    Vec head(x.begin() + static_cast<std::ptrdiff_t>(h * d), x.begin() + static_cast<std::ptrdiff_t>((h + 1) * d));
+    Vec g = gain.empty() ? Vec(static_cast<size_t>(d), 1.0) : gain;
+    Vec n = test::RmsNorm(head, g, eps);
+    std::copy(n.begin(), n.end(), x.begin() + static_cast<std::ptrdiff_t>(h * d));
+  }
+}
+
+// Hugging Face's rotate-half rotary over heads of d values: pair (j, j + d / 2) turns at
+// theta^(-2j / d) for j < pairs (the proportional rotary of full layers turns the first
+// partial_rotary_factor * d / 2 pairs only).
+void Rotate64(Vec& x, int64_t d, double theta, int64_t pairs, int64_t pos) {
+  const int64_t half = d / 2;
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    for (int64_t j = 0; j < pairs; ++j) {
+      const double a = static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+      double& x0 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j)];
+      double& x1 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j + half)];
+      const double a0 = x0, a1 = x1;
+      x0 = a0 * std::cos(a) - a1 * std::sin(a);
+      x1 = a1 * std::cos(a) + a0 * std::sin(a);
+    }
+  }
+}
+
+// A float64 Gemma 4 text decoder from Hugging Face's Gemma4TextModel, over the package's config
+// (model_config.text_config) and parameters; inputs are rows of input embeddings with their token
+// ids and modality ids (adapter rows: modality 1, looked up at the pad id for the per-layer part).
+struct Gemma4Reference {
+  const Json& text;  // text_config
+  const Params64& p;
+  bool q8 = false;  // 4-bit weights: activations rounded to int8 blocks as the kernels do
+
+  Vec Lin(const std::string& base, const Vec& x, int64_t rows, int64_t cols) const {
+    return test::MatVec(p.Matrix(base, rows, cols), q8 ? test::RoundToQ8Blocks(x) : x, rows, cols);
+  }
+
+  Vec EmbedRow(int32_t id) const {
+    const int64_t h = text["hidden_size"], vocab = text["vocab_size"];
+    Vec e = p.Matrix("language_model.embed_tokens", vocab, h);
+    Vec row(e.begin() + id * h, e.begin() + (id + 1) * h);
+    for (double& v : row) v *= std::sqrt(static_cast<double>(h));
+    return row;
+  }
+
+  // Logits at every position.
+  std::vector<Vec> Run(const std::vector<Vec>& inputs, const std::vector<int32_t>& ids,
+                       const std::vector<int32_t>& modality) const {
+    const int64_t H = text["hidden_size"], L = text["num_hidden_layers"], NH = text["num_attention_heads"];
+    const int64_t NKV = text["num_key_value_heads"], D = text["head_dim"], GD = text["global_head_dim"];
+    const int64_t I = text["intermediate_size"], P = text["hidden_size_per_layer_input"], V = text["vocab_size"];
+    const int64_t window = text["sliding_window"], shared = text["num_kv_shared_layers"];
+    const double eps = text["rms_norm_eps"];
+    const Json& rope = text["rope_parameters"];
+    const std::string lm = "language_model.";
+    std::vector<bool> full;
+    for (const Json& t : text["layer_types"]) full.push_back(t == "full_attention");
+    const int64_t first_shared = L - shared;
+    auto source = [&](int64_t l) {
+      if (l < first_shared) return l;
+      for (int64_t j = first_shared - 1; j >= 0; --j) {
+        if (full[static_cast<size_t>(j)] == full[static_cast<size_t>(l)]) return j;
+      }
+      return int64_t{-1};
+    };
+    std::vector<std::vector<Vec>> keys(static_cast<size_t>(L)), values(keys.size());
+    std::vector<Vec> out;
+    for (size_t t = 0; t < inputs.size(); ++t) {
+      const int64_t pos = static_cast<int64_t>(t);
+      Vec x = inputs[t];
+      // Per-layer inputs: (norm(projection(x) / sqrt(H)) + table[id] * sqrt(P)) / sqrt(2).
+      const int32_t pl_id = modality[t] != 0 ? static_cast<int32_t>(text["pad_token_id"]) : ids[t];
+      Vec proj = Lin(lm + "per_layer_model_projection", x, L * P, H);
+      std::vector<Vec> per_layer;
+      for (int64_t l = 0; l < L; ++l) {
+        Vec slice(proj.begin() + l * P, proj.begin() + (l + 1) * P);
+        for (double& v : slice) v /= std::sqrt(static_cast<double>(H));
+        slice = test::RmsNorm(slice, p.Floats(lm + "per_layer_projection_norm.weight"), eps);
+        Vec table = p.Matrix(lm + "embed_tokens_per_layer." + std::to_string(l), text["vocab_size_per_layer_input"], P);
+        for (int64_t i = 0; i < P; ++i) {
+          slice[static_cast<size_t>(i)] = (slice[static_cast<size_t>(i)] + table[static_cast<size_t>(pl_id * P + i)] *
+                                                                               std::sqrt(static_cast<double>(P))) /
+                                          std::sqrt(2.0);
+        }
+        per_layer.push_back(std::move(slice));
+      }
+      for (int64_t l = 0; l < L; ++l) {
+        const bool is_full = full[static_cast<size_t>(l)];
+        const int64_t d = is_full ? GD : D, src = source(l);
+        const int64_t inter = l >= first_shared && text["use_double_wide_mlp"].get<bool>() ? 2 * I : I;
+        const Json& rp = rope[is_full ? "full_attention" : "sliding_attention"];
+        const int64_t pairs = rp.value("rope_type", std::string("default")) == "proportional"
+                                  ? static_cast<int64_t>(std::floor(rp.value("partial_rotary_factor", 1.0) * d / 2))
+                                  : d / 2;
+        const double theta = rp["rope_theta"];
+        const std::string pre = lm + "layers." + std::to_string(l) + ".";
+        Vec h = test::RmsNorm(x, p.Floats(pre + "input_layernorm.weight"), eps);
+        Vec q = Lin(pre + "self_attn.q_proj", h, NH * d, H);
+        HeadNorm64(q, d, p.Floats(pre + "self_attn.q_norm.weight"), eps);
+        Rotate64(q, d, theta, pairs, pos);
+        if (src == l) {
+          Vec k = Lin(pre + "self_attn.k_proj", h, NKV * d, H);
+          Vec v = Lin(pre + "self_attn.v_proj", h, NKV * d, H);
+          HeadNorm64(k, d, p.Floats(pre + "self_attn.k_norm.weight"), eps);
+          HeadNorm64(v, d, {}, eps);
+          Rotate64(k, d, theta, pairs, pos);
+          keys[static_cast<size_t>(l)].push_back(k);
+          values[static_cast<size_t>(l)].push_back(v);
+        }
+        Vec attn(static_cast<size_t>(NH * d), 0.0);
+        for (int64_t hq = 0; hq < NH; ++hq) {
+          const int64_t kvh = hq / (NH / NKV);
+          std::vector<std::pair<int64_t, double>> scores;
+          for (int64_t j = 0; j <= pos; ++j) {
+            if (!is_full && pos - j >= window) continue;
+            double s = 0;  // attention scale 1
+            for (int64_t e = 0; e < d; ++e) {
+              s += q[static_cast<size_t>(hq * d + e)] * keys[static_cast<size_t>(src)][static_cast<size_t>(j)][static_cast<size_t>(kvh * d + e)];
+            }
+            scores.emplace_back(j, s);
+          }
+          double mx = -1e300, sum = 0;
+          for (auto& [j, s] : scores) mx = std::max(mx, s);
+          for (auto& [j, s] : scores) sum += std::exp(s - mx);
+          for (auto& [j, s] : scores) {
+            for (int64_t e = 0; e < d; ++e) {
+              attn[static_cast<size_t>(hq * d + e)] +=
+                  std::exp(s - mx) / sum * values[static_cast<size_t>(src)][static_cast<size_t>(j)][static_cast<size_t>(kvh * d + e)];
+            }
+          }
+        }
+        Vec o = test::RmsNorm(Lin(pre + "self_attn.o_proj", attn, H, NH * d), p.Floats(pre + "post_attention_layernorm.weight"), eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+        Vec gu = Lin(pre + "mlp.gate_up_proj", test::RmsNorm(x, p.Floats(pre + "pre_feedforward_layernorm.weight"), eps), 2 * inter, H);
+        Vec act(static_cast<size_t>(inter));
+        for (int64_t i = 0; i < inter; ++i) act[static_cast<size_t>(i)] = GeluTanh64(gu[static_cast<size_t>(i)]) * gu[static_cast<size_t>(inter + i)];
+        Vec m = test::RmsNorm(Lin(pre + "mlp.down_proj", act, H, inter), p.Floats(pre + "post_feedforward_layernorm.weight"), eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
+        // The per-layer input: gate (kept in float: no int8 steps), product, projection, norm.
+        Vec g = test::MatVec(p.Matrix(pre + "per_layer_input_gate", P, H), x, P, H);
+        for (int64_t i = 0; i < P; ++i) g[static_cast<size_t>(i)] = GeluTanh64(g[static_cast<size_t>(i)]) * per_layer[static_cast<size_t>(l)][static_cast<size_t>(i)];
+        Vec pl = test::RmsNorm(Lin(pre + "per_layer_projection", g, H, P), p.Floats(pre + "post_per_layer_input_norm.weight"), eps);
+        const double scalar = p.Floats(pre + "layer_scalar").at(0);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] = (x[static_cast<size_t>(i)] + pl[static_cast<size_t>(i)]) * scalar;
+      }
+      Vec logits = Lin(lm + "embed_tokens", test::RmsNorm(x, p.Floats(lm + "norm.weight"), eps), V, H);
+      for (double& v : logits) v = 30.0 * std::tanh(v / 30.0);
+      out.push_back(std::move(logits));
+    }
+    return out;
+  }
+};
+
+Json TextConfigOf(const std::string& pkg) {
+  return Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"]["text_config"];
+}
+
+std::vector<int32_t> Prompt(int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>(10 + (i * 37) % (vocab - 20)));
+  return ids;
+}
+
+// The prompt run through the decoder in chunks of the given lengths (token pair rows), the
+// logits after each chunk.
+std::vector<std::vector<float>> RunChunks(const cpu::ModelConfig& c, const cpu::ModelWeights& w,
+                                          const std::vector<float>& embeds, const std::vector<int32_t>& ids,
+                                          const std::vector<int32_t>& modality, const std::vector<size_t>& chunks) {
+  cpu::KvCacheShape shape;
+  shape.layers = cpu::KvPlan(c);
+  shape.max_total_seq_len = 128;
+  shape.prefill_chunk_size = 64;
+  cpu::PagedKvCache kv(shape);
+  std::vector<std::vector<float>> out;
+  size_t at = 0;
+  const size_t width = static_cast<size_t>(c.embed_width());
+  for (size_t len : chunks) {
+    cpu::RowTokens rows{std::span<const int32_t>(ids.data() + at, len), std::span<const int32_t>(modality.data() + at, len)};
+    auto logits = cpu::Forward(c, w, kv, embeds.data() + at * width, static_cast<int64_t>(len), "prefill_tokens", rows);
+    EXPECT_TRUE(logits) << logits.error().ToString();
+    if (!logits) return out;
+    out.push_back(*logits);
+    at += len;
+  }
+  return out;
+}
+
+TEST(CpuGemma4, TinyPackageLayoutAndKvPlan) {
+  test::TempDir dir;
+  std::string pkg = WriteGemma4(dir, "q4f16_1");
+  cpu::ModelConfig c = ConfigOf(pkg);
+  ASSERT_EQ(c.num_layers, 6);
+  std::vector<ParamSpec> specs = cpu::ParamSpecs(c);
+  auto has = [&](const std::string& name) {
+    return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& p) { return p.name == name; });
+  };
+  const std::string l = "language_model.layers.";
+  EXPECT_TRUE(has(l + "3.self_attn.k_proj.q_weight"));
+  EXPECT_TRUE(has(l + "2.self_attn.k_norm.weight"));
+  for (const char* part : {"k_proj.q_weight", "v_proj.q_scale", "k_norm.weight"}) {
+    EXPECT_FALSE(has(l + "4.self_attn." + part)) << part;  // shared layers: no KV projections
+    EXPECT_FALSE(has(l + "5.self_attn." + part)) << part;
+  }
+  EXPECT_TRUE(has("language_model.embed_tokens_per_layer.5.q_weight"));
+  EXPECT_TRUE(has(l + "0.per_layer_input_gate.weight"));
+  EXPECT_TRUE(has(l + "5.layer_scalar"));
+  EXPECT_FALSE(has("lm_head.q_weight"));  // tied
+  // The cache plan: layers 4 (sliding) and 5 (full) read layers 3 and 2, with no rows of their own.
+  std::vector<cpu::KvLayerPlan> plan = cpu::KvPlan(c);
+  ASSERT_EQ(plan.size(), 6u);
+  EXPECT_EQ(plan[4].use, cpu::KvUse::kShared);
+  EXPECT_EQ(plan[4].source, 3);
+  EXPECT_EQ(plan[5].use, cpu::KvUse::kShared);
+  EXPECT_EQ(plan[5].source, 2);
+  EXPECT_EQ(plan[2].row_size, 64);  // one KV head of global_head_dim 64
+  EXPECT_EQ(plan[3].row_size, 32);
+  EXPECT_EQ(c.layers[4].intermediate_size, 2 * c.layers[3].intermediate_size);  // double-wide MLP
+  // The program exports the token pair.
+  auto lib = OpenCpuLibrary(pkg);
+  ASSERT_TRUE(lib) << lib.error().ToString();
+  const auto& exports = (*lib)->Metadata().program->programs.at("generation").exports;
+  EXPECT_EQ(exports.at("prefill_tokens"), "prefill_tokens");
+  EXPECT_EQ(exports.at("decode_tokens"), "decode_tokens");
+  EXPECT_EQ(exports.count("prefill_embeds"), 0u);
+}
+
+class CpuGemma4Reference : public ::testing::TestWithParam<std::string> {};
+
+// The logits after every chunk agree with the float64 model, whatever the split (one row at a
+// time, uneven chunks, all at once); the prompt is longer than the sliding window.
+TEST_P(CpuGemma4Reference, LogitsMatchFloat64AtEveryChunkSplit) {
+  const std::string quant = GetParam();
+  test::TempDir dir;
+  std::string pkg = WriteGemma4(dir, quant);
+  cpu::ModelConfig c = ConfigOf(pkg);
+  auto params = ParamsOf(pkg, c);
+  ASSERT_TRUE(params);
+  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
+  ASSERT_TRUE(w) << w.error().ToString();
+  const size_t n = 20;  // the tiny window is 8
+  std::vector<int32_t> ids = Prompt(static_cast<int64_t>(n), c.vocab_size);
+  std::vector<int32_t> modality(n, 0);
+  std::vector<float> embeds(n * static_cast<size_t>(c.hidden_size));
+  ASSERT_TRUE(cpu::EmbedTokens(c, *w, ids, embeds.data()));
+  Params64 p64(*params);
+  const Json text = TextConfigOf(pkg);
+  Gemma4Reference ref{text, p64, quant.rfind("q4", 0) == 0};
+  std::vector<Vec> rows;
+  for (int32_t id : ids) rows.push_back(ref.EmbedRow(id));
+  std::vector<Vec> want = ref.Run(rows, ids, modality);
+  for (size_t k : {size_t{1}, size_t{3}, size_t{7}, n}) {
+    std::vector<size_t> chunks;
+    for (size_t at = 0; at < n; at += k) chunks.push_back(std::min(k, n - at));
+    std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, ids, modality, chunks);
+    ASSERT_EQ(got.size(), chunks.size());
+    size_t end = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      end += chunks[i];
+      EXPECT_LT(test::RelError(got[i], want[end - 1]), LogitTolerance(quant)) << "chunk " << k << ", position " << end - 1;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma4Reference, ::testing::Values("q0f32", "q4f16_1", "q4f32_1", "q0f16"),
+                         [](const auto& i) { return i.param; });
+
+// Adapter rows (modality 1) enter as given and look the pad id up for their per-layer part.
+TEST(CpuGemma4, AdapterRowsUseThePadIdForPerLayerInputs) {
+  test::TempDir dir;
+  std::string pkg = WriteGemma4(dir, "q0f32");
+  cpu::ModelConfig c = ConfigOf(pkg);
+  auto params = ParamsOf(pkg, c);
+  ASSERT_TRUE(params);
+  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
+  ASSERT_TRUE(w);
+  std::vector<int32_t> ids = {1, 30, 4, 4, 4, 40, 41};  // 4: a placeholder id
+  std::vector<int32_t> modality = {0, 0, 1, 1, 1, 0, 0};
+  const size_t h = static_cast<size_t>(c.hidden_size);
+  std::vector<float> embeds(ids.size() * h);
+  ASSERT_TRUE(cpu::EmbedTokens(c, *w, ids, embeds.data()));
+  Params64 p64(*params);
+  const Json text = TextConfigOf(pkg);
+  Gemma4Reference ref{text, p64, false};
+  std::vector<Vec> rows;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (modality[t] == 0) {
+      rows.push_back(ref.EmbedRow(ids[t]));
+      continue;
+    }
+    Vec r(h);  // an adapter's row: unscaled values
+    for (size_t i = 0; i < h; ++i) r[i] = std::sin(0.1 * static_cast<double>(i + 7 * t));
+    for (size_t i = 0; i < h; ++i) embeds[t * h + i] = static_cast<float>(r[i]);
+    rows.push_back(std::move(r));
+  }
+  std::vector<Vec> want = ref.Run(rows, ids, modality);
+  std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, ids, modality, {ids.size()});
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LT(test::RelError(got[0], want.back()), LogitTolerance("q0f32"));
+  // The same rows marked as text look the placeholder id up instead: other logits.
+  std::vector<int32_t> as_text(ids.size(), 0);
+  std::vector<Vec> other = ref.Run(rows, ids, as_text);
+  EXPECT_GT(test::RelError(got[0], other.back()), 1e-3);
+}
+
+TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
+  test::TempDir dir;
+  std::string pkg = WriteGemma4(dir, "q0f32");
+  cpu::ModelConfig c = ConfigOf(pkg);
+  auto params = ParamsOf(pkg, c);
+  ASSERT_TRUE(params);
+  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
+  ASSERT_TRUE(w);
+  cpu::KvCacheShape shape;
+  shape.layers = cpu::KvPlan(c);
+  shape.max_total_seq_len = 32;
+  shape.prefill_chunk_size = 16;
+  cpu::PagedKvCache kv(shape);
+  std::vector<float> row(static_cast<size_t>(c.hidden_size), 0.5f);
+  auto no_ids = cpu::Forward(c, *w, kv, row.data(), 1, "prefill_tokens");
+  ASSERT_FALSE(no_ids);
+  EXPECT_NE(no_ids.error().message.find("token pair"), std::string::npos) << no_ids.error().message;
+  std::vector<int32_t> bad = {static_cast<int32_t>(c.vocab_size)}, zero = {0};
+  auto out_of_range = cpu::Forward(c, *w, kv, row.data(), 1, "prefill_tokens", cpu::RowTokens{bad, zero});
+  ASSERT_FALSE(out_of_range);
+  EXPECT_NE(out_of_range.error().message.find("outside the per-layer vocabulary"), std::string::npos);
+}
+
+// Continuous batching: each request's greedy tokens equal its run alone (token pair decode of
+// several sequences in one call, shared layers reading their sources' rows per sequence).
+TEST(CpuGemma4Batch, RequestsInABatchMatchRunsAlone) {
+  test::LoadedPackage m;
+  FamilyModelOptions o;
+  o.family = "gemma4";
+  o.quantization = "q4f16_1";
+  o.seed = 4;
+  o.force = true;
+  ASSERT_TRUE(WriteFamilyModel(m.dir.path(), o));
+  test::LoadInto(m, OpenCpuLibrary(m.dir.path()));
+  ASSERT_TRUE(m.library);
+  std::vector<TurnInput> prompts = {test::Text(Prompt(12, 512)), test::Text({1, 60, 61}), test::Text(Prompt(17, 300))};
+  EngineOptions eo;
+  eo.batch.max_batch_size = 3;
+  auto engine = Engine::Start(m.loaded, nullptr, eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  struct Got {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<int32_t> tokens;
+    bool done = false;
+  };
+  std::vector<std::unique_ptr<Got>> got;
+  for (const TurnInput& in : prompts) {
+    got.push_back(std::make_unique<Got>());
+    Got* g = got.back().get();
+    GenerationRequest req;
+    req.input = in;
+    req.max_tokens = 8;
+    ASSERT_TRUE((*engine)->Submit(req, [g](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(g->mu);
+      g->tokens.insert(g->tokens.end(), e.tokens.begin(), e.tokens.end());
+      if (e.done) g->done = true;
+      g->cv.notify_all();
+    }).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::unique_lock<std::mutex> lock(got[i]->mu);
+    got[i]->cv.wait(lock, [&] { return got[i]->done; });
+    EXPECT_EQ(got[i]->tokens, test::Alone(m.loaded, prompts[i], 8)) << i;
+  }
+  (*engine)->Shutdown(true);
+}
+
+// Text through `run --messages` on the tiny package: the conversation template, greedy tokens the
+// same whatever the prefill chunk.
+TEST(CpuGemma4Run, TextPromptTokensEqualAcrossPrefillChunks) {
+  test::TempDir dir;
+  std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Tell me about the sea, please."}])");
+  std::vector<int32_t> first;
+  for (int64_t chunk : {64, 5}) {
+    FamilyModelOptions o;
+    o.prefill_chunk_size = chunk;
+    std::string pkg = WriteGemma4(dir, "q4f16_1", o);
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "8", "--temperature", "0", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::vector<int32_t> tokens = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
+    ASSERT_FALSE(tokens.empty());
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+}
+
+// The shipped example's chat config: the CPU program's parameter list is the converted E2B
+// package's (../shared/reference, 1682 tensors, in order), and its program document carries the
+// example's interface_id and parameter_schema_id, so the example's manifest binds to it.
+TEST(CpuGemma4, ShippedExampleBindsToTheCpuProgram) {
+  const std::string example = test::SourcePath("examples/gemma-4-E2B-it-q4f16_1");
+  auto chat = ReadChatConfig(JoinPath(example, kChatConfigFileName));
+  ASSERT_TRUE(chat) << chat.error().ToString();
+  auto params = CpuParamSpecs(*chat);
+  ASSERT_TRUE(params) << FormatErrors(params.errors());
+  Json want = Json::parse(test::ReadText(test::SharedPath("reference/gemma-4-E2B-it/params-q4f16_1.json")));
+  for (size_t i = 0; i < std::min(want.size(), params->size()); ++i) {
+    const ParamSpec& got = (*params)[i];
+    ASSERT_EQ(got.name, want[i]["name"].get<std::string>()) << i;
+    std::vector<int64_t> shape;
+    for (const auto& d : got.shape) shape.push_back(std::get<int64_t>(d));
+    EXPECT_EQ(shape, want[i]["shape"].get<std::vector<int64_t>>()) << got.name;
+    EXPECT_EQ(got.dtype, want[i]["dtype"].get<std::string>()) << got.name;
+  }
+  ASSERT_EQ(params->size(), want.size());
+  auto program = CpuCompiledProgram(*chat);
+  ASSERT_TRUE(program) << FormatErrors(program.errors());
+  auto manifest = ReadModelPackage(JoinPath(example, kManifestFileName));
+  ASSERT_TRUE(manifest) << manifest.error().ToString();
+  EXPECT_EQ(program->interface_id, manifest->interface_id);
+  EXPECT_EQ(program->parameter_schema_id, manifest->parameter_schema_id);
+  EXPECT_EQ(program->programs.at("generation").adapters->at("audio"), "audio_embed");
+}
+
+}  // namespace
+}  // namespace mlc
