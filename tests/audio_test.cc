@@ -817,7 +817,16 @@ TEST(AudioHeaders, UnknownListTypeIsWalkedAsLibsndfileWalksIt) {
 TEST(AudioHeaders, InfoSubChunkPastItsListIsRejected) {
   std::string bytes("RIFF\x40\x00\x00\x00WAVELIST\x10\x00\x00\x00INFOISFT\xf0\xff\xff\xff", 32);
   bytes += std::string(40, '\0');
-  ExpectRejectedAt(bytes, "byte 24", "LIST sub-chunk claims 4294967280 bytes, past the end of its LIST chunk (byte 36)");
+  ExpectRejectedAt(bytes, "byte 24", "LIST sub-chunk \"ISFT\" claims 4294967280 bytes, past the end of its LIST chunk (byte 36)");
+}
+
+// A sub-chunk header that crosses the LIST's end: libsndfile 1.2 reads its size from the bytes
+// after the LIST and spins on one that wraps its count (found by a longer audio_fuzz run; the 36
+// bytes below are its input, also in its seed corpus).
+TEST(AudioHeaders, SubChunkHeaderCrossingTheListEndIsRejected) {
+  const std::string bytes("RIFF$\x02\x00\x00WAVELIST\x0f\x00\x00\x00\x00\x00\x00;\x00\x00\x00\x00"
+                          "\x00\xbf\x00\x00\xf8\xff\xff\xff", 36);
+  ExpectRejectedAt(bytes, "byte 28", "LIST sub-chunk \"\\x00\\xbf\\x00\\x00\" claims 4294967288 bytes");
 }
 
 // A LIST chunk of more than 100000 empty sub-chunks is rejected like a file of that many chunks

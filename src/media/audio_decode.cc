@@ -176,22 +176,23 @@ std::string ChunkIdText(std::string_view id) {
 }
 
 // The sub-chunks of a LIST chunk whose body is [body, body + bytes), walked as libsndfile 1.2
-// walks them: the markers "INFO" and "adtl" (the list types of WAV files) stand alone, any other
-// word is a sub-chunk id followed by its size, so an unusual list type is read as a sub-chunk too;
-// "exif", "data" or a zero word ends libsndfile's walk. Each sub-chunk must end inside the body
-// (a missing pad byte at its very end is tolerated): libsndfile 1.2 adds a size to its count in 32
-// bits, and one that wraps makes it skip gigabytes a few bytes at a time.
+// walks them: while any byte of the body is left it reads a word; "INFO" and "adtl" (the list
+// types of WAV files) stand alone, "exif", "data" or a zero word end its walk, any other word is a
+// sub-chunk id followed by its size, read even where the header crosses the body's end (so an
+// unusual list type is read as a sub-chunk too). Each sub-chunk must end inside the body (a
+// missing pad byte at its very end is tolerated): libsndfile adds a size to its count in 32 bits,
+// and one that wraps makes it skip gigabytes a few bytes at a time.
 template <class ReadAt>
 Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std::string& where) {
   const uint64_t end = body + bytes;
   uint64_t at = body;
-  for (int subs = 0; at + 4 <= end; ++subs) {
+  for (int subs = 0; at < end; ++subs) {
     if (subs > 100000) {  // the bound of the top-level walk: 8-byte reads must not run for minutes
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(at), "more than 100000 sub-chunks in a LIST chunk",
                    where};
     }
     unsigned char ch[8] = {};
-    const size_t got = read_at(at, ch, at + 8 <= end ? 8 : 4);
+    const size_t got = read_at(at, ch, 8);
     if (got < 4) break;
     const std::string_view id(reinterpret_cast<const char*>(ch), 4);
     if (id == "INFO" || id == "adtl") {
@@ -203,7 +204,7 @@ Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std
     const uint64_t next = at + 8 + sub + (sub & 1);
     if (next > end + 1) {
       const std::string what = at == body ? "LIST chunk of type \"" + ChunkIdText(id) + "\" (read as a sub-chunk)"
-                                          : "LIST sub-chunk";
+                                          : "LIST sub-chunk \"" + ChunkIdText(id) + "\"";
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(at),
                    what + " claims " + std::to_string(sub) + " bytes, past the end of its LIST chunk (byte " +
                        std::to_string(end) + ")",
