@@ -257,26 +257,28 @@ TEST(CpuGemma4, TinyPackageLayoutAndKvPlan) {
     return std::any_of(specs.begin(), specs.end(), [&](const ParamSpec& p) { return p.name == name; });
   };
   const std::string l = "language_model.layers.";
-  EXPECT_TRUE(has(l + "3.self_attn.k_proj.q_weight"));
+  EXPECT_TRUE(has(l + "2.self_attn.k_proj.q_weight"));
   EXPECT_TRUE(has(l + "2.self_attn.k_norm.weight"));
   for (const char* part : {"k_proj.q_weight", "v_proj.q_scale", "k_norm.weight"}) {
-    EXPECT_FALSE(has(l + "4.self_attn." + part)) << part;  // shared layers: no KV projections
-    EXPECT_FALSE(has(l + "5.self_attn." + part)) << part;
+    for (const char* layer : {"3.", "4.", "5."}) {
+      EXPECT_FALSE(has(l + layer + "self_attn." + part)) << layer << part;  // shared: no KV projections
+    }
   }
   EXPECT_TRUE(has("language_model.embed_tokens_per_layer.5.q_weight"));
   EXPECT_TRUE(has(l + "0.per_layer_input_gate.weight"));
   EXPECT_TRUE(has(l + "5.layer_scalar"));
   EXPECT_FALSE(has("lm_head.q_weight"));  // tied
-  // The cache plan: layers 4 (sliding) and 5 (full) read layers 3 and 2, with no rows of their own.
+  // The cache plan: layers 3 and 4 (sliding) read layer 1, layer 5 (full) layer 2, with no rows of
+  // their own.
   std::vector<cpu::KvLayerPlan> plan = cpu::KvPlan(c);
   ASSERT_EQ(plan.size(), 6u);
-  EXPECT_EQ(plan[4].use, cpu::KvUse::kShared);
-  EXPECT_EQ(plan[4].source, 3);
-  EXPECT_EQ(plan[5].use, cpu::KvUse::kShared);
+  for (size_t shared : {3u, 4u, 5u}) EXPECT_EQ(plan[shared].use, cpu::KvUse::kShared) << shared;
+  EXPECT_EQ(plan[3].source, 1);
+  EXPECT_EQ(plan[4].source, 1);
   EXPECT_EQ(plan[5].source, 2);
   EXPECT_EQ(plan[2].row_size, 64);  // one KV head of global_head_dim 64
-  EXPECT_EQ(plan[3].row_size, 32);
-  EXPECT_EQ(c.layers[4].intermediate_size, 2 * c.layers[3].intermediate_size);  // double-wide MLP
+  EXPECT_EQ(plan[1].row_size, 32);
+  EXPECT_EQ(c.layers[3].intermediate_size, 2 * c.layers[2].intermediate_size);  // double-wide MLP
   // The program exports the token pair.
   auto lib = OpenCpuLibrary(pkg);
   ASSERT_TRUE(lib) << lib.error().ToString();

@@ -36,12 +36,18 @@ constexpr double kMinCosineFloat = 0.99999;
 // Two logits closer than this fraction of the row's standard deviation are a tie: llama.cpp's
 // 8-bit activations may order them either way.
 constexpr double kTieTolerance = 0.05;
+// Gemma 4 against Q4_0: llama.cpp's 8-bit activations alone take its logits on the tiny gemma4
+// q4f16_1 package to cosine 0.9937 (min over a 64-token prompt) against its own run of the same
+// weights written as F32 (whose dequantised values equal the Q4_0 blocks'); ours against llama.cpp
+// on F32 weights (the q4f32_1 case) stays above 0.9999. The looser bound is llama.cpp's rounding.
+constexpr double kMinCosineGemma4Q4_0 = 0.99;
 constexpr const char* kNodeLlamaCpp = "node-llama-cpp@3.22.1";
 
 struct Case {
   std::string name;
   std::string family;
   std::string quantization;
+  double min_cosine = 0;  // 0: the bound of the format (kMinCosine4Bit / kMinCosineFloat)
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -147,8 +153,10 @@ class Ours {
     context_ = (*config)["context_window_size"].get<int64_t>();
     prefill_chunk_ = (*config)["prefill_chunk_size"].get<int64_t>();
     embed_ = lib_->GetFunction("embed");
-    prefill_ = lib_->GetFunction("prefill");
-    decode_ = lib_->GetFunction("decode");
+    // The token pair (gemma4) takes the ids beside the embeddings; the others the embeddings.
+    token_pair_ = lib_->GetFunction("prefill_tokens") != nullptr;
+    prefill_ = lib_->GetFunction(token_pair_ ? "prefill_tokens" : "prefill");
+    decode_ = lib_->GetFunction(token_pair_ ? "decode_tokens" : "decode");
     create_kv_ = lib_->GetFunction("create_tir_paged_kv_cache");
     EXPECT_TRUE(embed_ && prefill_ && decode_ && create_kv_) << "missing an exported function";
   }
@@ -162,16 +170,29 @@ class Ours {
     return Status::Ok();
   }
 
-  // Logits after feeding ids: one decode call per id (decode) or one prefill call for all.
+  // Logits after feeding ids: one decode call for one id (decode) or one prefill call for all.
   Result<std::vector<float>> Feed(const std::vector<int32_t>& ids, bool prefill) {
-    NDArray input = NDArray::Empty({static_cast<int64_t>(ids.size())}, DlInt32());
+    const int64_t n = static_cast<int64_t>(ids.size());
+    NDArray input = NDArray::Empty({n}, DlInt32());
     std::memcpy(input.data<int32_t>(), ids.data(), ids.size() * sizeof(int32_t));
-    std::vector<Value> embed_args = {input, ObjectRef(params_)};
-    auto e = (*embed_)(embed_args);
-    if (!e.ok()) return e.take_errors();
-    const NDArray& embeds = std::get<NDArray>(e->front());
-    int64_t n = embeds.shape()[0], hidden = embeds.shape()[1];
-    std::vector<Value> args = {embeds.Reshape({1, n, hidden}), kv_, ObjectRef(params_)};
+    std::vector<Value> args;
+    if (token_pair_ && !prefill) {
+      args = {input.Reshape({n, 1})};
+    } else {
+      std::vector<Value> embed_args = {input, ObjectRef(params_)};
+      auto e = (*embed_)(embed_args);
+      if (!e.ok()) return e.take_errors();
+      const NDArray& embeds = std::get<NDArray>(e->front());
+      args = {embeds.Reshape({1, n, embeds.shape()[1]})};
+      if (token_pair_) {
+        NDArray text = NDArray::Empty({1, n}, DlInt32());  // modality 0: every row a token's
+        std::memset(text.data<int32_t>(), 0, ids.size() * sizeof(int32_t));
+        args.push_back(input.Reshape({1, n}));
+        args.push_back(text);
+      }
+    }
+    args.push_back(kv_);
+    args.push_back(ObjectRef(params_));
     auto out = (prefill ? *prefill_ : *decode_)(args);
     if (!out.ok()) return out.take_errors();
     if (out->size() > 1) kv_ = std::get<ObjectRef>((*out)[1]);
@@ -187,6 +208,7 @@ class Ours {
   const PackedFunction *embed_ = nullptr, *prefill_ = nullptr, *decode_ = nullptr,
                        *create_kv_ = nullptr;
   ObjectRef kv_;
+  bool token_pair_ = false;
   int64_t context_ = 0, prefill_chunk_ = 0;
 };
 
@@ -197,7 +219,7 @@ TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
   // Ours rounds activations to 8 bits for every 4-bit format; the GGUF of q4f32_1 holds its
   // dequantised weights as F32 (Q4_0 has no float32 scale), so llama.cpp does not: 4-bit bound.
   const bool four_bit = c.quantization.rfind("q4", 0) == 0;
-  const double kMinCosine = four_bit ? kMinCosine4Bit : kMinCosineFloat;
+  const double kMinCosine = c.min_cosine > 0 ? c.min_cosine : four_bit ? kMinCosine4Bit : kMinCosineFloat;
   const std::string node_llama_cpp = test::NpmPackage(kNodeLlamaCpp);
   ASSERT_FALSE(node_llama_cpp.empty());
   test::TempDir tmp;
@@ -297,7 +319,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"qwen2_q4f16_1", "qwen2", "q4f16_1"}, Case{"qwen2_q0f32", "qwen2", "q0f32"},
                       Case{"gemma_q4f16_1", "gemma", "q4f16_1"}, Case{"gemma_q0f32", "gemma", "q0f32"},
                       Case{"gemma2_q4f16_1", "gemma2", "q4f16_1"}, Case{"gemma2_q0f32", "gemma2", "q0f32"},
-                      Case{"phi3_q4f16_1", "phi3", "q4f16_1"}, Case{"phi3_q0f32", "phi3", "q0f32"}),
+                      Case{"phi3_q4f16_1", "phi3", "q4f16_1"}, Case{"phi3_q0f32", "phi3", "q0f32"},
+                      Case{"gemma4_q4f16_1", "gemma4", "q4f16_1", kMinCosineGemma4Q4_0},
+                      Case{"gemma4_q4f32_1", "gemma4", "q4f32_1"}, Case{"gemma4_q0f32", "gemma4", "q0f32"},
+                      Case{"gemma4_q0f16", "gemma4", "q0f16"}),
     test::CaseName());
 
 }  // namespace

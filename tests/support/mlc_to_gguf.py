@@ -15,6 +15,20 @@ for llama.cpp's adjacent-pair rotation (MLC rotates halves, as Hugging Face does
 weights are copied as stored (MLC's converter already stored 1 + w, which llama.cpp also expects),
 gemma2's query_pre_attn_scalar is folded into its query rows (written F32) since llama.cpp scales
 scores by head_dim^-0.5, and Llama 3 / longrope scaling become llama.cpp's rope factor tensors.
+
+Gemma 4 (model_type gemma4, the text decoder of text_config; audio and vision towers are left out):
+norm weights are copied as stored (Gemma 4 multiplies by the weight itself, and so does llama.cpp's
+gemma4, whose own converter shifts nothing); MLC's per-layer embedding tables (one a layer) become one table of
+the layers side by side; layer_scalar becomes layer_output_scale; the full layers' head size, rotary
+base and rotary width are the common keys, the sliding layers' the *_swa keys, the window pattern a
+bool array; the double-wide MLPs of the shared layers a per-layer feed_forward_length array. The
+proportional rotary of full layers (only partial_rotary_factor of the pairs turn, at the
+frequencies of the whole head) is llama.cpp's NeoX rotary over the whole head with a
+rope_freqs.weight divisor of 1e30 on the pairs that do not turn. llama.cpp fixes the attention
+scale at 1 and multiplies embeddings by sqrt(hidden) and per-layer rows by sqrt(width) in float32,
+as the CPU program does. One limit: llama.cpp lets a shared-KV sliding layer read layer
+first_shared - 2 and a full one first_shared - 1, where Gemma 4 reads the last unshared layer of the
+same type; packages where these differ are refused.
 The vocabulary is a minimal SentencePiece-style token list (the tests feed token ids).
 
 Usage: mlc_to_gguf.py PACKAGE_DIR OUT.gguf
@@ -160,6 +174,8 @@ class Dims:
     def __init__(self, chat):
         mc = chat["model_config"]
         self.family = chat["model_type"]
+        if self.family == "gemma4":
+            mc = mc.get("text_config") or {}
         self.quantization = chat["quantization"]
         self.hidden = int(cfg_get(mc, ["hidden_size"]))
         self.ff = int(cfg_get(mc, ["intermediate_size"]))
@@ -195,13 +211,16 @@ def split_rows(m, sizes):
 def family_tensors(pkg, d):
     """Yields (gguf name, Matrix or 1-D array) in llama.cpp's naming for the package's family."""
     fam = d.family
+    if fam == "gemma4":
+        yield from gemma4_tensors(pkg, d, Gemma4Layout(d))
+        return
     q_rows, kv_rows = d.heads * d.head_dim, d.kv_heads * d.head_dim
     if fam == "phi3":
         root, embed, final_norm = "transformer.h.{}.", "transformer.embd", "transformer.norm"
     elif fam in ("llama", "qwen2", "gemma", "gemma2"):
         root, embed, final_norm = "model.layers.{}.", "model.embed_tokens", "model.norm"
     else:
-        raise ConvertError(f"model_type {fam} is not supported (llama, qwen2, gemma, gemma2, phi3)")
+        raise ConvertError(f"model_type {fam} is not supported (llama, qwen2, gemma, gemma2, gemma4, phi3)")
 
     yield "token_embd.weight", read_matrix(pkg, embed)
     for i in range(d.layers):
@@ -250,6 +269,133 @@ def family_tensors(pkg, d):
     elif not d.tied:
         raise ConvertError("no lm_head and tie_word_embeddings is not set")
     yield from rope_tensors(d)
+
+
+# ---- Gemma 4 ----------------------------------------------------------------------------------
+
+class Gemma4Layout:
+    """The per-layer facts of a Gemma 4 text decoder (text_config), checked against what llama.cpp's
+    gemma4 can express."""
+
+    def __init__(self, d):
+        mc = d.mc
+        types = mc.get("layer_types")
+        if not isinstance(types, list) or len(types) != d.layers:
+            raise ConvertError("text_config.layer_types: expected one entry per layer")
+        self.swa = [t == "sliding_attention" for t in types]
+        self.head_dim_swa = d.head_dim
+        self.head_dim_full = int(mc.get("global_head_dim") or d.head_dim)
+        self.window = int(cfg_get(mc, ["sliding_window"]))
+        self.plw = int(mc.get("hidden_size_per_layer_input") or 0)
+        self.shared = int(mc.get("num_kv_shared_layers") or 0)
+        self.first_shared = d.layers - self.shared
+        wide = bool(mc.get("use_double_wide_mlp")) and self.shared > 0
+        self.ff = [d.ff * (2 if wide and l >= self.first_shared else 1) for l in range(d.layers)]
+        rope = mc.get("rope_parameters") or {}
+        slide, full = rope.get("sliding_attention") or {}, rope.get("full_attention") or {}
+        self.theta_swa = float(slide.get("rope_theta", 10000.0))
+        self.theta_full = float(full.get("rope_theta", 1000000.0))
+        partial = float(full.get("partial_rotary_factor", 1.0)) if full.get("rope_type") == "proportional" else 1.0
+        self.rotated_pairs = int(math.floor(partial * self.head_dim_full / 2))
+        for key in ("attention_k_eq_v", "enable_moe_block"):
+            if mc.get(key):
+                raise ConvertError(f"text_config.{key}: not supported by this converter")
+        self.check_kv_sharing()
+
+    def check_kv_sharing(self):
+        """Hugging Face: a shared layer reads the last non-shared layer of its own type. llama.cpp
+        assumes the non-shared part ends with a sliding then a full layer (E2B, E4B): a shared
+        sliding layer reads layer first_shared - 2, a full one first_shared - 1."""
+        if self.shared == 0:
+            return
+        for l in range(self.first_shared, len(self.swa)):
+            ours = next((j for j in range(self.first_shared - 1, -1, -1) if self.swa[j] == self.swa[l]), None)
+            theirs = self.first_shared - (2 if self.swa[l] else 1)
+            if ours != theirs:
+                raise ConvertError(f"layer {l} reads the keys and values of layer {ours}; llama.cpp's gemma4 "
+                                   f"would read layer {theirs} (the non-shared layers must end sliding, full)")
+
+
+def gemma4_tensors(pkg, d, g):
+    """Gemma 4's text decoder under language_model. (audio and vision towers are not converted).
+    MLC keeps one per-layer embedding table per layer ([vocab, width] each); llama.cpp one table of
+    all layers side by side ([vocab, layers * width]), layer l in columns l * width onwards."""
+    root = "language_model."
+    yield "token_embd.weight", read_matrix(pkg, root + "embed_tokens")
+    if g.plw > 0:
+        yield "per_layer_token_embd.weight", SideBySide(pkg, [f"{root}embed_tokens_per_layer.{l}" for l in range(d.layers)])
+        yield "per_layer_model_proj.weight", read_matrix(pkg, root + "per_layer_model_projection")
+        yield "per_layer_proj_norm.weight", pkg.array(root + "per_layer_projection_norm.weight")
+    for i in range(d.layers):
+        p, b = f"{root}layers.{i}.", f"blk.{i}."
+        yield b + "attn_norm.weight", pkg.array(p + "input_layernorm.weight")
+        yield b + "attn_q.weight", read_matrix(pkg, p + "self_attn.q_proj")
+        yield b + "attn_q_norm.weight", pkg.array(p + "self_attn.q_norm.weight")
+        if i < g.first_shared:
+            yield b + "attn_k.weight", read_matrix(pkg, p + "self_attn.k_proj")
+            yield b + "attn_v.weight", read_matrix(pkg, p + "self_attn.v_proj")
+            yield b + "attn_k_norm.weight", pkg.array(p + "self_attn.k_norm.weight")
+        yield b + "attn_output.weight", read_matrix(pkg, p + "self_attn.o_proj")
+        yield b + "post_attention_norm.weight", pkg.array(p + "post_attention_layernorm.weight")
+        yield b + "ffn_norm.weight", pkg.array(p + "pre_feedforward_layernorm.weight")
+        gate, up = split_rows(read_matrix(pkg, p + "mlp.gate_up_proj"), [g.ff[i], g.ff[i]])
+        yield b + "ffn_gate.weight", gate
+        yield b + "ffn_up.weight", up
+        yield b + "ffn_down.weight", read_matrix(pkg, p + "mlp.down_proj")
+        yield b + "post_ffw_norm.weight", pkg.array(p + "post_feedforward_layernorm.weight")
+        if g.plw > 0:
+            yield b + "inp_gate.weight", read_matrix(pkg, p + "per_layer_input_gate")
+            yield b + "proj.weight", read_matrix(pkg, p + "per_layer_projection")
+            yield b + "post_norm.weight", pkg.array(p + "post_per_layer_input_norm.weight")
+        yield b + "layer_output_scale.weight", np.asarray(pkg.array(p + "layer_scalar"), np.float32).reshape(1)
+    yield "output_norm.weight", pkg.array(root + "norm.weight")
+    # Proportional rotary: llama.cpp turns every pair of the full head (NeoX halves, as MLC), so
+    # the pairs past the rotated ones get a frequency divisor so large their angle is 0.
+    half = g.head_dim_full // 2
+    yield "rope_freqs.weight", np.array([1.0] * g.rotated_pairs + [1e30] * (half - g.rotated_pairs), np.float32)
+
+
+class SideBySide:
+    """Matrices of equal rows side by side, read and encoded one at a time (E2B's 35 per-layer
+    tables are 1.3 GB packed): a row of 4-bit Q4_0 blocks is its pieces' blocks in order, since the
+    pieces are whole groups of 32."""
+
+    def __init__(self, pkg, names):
+        self.pkg, self.names = pkg, names
+
+    def encode(self, quantization):
+        parts, gtype = [], None
+        for name in self.names:
+            kind, dims, data = encode(name, read_matrix(self.pkg, name), quantization)
+            if gtype not in (None, kind):
+                raise ConvertError(f"{name}: stored unlike the other tables")
+            gtype = kind
+            parts.append(np.frombuffer(data, np.uint8).reshape(dims[1], -1))
+        cols = sum(encode_cols(gtype, p.shape[1]) for p in parts)
+        return gtype, [cols, parts[0].shape[0]], np.concatenate(parts, axis=1).tobytes()
+
+
+def encode_cols(gtype, row_bytes):
+    """Values in a row of row_bytes bytes of the ggml type."""
+    if gtype == GGML_Q4_0:
+        return row_bytes // (2 + QK4_0 // 2) * QK4_0
+    return row_bytes // (4 if gtype == GGML_F32 else 2)
+
+
+def gemma4_metadata(d, g):
+    """Gemma 4's own keys: per-layer head sizes, window pattern, KV sharing and MLP widths."""
+    a = d.family
+    kv = [(f"{a}.attention.key_length_swa", T_UINT32, g.head_dim_swa),
+          (f"{a}.attention.value_length_swa", T_UINT32, g.head_dim_swa),
+          (f"{a}.attention.sliding_window", T_UINT32, g.window),
+          (f"{a}.attention.sliding_window_pattern", (T_ARRAY, T_BOOL), g.swa),
+          (f"{a}.attention.shared_kv_layers", T_UINT32, g.shared),
+          (f"{a}.embedding_length_per_layer_input", T_UINT32, g.plw),
+          (f"{a}.rope.freq_base_swa", T_FLOAT32, g.theta_swa),
+          (f"{a}.rope.dimension_count_swa", T_UINT32, g.head_dim_swa)]
+    if d.mc.get("final_logit_softcapping"):
+        kv.append((f"{a}.final_logit_softcapping", T_FLOAT32, float(d.mc["final_logit_softcapping"])))
+    return kv
 
 
 def query_factor(d):
@@ -304,21 +450,27 @@ def rotary_dim(d):
 def metadata(d):
     """(key, type, value) for llama.cpp's hyperparameters of the family."""
     a = d.family
+    g = Gemma4Layout(d) if a == "gemma4" else None
+    # Gemma 4: the common keys describe the full layers (their head size, rotary base and width).
+    head_dim = g.head_dim_full if g else d.head_dim
+    theta = g.theta_full if g else d.theta
+    rot = g.head_dim_full if g else rotary_dim(d)
+    ff = (T_UINT32, d.ff) if not g or len(set(g.ff)) == 1 else ((T_ARRAY, T_UINT32), g.ff)
     kv = [("general.architecture", T_STRING, a),
           # (no family in the name: llama.cpp patches the vocabulary of names it recognises)
           ("general.name", T_STRING, f"mlc-package-{d.quantization}"),
           ("general.alignment", T_UINT32, GGUF_ALIGNMENT),
           (f"{a}.vocab_size", T_UINT32, d.vocab),
           (f"{a}.embedding_length", T_UINT32, d.hidden),
-          (f"{a}.feed_forward_length", T_UINT32, d.ff),
+          (f"{a}.feed_forward_length", ff[0], ff[1]),
           (f"{a}.block_count", T_UINT32, d.layers),
           (f"{a}.attention.head_count", T_UINT32, d.heads),
           (f"{a}.attention.head_count_kv", T_UINT32, d.kv_heads),
-          (f"{a}.attention.key_length", T_UINT32, d.head_dim),
-          (f"{a}.attention.value_length", T_UINT32, d.head_dim),
+          (f"{a}.attention.key_length", T_UINT32, head_dim),
+          (f"{a}.attention.value_length", T_UINT32, head_dim),
           (f"{a}.attention.layer_norm_rms_epsilon", T_FLOAT32, d.eps),
-          (f"{a}.rope.freq_base", T_FLOAT32, d.theta),
-          (f"{a}.rope.dimension_count", T_UINT32, rotary_dim(d))]
+          (f"{a}.rope.freq_base", T_FLOAT32, theta),
+          (f"{a}.rope.dimension_count", T_UINT32, rot)]
     context = d.context
     kind, rs = rope_scaling(d)
     if kind in ("longrope", "su"):
@@ -336,6 +488,8 @@ def metadata(d):
         kv += [(f"{a}.attention.sliding_window", T_UINT32, int(window)),
                (f"{a}.attn_logit_softcapping", T_FLOAT32, float(d.mc.get("attn_logit_softcapping") or 1e30)),
                (f"{a}.final_logit_softcapping", T_FLOAT32, float(d.mc.get("final_logit_softcapping") or 1e30))]
+    if g:
+        kv += gemma4_metadata(d, g)
     return kv
 
 
@@ -378,6 +532,8 @@ def encode_q4_0(m):
 
 def encode(name, t, quantization):
     """(ggml type, dims innermost first, bytes) for one tensor."""
+    if isinstance(t, SideBySide):
+        return t.encode(quantization)
     if isinstance(t, Matrix):
         rows = t.rows
         cols = (t.q if t.q is not None else t.dense).shape[1]

@@ -171,8 +171,9 @@ std::vector<ParamSpec> Params(const ModelConfig& c) {
   return b.Take();
 }
 
-// text_config from the common fields; tiny: six layers (two sliding, one full, twice, the last two
-// sharing KV), else E2B's 35 (every fifth full, the last 20 sharing); with shape.audio the audio
+// text_config from the common fields; tiny: six layers (two sliding, one full, twice, the last three
+// sharing KV: like E2B's, the unshared layers end sliding, full, which llama.cpp's gemma4 assumes),
+// else E2B's 35 (every fifth full, the last 20 sharing); with shape.audio the audio
 // tower's config and prompt ids (the reference vocabulary's audio tokens for tiny).
 void WriteConfig(const WriterShape& shape, Json& mc) {
   const bool tiny = shape.tiny;
@@ -195,7 +196,7 @@ void WriteConfig(const WriterShape& shape, Json& mc) {
   text["hidden_size_per_layer_input"] = tiny ? 32 : 256;
   text["attention_k_eq_v"] = false;
   text["num_global_key_value_heads"] = nullptr;
-  text["num_kv_shared_layers"] = tiny ? 2 : 20;
+  text["num_kv_shared_layers"] = tiny ? 3 : 20;
   text["enable_moe_block"] = false;
   text["use_double_wide_mlp"] = true;
   text["rope_parameters"] = {
