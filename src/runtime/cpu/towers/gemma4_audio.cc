@@ -385,12 +385,20 @@ class BoundGemma4Audio : public BoundTower {
 
   float Clip() const { return static_cast<float>(a_.gradient_clipping); }
 
-  // x clamped to +-gradient_clipping, then RMSNorm with `gain` (into a new buffer).
+  // x clamped to +-gradient_clipping, then RMSNorm with `gain`, row by row (into a new buffer).
   std::vector<float> ClampNorm(const std::vector<float>& x, const std::vector<float>& gain, int64_t n,
                                double eps) const {
-    std::vector<float> y = x;
-    Clamp(y.data(), static_cast<int64_t>(y.size()), -Clip(), Clip());
-    RmsNormRows(y.data(), gain, n, a_.hidden_size, eps, y.data());
+    const int64_t hs = a_.hidden_size;
+    const float clip = Clip();
+    std::vector<float> y(x.size());
+    ParallelFor(n, 8, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        float* o = y.data() + r * hs;
+        const float* in = x.data() + r * hs;
+        for (int64_t i = 0; i < hs; ++i) o[i] = std::clamp(in[i], -clip, clip);
+        RmsNorm(o, gain.data(), hs, eps, o);
+      }
+    });
     return y;
   }
 
