@@ -19,6 +19,7 @@
 #include "runtime/cpu/weights.h"
 #include "runtime/splitmix.h"
 #include "support/reference64.h"
+#include "support/test_util.h"
 
 namespace mlc {
 namespace {
@@ -499,6 +500,33 @@ TEST(CpuGemma4Audio, DeclaresTheManifestInputAndParameterOrder) {
       EXPECT_TRUE(s.shape.empty() && s.dtype == "float16") << s.name;
     }
   }
+}
+
+// At Gemma 4 E2B's shape the list is the real package's audio part, entry for entry (names,
+// shapes, dtypes, order: from audio_preprocessor.dft_matrix to the end of the reference list).
+TEST(CpuGemma4Audio, ParameterListIsTheRealPackages) {
+  const std::string dir = std::string(MLC_SHARED_DIR) + "/reference/gemma-4-E2B-it/";
+  Json mc = Json::parse(test::ReadText(dir + "model_config.json"));
+  cpu::ModelConfig c = TextConfig(cpu::Quant::kQ4F16, "q4f16_1", mc["text_config"]["hidden_size"].get<int64_t>());
+  c.vocab_size = mc["text_config"]["vocab_size"].get<int64_t>();
+  Built b = Read(mc, c);
+  ASSERT_TRUE(b.tower) << ErrorsJson(b.errors).dump();
+  std::vector<ParamSpec> ours = SpecsOf(*b.tower, c);
+  auto all = ParseParamSpecs(Json::parse(test::ReadText(dir + "params-q4f16_1.json")));
+  ASSERT_TRUE(all) << all.error().ToString();
+  auto first = std::find_if(all->begin(), all->end(), [](const ParamSpec& p) { return p.name == "audio_preprocessor.dft_matrix"; });
+  ASSERT_NE(first, all->end());
+  ASSERT_EQ(static_cast<size_t>(all->end() - first), ours.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const ParamSpec& want = *(first + static_cast<std::ptrdiff_t>(i));
+    EXPECT_EQ(ours[i].name, want.name) << i;
+    EXPECT_EQ(ours[i].shape, want.shape) << want.name;
+    EXPECT_EQ(ours[i].dtype, want.dtype) << want.name;
+    if (ours[i].name != want.name) break;
+  }
+  TaskInput in = b.tower->Input();
+  EXPECT_EQ(in.prompt, std::optional<PromptInsertion>(PromptInsertion{{256000}, 258881, {258883}}));
+  EXPECT_EQ(std::get<AudioDecode>(in.processor), (AudioDecode{16000, 1, 161, 480000}));
 }
 
 // The stored tables are the converter's: the DFT of a Hann-windowed frame, real parts then
