@@ -12,7 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
+#include <utility>
 
 #include "runtime/cpu/blocks.h"
 #include "runtime/cpu/config_reader.h"
@@ -124,10 +124,22 @@ void EachValue(float* x, int64_t n, F f) {
   });
 }
 
-float Silu(float v) { return v / (1.0f + std::exp(-v)); }
+// x = SiLU(x) over `rows` rows of `width` (the vectorised gated kernel with a unit gate).
+void SiluRows(float* x, int64_t rows, int64_t width) {
+  const std::vector<float> ones(static_cast<size_t>(width), 1.0f);
+  ParallelFor(rows, 8, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) SiluMul(x + r * width, ones.data(), x + r * width, width);
+  });
+}
+
+// min / max rather than std::clamp's branches, so that the loop vectorises.
+inline float Bounded(float v, float lo, float hi) { return std::min(std::max(v, lo), hi); }
 
 void Clamp(float* x, int64_t n, float lo, float hi) {
-  EachValue(x, n, [lo, hi](float v) { return std::clamp(v, lo, hi); });
+  ParallelFor(n, 16384, [x, lo, hi](int64_t begin, int64_t end) {
+    const float low = lo, high = hi;  // locals: no reload past the stores through x
+    for (int64_t i = begin; i < end; ++i) x[i] = Bounded(x[i], low, high);
+  });
 }
 
 // A Gemma4ClippableLinear: input clamped, product, output clamped (no bounds: +-inf).
@@ -135,15 +147,11 @@ struct Clipped {
   Weight w;
   float in_min = -INFINITY, in_max = INFINITY, out_min = -INFINITY, out_max = INFINITY;
 
-  std::vector<float> Run(const std::vector<float>& x, int64_t n) const {
+  // x by value: clamped in place (callers move the inputs they are done with).
+  std::vector<float> Run(std::vector<float> x, int64_t n) const {
     std::vector<float> y(static_cast<size_t>(n * w.out));
-    if (in_min > -INFINITY || in_max < INFINITY) {
-      std::vector<float> clipped = x;
-      Clamp(clipped.data(), static_cast<int64_t>(clipped.size()), in_min, in_max);
-      cpu::Linear(w, clipped.data(), n, y.data());
-    } else {
-      cpu::Linear(w, x.data(), n, y.data());
-    }
+    if (in_min > -INFINITY || in_max < INFINITY) Clamp(x.data(), static_cast<int64_t>(x.size()), in_min, in_max);
+    cpu::Linear(w, x.data(), n, y.data());
     if (out_min > -INFINITY || out_max < INFINITY) Clamp(y.data(), static_cast<int64_t>(y.size()), out_min, out_max);
     return y;
   }
@@ -395,7 +403,7 @@ class BoundGemma4Audio : public BoundTower {
       for (int64_t r = begin; r < end; ++r) {
         float* o = y.data() + r * hs;
         const float* in = x.data() + r * hs;
-        for (int64_t i = 0; i < hs; ++i) o[i] = std::clamp(in[i], -clip, clip);
+        for (int64_t i = 0; i < hs; ++i) o[i] = Bounded(in[i], -clip, clip);
         RmsNorm(o, gain.data(), hs, eps, o);
       }
     });
@@ -405,8 +413,8 @@ class BoundGemma4Audio : public BoundTower {
   // x += residual_weight * post_norm(clamp(down(silu(up(pre_norm(clamp(x))))))).
   void RunFeedForward(const FeedForward& ff, std::vector<float>& x, int64_t n) const {
     std::vector<float> mid = ff.up.Run(ClampNorm(x, ff.pre_norm, n, kNormEps), n);
-    EachValue(mid.data(), static_cast<int64_t>(mid.size()), Silu);
-    std::vector<float> y = ClampNorm(ff.down.Run(mid, n), ff.post_norm, n, kNormEps);
+    SiluRows(mid.data(), n, ff.up.w.out);
+    std::vector<float> y = ClampNorm(ff.down.Run(std::move(mid), n), ff.post_norm, n, kNormEps);
     const float rw = static_cast<float>(a_.residual_weight);
     for (size_t i = 0; i < x.size(); ++i) x[i] += rw * y[i];
   }
@@ -445,7 +453,7 @@ class BoundGemma4Audio : public BoundTower {
         }
       }
     });
-    return layer.post.Run(out, n);
+    return layer.post.Run(std::move(out), n);
   }
 
   // The light convolution: GLU, causal depthwise convolution, norm, SiLU, linear; residual.
@@ -453,7 +461,7 @@ class BoundGemma4Audio : public BoundTower {
     const int64_t hs = a_.hidden_size, kernel = a_.conv_kernel_size;
     std::vector<float> normed(x.size());
     RmsNormRows(x.data(), layer.lconv_norm, n, hs, a_.rms_norm_eps, normed.data());
-    std::vector<float> g = layer.start.Run(normed, n);
+    std::vector<float> g = layer.start.Run(std::move(normed), n);
     std::vector<float> u(x.size());  // GLU: first half times the sigmoid of the second
     ParallelFor(n, 16, [&](int64_t begin, int64_t end) {
       for (int64_t t = begin; t < end; ++t) {
@@ -476,8 +484,8 @@ class BoundGemma4Audio : public BoundTower {
       }
     });
     std::vector<float> y = ClampNorm(conv, layer.conv_norm, n, a_.rms_norm_eps);
-    EachValue(y.data(), static_cast<int64_t>(y.size()), Silu);
-    std::vector<float> o = layer.end.Run(y, n);
+    SiluRows(y.data(), n, hs);
+    std::vector<float> o = layer.end.Run(std::move(y), n);
     for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
   }
 
