@@ -264,7 +264,11 @@ void ParamListBuilder::Matrix(const std::string& base, int64_t out, int64_t in) 
 }
 
 void ParamListBuilder::Float(const std::string& name, std::vector<int64_t> shape) {
-  ParamSpec p{name, {}, c_.float_dtype()};
+  Add(name, std::move(shape), c_.float_dtype());
+}
+
+void ParamListBuilder::Add(const std::string& name, std::vector<int64_t> shape, const std::string& dtype) {
+  ParamSpec p{name, {}, dtype};
   for (int64_t d : shape) p.shape.emplace_back(d);
   params_.push_back(std::move(p));
 }

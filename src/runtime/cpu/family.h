@@ -168,6 +168,8 @@ class ParamListBuilder {
   void Matrix(const std::string& base, int64_t out, int64_t in);
   // A tensor kept in the float dtype whatever the quantization (towers MLC does not quantize).
   void Float(const std::string& name, std::vector<int64_t> shape);
+  // A tensor of an explicit dtype whatever the quantization (e.g. float32 tables; shape {}: a scalar).
+  void Add(const std::string& name, std::vector<int64_t> shape, const std::string& dtype);
   // Matrix (or a float matrix when `quantize` is false), then "<base>.bias" when `bias`.
   void Linear(const std::string& base, int64_t out, int64_t in, bool bias, bool quantize = true);
   std::vector<ParamSpec> Take() { return std::move(params_); }

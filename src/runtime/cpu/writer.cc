@@ -16,6 +16,7 @@
 #include "mlc_manifest/reference_model.h"
 #include "runtime/cpu/family.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/towers/tower.h"
 #include "runtime/reference_tokenizer.h"
 #include "runtime/splitmix.h"
 
@@ -40,10 +41,10 @@ std::vector<float> Draw(const std::string& base, bool norm, bool bias, int64_t r
   Rng rng(NameSeed(base, seed));
   std::vector<float> v(static_cast<size_t>(rows * cols));
   const float kSqrt3 = 1.7320508f;
-  float scale = norm || bias ? 0.1f
-                : base.find("embed") != std::string::npos || base.find("embd") != std::string::npos
-                    ? kSqrt3
-                    : kSqrt3 / std::sqrt(static_cast<float>(cols));
+  // An embedding table (not a projection into the embedding space, such as embed_audio's).
+  const bool embedding = (base.find("embed") != std::string::npos || base.find("embd") != std::string::npos) &&
+                         base.find("projection") == std::string::npos;
+  float scale = norm || bias ? 0.1f : embedding ? kSqrt3 : kSqrt3 / std::sqrt(static_cast<float>(cols));
   for (float& x : v) x = (norm ? 1.0f : 0.0f) + scale * rng.Symmetric();
   return v;
 }
@@ -153,6 +154,14 @@ Json ChatConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family, 
           {"random_weights", true}};
 }
 
+// The fixed values a tower stores for a parameter (nullopt: a learned one).
+std::optional<std::vector<float>> TowerValues(const cpu::ModelConfig& c, const std::string& name) {
+  for (const auto& tower : c.towers) {
+    if (auto values = tower->StoredValues(name)) return values;
+  }
+  return std::nullopt;
+}
+
 // The bytes of every record of one shard, in layout order.
 std::string ShardBytes(const TensorShard& shard, const cpu::ModelConfig& c, uint64_t seed) {
   std::map<std::string, cpu::MatrixSpec> matrices;
@@ -160,6 +169,10 @@ std::string ShardBytes(const TensorShard& shard, const cpu::ModelConfig& c, uint
   std::string data;
   data.reserve(shard.nbytes);
   for (const TensorRecord& r : shard.records) {
+    if (std::optional<std::vector<float>> stored = TowerValues(c, r.name)) {
+      for (float v : *stored) PutFloat(data, v, r.dtype);
+      continue;
+    }
     size_t dot = r.name.rfind('.');
     std::string base = r.name.substr(0, dot), leaf = r.name.substr(dot + 1);
     auto m = matrices.find(base);

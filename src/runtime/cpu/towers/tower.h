@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "mlc_manifest/contract.h"
 #include "mlc_manifest/tensor.h"
@@ -33,6 +35,12 @@ class Tower {
   // Appends its parameters (and its projector's) in the converter's order.
   virtual void AppendParams(ParamListBuilder& b) const = 0;
   virtual Result<std::unique_ptr<BoundTower>> Bind(const ModelConfig& c, const ParamIndex& p) const = 0;
+  // The values the converter stores for one of its float parameters when they are fixed rather
+  // than learned (a DFT matrix, a filter bank, a sinusoid table, clip bounds), row-major; nullopt:
+  // a learned parameter (random-weight packages draw it).
+  virtual std::optional<std::vector<float>> StoredValues(const std::string& /*name*/) const {
+    return std::nullopt;
+  }
 };
 
 }  // namespace mlc::cpu
