@@ -12,6 +12,10 @@
 #include <cstring>
 #include <ctime>
 
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/runtime.h"
 #include "runtime/cpu/config_reader.h"
 #include "runtime/cpu/family.h"
 #include "runtime/cpu/kernels.h"
@@ -461,6 +465,44 @@ void CompareWithReference(cpu::Quant quant, const std::string& name, float clip)
     std::printf("%s n=%lld rows=%lld relative error %.2e\n", name.c_str(), static_cast<long long>(n), static_cast<long long>(expect_rows), err);
     EXPECT_LT(err, 1e-3) << name << " n=" << n;
   }
+}
+
+// A package written by `reference-model --family gemma4 --audio` (the writer's stored tables, its
+// bfloat16-stored float32 records, the family's binding): audio_embed through the CPU library
+// agrees with the float64 model over the package's own parameters.
+TEST(CpuGemma4Audio, PackageAdapterMatchesFloat64Reference) {
+ for (const char* quant : {"q0f32", "q4f16_1"}) {
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.family = "gemma4";
+  o.quantization = quant;
+  o.audio = true;
+  o.seed = 8;
+  const std::string pkg = dir.File("g4");
+  auto w = WriteFamilyModel(pkg, o);
+  ASSERT_TRUE(w) << FormatErrors(w.errors());
+  auto lib = OpenCpuLibrary(pkg);
+  ASSERT_TRUE(lib) << lib.error().ToString();
+  auto params = LoadParameters(pkg, (*lib)->Metadata().params);
+  ASSERT_TRUE(params) << params.error().ToString();
+  const Json mc = Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"];
+  const int64_t text_hidden = mc["text_config"]["hidden_size"];
+  NDArray clip = Clip(20800);
+  // At full scale: quiet mel bins sit near the log floor, where float32 and float64 part further.
+  for (int64_t i = 0; i < clip.Elements(); ++i) clip.data<float>()[i] *= 1.8f;
+  std::vector<Value> args = {clip, ObjectRef(*params)};
+  auto out = (*(*lib)->GetFunction("audio_embed"))(args);
+  ASSERT_TRUE(out) << out.error().ToString();
+  const NDArray& rows = std::get<NDArray>(out->front());
+  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{Gemma4AudioConfig::Rows(20800), text_hidden}));
+  Params64 p64(**params);
+  Reference ref{mc["audio_config"], p64, std::string(quant) == "q4f16_1", text_hidden};
+  Vec flat;
+  for (const Vec& r : ref.Run(clip)) flat.insert(flat.end(), r.begin(), r.end());
+  std::vector<float> got(rows.data<float>(), rows.data<float>() + rows.Elements());
+  // 4-bit: the int8 activation steps of 14 products a layer (see cpu_gemma4_test's LogitTolerance).
+  EXPECT_LT(test::RelError(got, flat), std::string(quant) == "q0f32" ? 1e-3 : 3e-2) << quant;
+ }
 }
 
 TEST(CpuGemma4Audio, RowCountsFollowTheIssue) {

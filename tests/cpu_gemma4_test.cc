@@ -23,6 +23,7 @@
 #include "support/batch_util.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
+#include "support/wav_writer.h"
 
 namespace mlc {
 namespace {
@@ -451,6 +452,49 @@ TEST(CpuGemma4Run, TextPromptTokensEqualAcrossPrefillChunks) {
     if (first.empty()) first = tokens;
     EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
   }
+}
+
+// A spoken question through `run --messages` on a package with the audio tower: the clip decoded,
+// resampled to 16 kHz, its rows between the begin- and end-of-audio ids, and the same greedy tokens
+// whatever the prefill chunk (chunks of 5 split the 13 audio rows over several calls, with their
+// modality ids); a clip too short for one frame is refused before any token.
+TEST(CpuGemma4Run, SpokenQuestionTokensEqualAcrossPrefillChunks) {
+  test::TempDir dir;
+  std::vector<double> tone;
+  for (int i = 0; i < 22050; ++i) tone.push_back(0.4 * std::sin(2 * M_PI * 330.0 * i / 22050.0));
+  test::WavLayout layout;
+  layout.sample_rate_hz = 22050;  // resampled to the processor's 16 kHz
+  const std::string wav = dir.Write("question.wav", test::EncodeWav(layout, tone));
+  const std::string messages = dir.Write("m.json", R"([{"role": "user", "content": [
+      {"type": "input_audio", "input_audio": {"data": ")" + wav + R"(", "format": "wav"}},
+      {"type": "text", "text": " What was said?"}]}])");
+  std::vector<int32_t> first;
+  for (int64_t chunk : {64, 5}) {
+    FamilyModelOptions o;
+    o.prefill_chunk_size = chunk;
+    o.audio = true;
+    std::string pkg = WriteGemma4(dir, "q4f16_1", o);
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "8", "--temperature", "0", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    Json j = Json::parse(r.out);
+    EXPECT_GT(j["timings"]["adapter_ms"].get<double>(), 0.0);
+    EXPECT_GT(j["prompt_length"].get<int64_t>(), 25) << j.dump();  // 25 audio rows for 1 s
+    std::vector<int32_t> tokens = j["tokens"].get<std::vector<int32_t>>();
+    ASSERT_FALSE(tokens.empty());
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+  FamilyModelOptions o;
+  o.audio = true;
+  std::string pkg = WriteGemma4(dir, "q0f32", o);
+  test::WavLayout short_layout;
+  const std::string tiny = dir.Write("short.wav", test::EncodeWav(short_layout, std::vector<double>(100, 0.1)));
+  const std::string short_messages = dir.Write("s.json", R"([{"role": "user", "content": [
+      {"type": "input_audio", "input_audio": {"data": ")" + tiny + R"(", "format": "wav"}}]}])");
+  auto r = test::RunCli({"run", pkg, "--messages", short_messages, "--json"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("161"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
 }
 
 // A package that holds keys for a layer that shares another's (a layer plan the config does not

@@ -26,6 +26,7 @@
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
 #include "support/test_util.h"
+#include "support/wav_writer.h"
 
 namespace mlc {
 namespace {
@@ -457,6 +458,39 @@ TEST(Serve, LlavaPackageAnswersAnImage) {
   Json a = BodyJson(first);
   EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 16);
   EXPECT_EQ(a["usage"]["completion_tokens"].get<int>() > 0, true) << first.body;
+  HttpReply again = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(BodyJson(again)["choices"][0]["message"]["content"], a["choices"][0]["message"]["content"]);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// Gemma 4 with its audio tower over HTTP: an input_audio part (base64 WAV, as OpenAI's clients send
+// it) through the token pair; the same request twice gives the same greedy reply.
+TEST(Serve, Gemma4PackageAnswersASpokenQuestion) {
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.family = "gemma4";
+  o.quantization = "q4f16_1";
+  o.audio = true;
+  o.seed = 6;
+  auto w = WriteFamilyModel(dir.File("gemma4"), o);
+  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  std::vector<double> tone;
+  for (int i = 0; i < 12000; ++i) tone.push_back(0.3 * std::sin(2 * M_PI * 500.0 * i / 16000.0));
+  const std::string wav = test::EncodeWav(test::WavLayout{}, tone);
+  ServerProcess server(dir.File("gemma4"), {});
+  ASSERT_GT(server.port(), 0) << server.log();
+  OrderedJson content = OrderedJson::array(
+      {{{"type", "input_audio"}, {"input_audio", {{"data", test::Base64(wav)}, {"format", "wav"}}}},
+       {{"type", "text"}, {"text", "What did you hear?"}}});
+  OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
+                     {"max_tokens", 6},
+                     {"temperature", 0}};
+  HttpReply first = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  Json a = BodyJson(first);
+  EXPECT_GT(a["usage"]["prompt_tokens"].get<int>(), 19) << first.body;  // 19 audio rows for 0.75 s
+  EXPECT_GT(a["usage"]["completion_tokens"].get<int>(), 0) << first.body;
   HttpReply again = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(BodyJson(again)["choices"][0]["message"]["content"], a["choices"][0]["message"]["content"]);

@@ -51,6 +51,9 @@ std::string BmpImage(int width, int height);
 // a test failure saying why (the registry is needed once).
 std::string NpmPackage(const std::string& spec);
 
+// bytes in standard base64 with padding (as OpenAI's clients send input_audio data).
+std::string Base64(const std::string& bytes);
+
 }  // namespace mlc::test
 
 namespace mlc::test {

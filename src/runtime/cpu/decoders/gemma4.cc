@@ -12,7 +12,7 @@
 #include <cmath>
 
 #include "runtime/cpu/decoders/decoders.h"
-#include "runtime/cpu/towers/tower.h"
+#include "runtime/cpu/towers/gemma4_audio.h"
 
 namespace mlc::cpu {
 namespace {
@@ -128,7 +128,10 @@ void Configure(ConfigReader& r, ModelConfig& c) {
     }
     if (double_wide && first_shared > 0) p.intermediate_size *= 2;
   }
-  // AUDIO-TOWER-HOOK
+  ConfigReader top = r.Top();
+  if (top.Has("audio_config") && !r.failed()) {
+    if (auto tower = ReadGemma4AudioTower(top, c)) c.towers.push_back(std::move(tower));
+  }
 }
 
 // The converter's order: embeddings, per-layer tables and projection, the layers, the final norm,
@@ -207,7 +210,7 @@ void WriteConfig(const WriterShape& shape, Json& mc) {
   }
   Json out = {{"text_config", text}};
   if (shape.audio) {
-    // AUDIO-CONFIG-HOOK
+    out["audio_config"] = Gemma4AudioConfigJson(tiny);
     out["boa_token_id"] = tiny ? 3 : 256000;         // ReferenceTokens::kAudioStart for tiny
     out["audio_token_id"] = tiny ? 4 : 258881;       // kAudioPlaceholder
     out["eoa_token_index"] = tiny ? 5 : 258883;      // kAudioEnd
