@@ -10,6 +10,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 
 #include "mlc_manifest/cpu_model.h"
@@ -17,6 +18,7 @@
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/runtime.h"
+#include "base/hash.h"
 #include "runtime/cpu/decoder.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
@@ -448,6 +450,44 @@ TEST(CpuGemma4Run, TextPromptTokensEqualAcrossPrefillChunks) {
     ASSERT_FALSE(tokens.empty());
     if (first.empty()) first = tokens;
     EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+}
+
+// A package that holds keys for a layer that shares another's (a layer plan the config does not
+// have) is refused before any token, naming the tensor: by its parameter_schema_id with a manifest,
+// by the loader without one.
+TEST(CpuGemma4Run, SharedLayerTensorInThePackageIsRefused) {
+  for (bool manifest : {true, false}) {
+    test::TempDir dir;
+    FamilyModelOptions o;
+    o.manifest = manifest;
+    std::string pkg = WriteGemma4(dir, "q0f32", o);
+    const std::string cache_path = JoinPath(pkg, kTensorCacheFileName);
+    Json cache = Json::parse(test::ReadText(cache_path));
+    Json& shard = cache["records"][0];
+    Json extra;
+    for (const Json& rec : shard["records"]) {
+      if (rec["name"] == "language_model.layers.2.self_attn.k_norm.weight") extra = rec;
+    }
+    ASSERT_TRUE(extra.is_object());
+    const std::string name = "language_model.layers.5.self_attn.k_norm.weight";  // layer 5 shares
+    const std::string shard_path = JoinPath(pkg, shard["dataPath"].get<std::string>());
+    std::string bytes = test::ReadText(shard_path);
+    extra["name"] = name;
+    extra["byteOffset"] = bytes.size();
+    bytes += std::string(extra["nbytes"].get<size_t>(), '\0');
+    shard["nbytes"] = bytes.size();
+    shard["records"].push_back(extra);
+    auto md5 = Md5Hex(bytes);
+    ASSERT_TRUE(md5);
+    shard["md5sum"] = *md5;
+    std::ofstream(shard_path, std::ios::binary) << bytes;
+    std::ofstream(cache_path) << cache.dump(1);
+    std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Hi"}])");
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--json"});
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.out.find(manifest ? "/weights/parameter_schema_id" : name), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"tokens\""), std::string::npos) << r.out;
   }
 }
 

@@ -23,6 +23,7 @@ int RunFamily(GenArgs a) {
   a.family.manifest = !a.no_manifest;
   a.family.seed = a.options.seed;
   a.family.force = a.options.force;
+  a.family.audio = a.options.audio;
   auto report = WriteFamilyModel(a.dir, a.family);
   if (!report) return ReportFailure(report.errors(), a.json);
   if (a.json) {
@@ -31,6 +32,7 @@ int RunFamily(GenArgs a) {
                {"family", a.family.family},
                {"quantization", a.family.quantization},
                {"shape", a.family.shape},
+               {"audio", a.family.audio},
                {"random_weights", true},
                {"manifest", a.family.manifest},
                {"parameter_count", report->parameter_count},
@@ -93,7 +95,7 @@ const Registration kReferenceModel(620, "reference-model",
   cmd->add_option("--seed", o.seed, "Weight seed");
   cmd->add_option("--pair", a->pair, "Exported pairs")
       ->check(CLI::IsMember({"tokens", "embeds", "both"}));
-  cmd->add_flag("--audio", o.audio, "Add an audio input and adapter");
+  cmd->add_flag("--audio", o.audio, "Add an audio input and adapter (with --family gemma4: its audio tower)");
   cmd->add_flag("--image", o.image, "Add an image input and adapter");
   cmd->add_option("--image-dtype", o.image_dtype, "Pixels the image adapter takes")
       ->check(CLI::IsMember({"uint8", "uint32"}));

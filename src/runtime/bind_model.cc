@@ -64,17 +64,18 @@ Result<BoundModel> BindLegacy(const ModelLibrary& library) {
   out.contract = LegacyContract(&library);
   Errors errors;
   out.embed = Resolve(library, "embed", "legacy embed", "", errors);
-  out.prefill = Resolve(library, "prefill", "legacy prefill", "", errors);
-  out.decode = Resolve(library, "decode", "legacy decode", "", errors);
+  out.prefill = Resolve(library, out.contract.prefill_function, "legacy prefill", "", errors);
+  out.decode = Resolve(library, out.contract.decode_function, "legacy decode", "", errors);
   out.create_kv_cache = library.GetFunction(out.contract.create_kv_cache_function);
   if (!out.create_kv_cache) {
     errors.push_back(Invalid("", "the library has neither create_tir_paged_kv_cache nor "
                                  "create_flashinfer_paged_kv_cache (legacy KV cache creation)"));
   }
   if (!errors.empty()) return errors;
-  out.note = std::string("no ") + kManifestFileName +
-             ": bound as MLC libraries always were (embed, prefill, decode, " +
-             out.contract.create_kv_cache_function + "; the embed pair, text only)";
+  out.note = std::string("no ") + kManifestFileName + ": bound as MLC libraries always were (embed, " +
+             out.contract.prefill_function + ", " + out.contract.decode_function + ", " +
+             out.contract.create_kv_cache_function + "; the " +
+             (out.contract.pair == GenerationPair::kTokens ? "token" : "embed") + " pair, text only)";
   return out;
 }
 
@@ -108,6 +109,14 @@ BoundContract LegacyContract(const ModelLibrary* library) {
   c.embed_function = "embed";
   c.prefill_function = "prefill";
   c.decode_function = "decode";
+  // A library without the embeddings pair but with the token pair (Gemma 4's programs, whose layers
+  // look token ids up) is fed through the token pair under its usual names.
+  if (library && !library->GetFunction("prefill") && library->GetFunction("prefill_tokens") &&
+      library->GetFunction("decode_tokens")) {
+    c.pair = GenerationPair::kTokens;
+    c.prefill_function = "prefill_tokens";
+    c.decode_function = "decode_tokens";
+  }
   c.create_kv_cache_function = kLegacyKvCreators[0];
   for (const char* name : kLegacyKvCreators) {
     if (library && library->GetFunction(name)) {
@@ -116,9 +125,10 @@ BoundContract LegacyContract(const ModelLibrary* library) {
     }
   }
   c.program.kind = "token_generation";
+  const std::string pair = GenerationPairName(c.pair);
   c.program.exports = {{"embed_tokens", c.embed_function},
-                       {"prefill_embeds", c.prefill_function},
-                       {"decode_embeds", c.decode_function},
+                       {"prefill_" + pair, c.prefill_function},
+                       {"decode_" + pair, c.decode_function},
                        {"create_kv_cache", c.create_kv_cache_function}};
   c.kv_state_kind = KvStateKind(c.program);
   return c;

@@ -74,6 +74,27 @@ Result<NDArray> Materialize(const Located& at, const std::shared_ptr<const Mappe
   return out;
 }
 
+// Records the library does not ask for: weights of another layout (a layer the program has no
+// projection for, another model's tensors), refused as the manifest's parameter_schema_id would
+// refuse them. Names the first few.
+Status CheckNoExtraRecords(const std::map<std::string, Located>& by_name, const std::vector<ParamSpec>& order,
+                           const std::string& file) {
+  std::set<std::string> asked;
+  for (const ParamSpec& spec : order) asked.insert(spec.name);
+  std::vector<std::string> extra;
+  for (const auto& [name, located] : by_name) {
+    if (!asked.count(name)) extra.push_back(name);
+  }
+  if (extra.empty()) return Status::Ok();
+  std::string list;
+  for (size_t i = 0; i < std::min<size_t>(extra.size(), 5); ++i) list += (i ? ", \"" : "\"") + extra[i] + "\"";
+  if (extra.size() > 5) list += " and " + std::to_string(extra.size() - 5) + " more";
+  return FileError(ErrorCode::kInvalid, file,
+                   "holds " + std::to_string(extra.size()) + " parameter" + (extra.size() == 1 ? "" : "s") +
+                       " the library does not take (" + list +
+                       "): the weights are laid out for another model or layer plan");
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_dir,
@@ -135,6 +156,7 @@ Result<std::shared_ptr<ParameterSet>> LoadParameters(const std::string& package_
     params->names.push_back(spec.name);
     params->tensors.push_back(*tensor);
   }
+  if (Status extra = CheckNoExtraRecords(by_name, order, cache->file); !extra) errors.push_back(extra.error());
   if (!errors.empty()) return errors;
   return params;
 }

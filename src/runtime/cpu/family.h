@@ -191,6 +191,7 @@ struct WriterDefaults {
   int64_t tiny_head_dim = 32;
   // Adds the family's own fields to model_config (the common ones are in it already).
   void (*model_config)(const WriterShape& shape, Json& mc) = nullptr;
+  bool audio_tower = false;  // WriterShape::audio adds the family's audio tower
   // The conversation template of mlc-chat-config.json (nullptr: the reference tokenizer's).
   Json (*conv_template)() = nullptr;
 };

@@ -204,6 +204,9 @@ Status CheckOptions(const FamilyModelOptions& o) {
     return Error{ErrorCode::kUsage, "", "unknown quantization \"" + o.quantization +
                                             "\" (supported: " + join(CpuQuantizations()) + ")"};
   }
+  if (o.audio && !cpu::FindFamily(o.family)->writer.audio_tower) {
+    return Error{ErrorCode::kUsage, "", "family \"" + o.family + "\" has no audio tower (--audio)"};
+  }
   if (!member(FamilyShapes(), o.shape)) {
     return Error{ErrorCode::kUsage, "", "unknown shape \"" + o.shape + "\" (supported: " + join(FamilyShapes()) + ")"};
   }

@@ -271,6 +271,7 @@ const FamilySpec& Gemma4Family() {
     f.writer.tiny_head_dim = 32;
     f.writer.model_config = WriteConfig;
     f.writer.conv_template = ConvTemplate;
+    f.writer.audio_tower = true;
     return f;
   }();
   return kSpec;
