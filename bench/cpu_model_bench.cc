@@ -3,15 +3,18 @@
 //     (one decoded token's ~280 MB) in effective GB/s against a memcpy of the same bytes, and the
 //     matrix-matrix product (batched decode, prefill) in GFLOP/s on the chosen kernel path and on
 //     each slower vector path the CPU runs, all in this process.
-//  2. Model: writes a Qwen2.5-0.5B-shaped random q4f16_1 package (`mlc-manifest reference-model
-//     --family qwen2 --shape qwen2.5-0.5b`), converts it to a Q4_0 GGUF with the same weights
-//     (tests/support/mlc_to_gguf.py), then times prefill and decode of the same prompt ids with
-//     `mlc-manifest run --json` and with llama.cpp (node-llama-cpp's prebuilt libraries through
-//     bench/llama_cpp_speed.mjs, 2 threads), printing tokens/s, the ratios against the targets
-//     (decode >= 0.8x, prefill >= 0.5x) and each process's peak RSS.
-// Usage: cpu_model_bench [--prompt N] [--decode N] [--threads N] [--work DIR] [--kernels-only]
-//        [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp, installed on first use).
-//        The work folder defaults to <build>/bench-work/cpu_model_bench.
+//  2. Model: writes a random q4f16_1 package of a family and shape (`mlc-manifest reference-model
+//     --family F --shape S`; default qwen2, qwen2.5-0.5b; e.g. gemma4, e2b), converts it to a Q4_0
+//     GGUF with the same weights (tests/support/mlc_to_gguf.py), then times prefill and decode of
+//     the same prompt ids with `mlc-manifest run --json` and with llama.cpp (node-llama-cpp's
+//     prebuilt libraries through bench/llama_cpp_speed.mjs, 2 threads), printing tokens/s, the
+//     ratios against the targets (decode >= 0.8x, prefill >= 0.5x), each process's peak RSS and
+//     decode's memory-bandwidth bound (the weight bytes one token reads over a memcpy rate of all
+//     the kernel threads).
+// Usage: cpu_model_bench [--family F] [--shape S] [--prompt N] [--decode N] [--threads N]
+//        [--work DIR] [--kernels-only] [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp,
+//        installed on first use). The work folder defaults to <build>/bench-work/cpu_model_bench;
+//        the package and GGUF in it are written once per shape and reused.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -29,6 +32,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_main.h"
@@ -141,6 +145,28 @@ void KernelBench() {
   mlc::cpu::SetKernelIsa("auto");
 }
 
+// The rate at which `threads` threads read a 1 GiB buffer (each its own slice, copied through a
+// 16 MiB sink that stays cached), best of three: the memory bandwidth decode can use.
+double CopyBandwidthGBs(int threads) {
+  const size_t size = size_t{1} << 30, sink_size = size_t{16} << 20;
+  std::vector<uint8_t> src(size, 1);
+  std::vector<std::vector<uint8_t>> sinks(static_cast<size_t>(threads), std::vector<uint8_t>(sink_size));
+  const double ms = BestOf(3, [&] {
+    std::vector<std::thread> pool;
+    const size_t slice = size / static_cast<size_t>(threads);
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        uint8_t* sink = sinks[static_cast<size_t>(t)].data();
+        for (size_t off = 0; off < slice; off += sink_size) {
+          std::memcpy(sink, src.data() + static_cast<size_t>(t) * slice + off, std::min(sink_size, slice - off));
+        }
+      });
+    }
+    for (auto& th : pool) th.join();
+  });
+  return static_cast<double>(size) / ms / 1e6;
+}
+
 // ---- part 2: the model beside llama.cpp -------------------------------------------------------
 
 using bench::ChildResult;
@@ -229,19 +255,43 @@ std::string LoadAverage() {
   return one.empty() ? "unknown" : one;
 }
 
-int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, const std::string& node_dir) {
-  const fs::path package = work / "qwen2.5-0.5b-q4f16_1";
-  const fs::path gguf = work / "qwen2.5-0.5b-q4_0.gguf";
-  std::cout << "model: Qwen2.5-0.5B-shaped random weights, q4f16_1 vs Q4_0, prompt " << prompt_len
-            << " tokens, decode " << decode << " tokens, llama.cpp threads " << threads << "\n";
+// The bytes of weights one decoded token reads: every parameter of the package but the tables it
+// only looks rows up in (the per-layer embeddings; the token embedding when an lm_head is separate).
+double DecodeWeightBytes(const fs::path& package) {
+  auto index = mlc::ReadJsonFile((package / "tensor-cache.json").string());
+  if (!index.ok() || !(*index).contains("records")) return 0;
+  bool separate_head = false;
+  for (const auto& shard : (*index)["records"]) {
+    for (const auto& rec : shard["records"]) {
+      if (rec["name"].get<std::string>().rfind("lm_head.", 0) == 0) separate_head = true;
+    }
+  }
+  double bytes = 0;
+  for (const auto& shard : (*index)["records"]) {
+    for (const auto& rec : shard["records"]) {
+      const std::string name = rec["name"].get<std::string>();
+      const bool lookup = name.find("embed_tokens_per_layer") != std::string::npos ||
+                          (separate_head && name.find("embed_tokens.") != std::string::npos);
+      if (!lookup) bytes += rec["nbytes"].get<double>();
+    }
+  }
+  return bytes;
+}
+
+int ModelBench(const std::string& family, const std::string& shape, int prompt_len, int decode, int threads,
+               const fs::path& work, const std::string& node_dir) {
+  const fs::path package = work / (shape + "-q4f16_1");
+  const fs::path gguf = work / (shape + "-q4_0.gguf");
+  std::cout << "model: " << family << ", " << shape << "-shaped random weights, q4f16_1 vs Q4_0, prompt "
+            << prompt_len << " tokens, decode " << decode << " tokens, llama.cpp threads " << threads << "\n";
   if (!fs::exists(package / "mlc-chat-config.json")) {
-    ChildResult w = RunChild({MLC_CLI_PATH, "reference-model", package.string(), "--family", "qwen2",
-                              "--quantization", "q4f16_1", "--shape", "qwen2.5-0.5b"},
+    ChildResult w = RunChild({MLC_CLI_PATH, "reference-model", package.string(), "--family", family,
+                              "--quantization", "q4f16_1", "--shape", shape},
                              work / "writer.log");
     if (w.exit_code != 0) {
-      std::cout << "  missing: `mlc-manifest reference-model DIR --family qwen2 --quantization q4f16_1 "
-                   "--shape qwen2.5-0.5b` failed (exit "
-                << w.exit_code << "): " << w.out.substr(0, 300) << "\n";
+      std::cout << "  missing: `mlc-manifest reference-model DIR --family " << family
+                << " --quantization q4f16_1 --shape " << shape << "` failed (exit " << w.exit_code
+                << "): " << w.out.substr(0, 300) << "\n";
       return 1;
     }
   }
@@ -271,13 +321,23 @@ int ModelBench(int prompt_len, int decode, int threads, const fs::path& work, co
   PrintRatio("prefill", ours.prefill_tps, theirs.prefill_tps, 0.5);
   std::printf("  peak RSS: ours %.0f MB, llama.cpp (node process) %.0f MB\n", ours.peak_rss_kb / 1024.0,
               theirs.peak_rss_kb / 1024.0);
+  const double bytes = DecodeWeightBytes(package);
+  const int copy_threads = mlc::cpu::ThreadCount();
+  const double copy_gbs = CopyBandwidthGBs(copy_threads);
+  if (bytes > 0 && copy_gbs > 0) {
+    const double bound = copy_gbs * 1e9 / bytes;
+    std::printf("  decode bound: %.0f MB of weights per token / memcpy %.2f GB/s (%d threads) = %.2f tok/s; "
+                "ours %.0f%%, llama.cpp %.0f%% of it\n",
+                bytes / 1e6, copy_gbs, copy_threads, bound, 100 * ours.decode_tps / bound,
+                100 * theirs.decode_tps / bound);
+  }
   return 0;
 }
 
 int Main(int argc, char** argv) {
   int prompt = 128, decode = 64, threads = 2;
   bool kernels_only = false;
-  std::string work_dir, node_dir;
+  std::string work_dir, node_dir, family = "qwen2", shape = "qwen2.5-0.5b";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -287,11 +347,17 @@ int Main(int argc, char** argv) {
     else if (a == "--work") work_dir = next();
     else if (a == "--node-llama-cpp") node_dir = next();
     else if (a == "--kernels-only") kernels_only = true;
+    else if (a == "--family") family = next();
+    else if (a == "--shape") shape = next();
     else {
-      std::cerr << "usage: cpu_model_bench [--prompt N] [--decode N] [--threads N] [--work DIR] "
-                   "[--node-llama-cpp DIR] [--kernels-only]\n";
+      std::cerr << "usage: cpu_model_bench [--family F] [--shape S] [--prompt N] [--decode N] [--threads N] "
+                   "[--work DIR] [--node-llama-cpp DIR] [--kernels-only]\n";
       return 2;
     }
+  }
+  if (family.empty() || shape.empty() || shape.find('/') != std::string::npos) {
+    std::cerr << "cpu_model_bench: --family and --shape take a name (reference-model's values)\n";
+    return 2;
   }
   KernelBench();
   if (kernels_only) return 0;
@@ -304,7 +370,7 @@ int Main(int argc, char** argv) {
               << (ec ? ec.message() : "not a folder") << "\n";
     return 1;
   }
-  return ModelBench(prompt, decode, threads, work, node_dir);
+  return ModelBench(family, shape, prompt, decode, threads, work, node_dir);
 }
 
 }  // namespace
