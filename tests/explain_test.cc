@@ -32,6 +32,13 @@ const Json* Check(const Json& report, const std::string& name) {
   return nullptr;
 }
 
+// A copy of one verdict of a check report (null when absent).
+Json CheckOf(const test::CliResult& r, const std::string& name) {
+  Json report = Out(r);
+  const Json* c = Check(report, name);
+  return c ? *c : Json();
+}
+
 ParamSpec P(std::string name, std::vector<std::variant<int64_t, std::string>> shape, std::string dtype) {
   return ParamSpec{std::move(name), std::move(shape), std::move(dtype)};
 }
@@ -107,9 +114,10 @@ TEST(JsonDiff, PathsOfTheFieldsThatDiffer) {
   OrderedJson b = {{"x", {{"y", 2}, {"z", {1, 2}}}}, {"only/b", false}};
   OrderedJson d = JsonDiff(a, b);
   ASSERT_EQ(d.size(), 3u) << d.dump();
-  EXPECT_EQ(d[0]["path"], "/only_a");
-  EXPECT_FALSE(d[0].contains("b"));
-  EXPECT_EQ(d[1]["path"], "/only~1b");
+  EXPECT_EQ(d[0]["path"], "/only~1b");
+  EXPECT_FALSE(d[0].contains("a"));
+  EXPECT_EQ(d[1]["path"], "/only_a");
+  EXPECT_FALSE(d[1].contains("b"));
   EXPECT_EQ(d[2]["path"], "/x/y");
   EXPECT_EQ(d[2]["a"], 1);
   EXPECT_EQ(d[2]["b"], 2);
@@ -164,7 +172,7 @@ TEST(CheckExplains, RenamedTensorIsNamedAndNeverPasses) {
   std::string params = test::SharedPath(kGemmaParams);
   auto before = RunCli({"check", dir, "--params", params, "--json"});
   EXPECT_EQ(before.exit_code, 0) << before.out;
-  EXPECT_EQ((*Check(Out(before), "parameter_schema_id"))["verdict"], "pass");
+  EXPECT_EQ(CheckOf(before, "parameter_schema_id")["verdict"], "pass");
   Json cache = *ReadJsonFile(dir + "/tensor-cache.json");
   std::string old_name = cache["records"][0]["records"][0]["name"];
   cache["records"][0]["records"][0]["name"] = old_name + "_renamed";
@@ -188,7 +196,8 @@ TEST(CheckExplains, RenamedTensorIsNamedAndNeverPasses) {
   // Without a parameter list there is nothing to name: the failure says what to give.
   auto alone = RunCli({"check", dir, "--json"});
   EXPECT_EQ(alone.exit_code, 1);
-  const Json* id2 = Check(Out(alone), "parameter_schema_id");
+  const Json id2_verdict = CheckOf(alone, "parameter_schema_id");
+  const Json* id2 = id2_verdict.is_null() ? nullptr : &id2_verdict;
   ASSERT_NE(id2, nullptr);
   EXPECT_NE((*id2)["details"]["explain"]["note"].get<std::string>().find("--params"), std::string::npos);
 }
@@ -205,7 +214,8 @@ TEST(CheckExplains, AnotherQuantization) {
                              std::filesystem::copy_options::overwrite_existing);
   auto r = RunCli({"check", p32, "--params", p16 + "/tensor-cache.json", "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  const Json* id = Check(Out(r), "parameter_schema_id");
+  const Json id_verdict = CheckOf(r, "parameter_schema_id");
+  const Json* id = id_verdict.is_null() ? nullptr : &id_verdict;
   ASSERT_NE(id, nullptr) << r.out;
   const Json& diff = (*id)["details"]["explain"]["diff"];
   EXPECT_GT(diff["changed_count"].get<int>(), 0) << diff.dump();
@@ -229,7 +239,8 @@ TEST(CheckExplains, AnotherQuantization) {
   WriteJson(prog, meta);
   auto c = RunCli({"check", d.File("q32b"), "--program", prog, "--json"});
   EXPECT_EQ(c.exit_code, 1) << c.out;
-  const Json* binding = Check(Out(c), "binding");
+  const Json binding_verdict = CheckOf(c, "binding");
+  const Json* binding = binding_verdict.is_null() ? nullptr : &binding_verdict;
   ASSERT_NE(binding, nullptr) << c.out;
   const Json& bex = (*binding)["details"]["explain"]["parameter_schema_id"];
   EXPECT_EQ(bex["against"], "the program's params") << bex.dump();
@@ -254,7 +265,8 @@ TEST(CheckExplains, InterfaceIdNamesTheTaskFields) {
   ASSERT_EQ(RunCli({"emit", "program", dir, "--preset", "gemma-3", "-o", prog}).exit_code, 0);
   auto r = RunCli({"check", dir, "--program", prog, "--json"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  const Json* binding = Check(Out(r), "binding");
+  const Json binding_verdict = CheckOf(r, "binding");
+  const Json* binding = binding_verdict.is_null() ? nullptr : &binding_verdict;
   ASSERT_NE(binding, nullptr) << r.out;
   const Json& ex = (*binding)["details"]["explain"]["interface_id"];
   EXPECT_EQ(ex["against"], "preset gemma-3") << ex.dump();
@@ -273,7 +285,8 @@ TEST(CheckExplains, InterfaceIdNamesTheTaskFields) {
   WriteJson(dir + "/mlc-model-manifest.json", m);
   auto e = RunCli({"check", dir, "--json"});
   EXPECT_EQ(e.exit_code, 1);
-  const Json* iid = Check(Out(e), "interface_id");
+  const Json iid_verdict = CheckOf(e, "interface_id");
+  const Json* iid = iid_verdict.is_null() ? nullptr : &iid_verdict;
   ASSERT_NE(iid, nullptr) << e.out;
   const Json& iex = (*iid)["details"]["explain"];
   EXPECT_EQ(iex["against"], "preset llava-1.5");
@@ -295,7 +308,8 @@ TEST(CheckExplains, EarlierDraftsAndUpgrade) {
   WriteJson(dir + "/mlc-model-manifest.json", m);
   auto r = RunCli({"check", dir, "--json"});
   EXPECT_EQ(r.exit_code, 1);
-  const Json* man = Check(Out(r), "manifest");
+  const Json man_verdict = CheckOf(r, "manifest");
+  const Json* man = man_verdict.is_null() ? nullptr : &man_verdict;
   ASSERT_NE(man, nullptr) << r.out;
   EXPECT_EQ((*man)["verdict"], "fail");
   EXPECT_NE((*man)["message"].get<std::string>().find("an earlier draft"), std::string::npos);
@@ -320,11 +334,12 @@ TEST(CheckExplains, EarlierDraftsAndUpgrade) {
   WriteJson(d.File("draft-program.json"), prog);
   auto pc = RunCli({"check", dir, "--program", d.File("draft-program.json"), "--json"});
   EXPECT_EQ(pc.exit_code, 1);
-  const Json* p = Check(Out(pc), "program");
+  const Json p_verdict = CheckOf(pc, "program");
+  const Json* p = p_verdict.is_null() ? nullptr : &p_verdict;
   ASSERT_NE(p, nullptr) << pc.out;
   EXPECT_EQ((*p)["verdict"], "fail");
   EXPECT_NE((*p)["message"].get<std::string>().find("prefill_prompt"), std::string::npos);
-  EXPECT_EQ(Check(Out(pc), "binding"), nullptr);
+  EXPECT_TRUE(CheckOf(pc, "binding").is_null());
   auto pb = RunCli({"bind", dir, d.File("draft-program.json")});
   EXPECT_EQ(pb.exit_code, 1);
   EXPECT_NE(pb.err.find("an earlier draft of mlc.compiled-program"), std::string::npos) << pb.err;
@@ -337,7 +352,8 @@ TEST(CheckExplains, LegacyPackageAdvice) {
   ASSERT_EQ(RunCli({"reference-model", dir, "--family", "llama", "--no-manifest"}).exit_code, 0);
   auto r = RunCli({"check", dir, "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  const Json* man = Check(Out(r), "manifest");
+  const Json man_verdict = CheckOf(r, "manifest");
+  const Json* man = man_verdict.is_null() ? nullptr : &man_verdict;
   ASSERT_NE(man, nullptr);
   EXPECT_EQ((*man)["verdict"], "skip");
   const Json& legacy = (*man)["details"]["explain"]["legacy"];
@@ -354,7 +370,7 @@ TEST(CheckExplains, LegacyPackageAdvice) {
   std::string g = CopyExample(d);
   std::filesystem::remove(g + "/mlc-model-manifest.json");
   auto gr = RunCli({"check", g, "--json"});
-  const Json& gl = (*Check(Out(gr), "manifest"))["details"]["explain"]["legacy"];
+  const Json gl = CheckOf(gr, "manifest")["details"]["explain"]["legacy"];
   EXPECT_EQ(gl["preset"], "gemma-4-e2b-audio");
   EXPECT_EQ(gl["command"], "mlc-manifest emit package " + g + " --preset gemma-4-e2b-audio");
   EXPECT_EQ(gl["builtin_program"]["exists"], false);
@@ -373,14 +389,14 @@ TEST(CheckExplains, PartialDownloadListsFilesToFetch) {
   uint64_t size0 = cache["records"][0]["nbytes"];
   auto ok = RunCli({"check", dir, "--json"});
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
-  EXPECT_FALSE((*Check(Out(ok), "shards"))["details"].contains("explain"));
+  EXPECT_FALSE(CheckOf(ok, "shards")["details"].contains("explain"));
 
   // Short: to fetch again, with the expected size.
   std::string bytes = test::ReadText(dir + "/" + shard0);
   std::ofstream(dir + "/" + shard0, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   auto shorter = RunCli({"check", dir, "--json"});
   EXPECT_EQ(shorter.exit_code, 1);
-  const Json& refetch = (*Check(Out(shorter), "shards"))["details"]["explain"]["refetch"];
+  const Json refetch = CheckOf(shorter, "shards")["details"]["explain"]["refetch"];
   ASSERT_EQ(refetch.size(), 1u) << refetch.dump();
   EXPECT_EQ(refetch[0]["file"], shard0);
   EXPECT_EQ(refetch[0]["expected_size"], size0);
@@ -391,7 +407,7 @@ TEST(CheckExplains, PartialDownloadListsFilesToFetch) {
   std::ofstream(dir + "/" + shard0 + ".part", std::ios::binary) << bytes.substr(0, 10);
   auto part = RunCli({"check", dir, "--json"});
   EXPECT_EQ(part.exit_code, 1) << part.out;
-  const Json& pr = (*Check(Out(part), "shards"))["details"]["explain"]["refetch"];
+  const Json pr = CheckOf(part, "shards")["details"]["explain"]["refetch"];
   ASSERT_EQ(pr.size(), 1u) << pr.dump();
   EXPECT_EQ(pr[0]["beside"], shard0 + ".part");
   auto human = RunCli({"check", dir});
@@ -404,7 +420,7 @@ TEST(CheckExplains, PartialDownloadListsFilesToFetch) {
       << "version https://git-lfs.github.com/spec/v1\noid sha256:" << std::string(64, 'a') << "\nsize "
       << size0 << "\n";
   auto lfs = RunCli({"check", dir, "--json"});
-  const Json& lr = (*Check(Out(lfs), "shards"))["details"]["explain"]["refetch"];
+  const Json lr = CheckOf(lfs, "shards")["details"]["explain"]["refetch"];
   ASSERT_EQ(lr.size(), 1u);
   EXPECT_EQ(lr[0]["reason"], "a Git LFS pointer, not the data");
 }
