@@ -38,7 +38,7 @@ void PrintHuman(const BoundContract& b) {
 
 // A failure with its explanation: under "explain" in JSON, after the errors on stderr for people.
 int ReportExplained(const Errors& errors, bool json, const Explanation& e) {
-  if (!json) {
+  if (!json || e.data.empty()) {
     int code = ReportFailure(errors, json);
     for (const std::string& line : e.lines) std::cerr << "  " << EscapeControl(line) << "\n";
     return code;
