@@ -8,6 +8,7 @@
 #include "fuzz_input.h"
 #include "mlc_manifest/bind.h"
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/explain.h"
 #include "mlc_manifest/package.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -26,7 +27,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (doc->is_object() && doc->contains("tasks")) {
     auto tasks = mlc::ParseTasks((*doc)["tasks"], "/tasks");
-    if (tasks.ok()) (void)mlc::ComputeInterfaceId(*tasks);
+    if (tasks.ok()) {
+      auto iid = mlc::ComputeInterfaceId(*tasks);
+      // Explaining an id: against a known task set when one has it, else a note.
+      auto e = mlc::ExplainInterfaceId(iid.ok() ? *iid : "", *tasks);
+      if (e.lines.empty()) std::abort();
+    }
+  }
+  // Earlier drafts: recognised anywhere in the document; an upgrade that succeeds is no longer one.
+  if (auto draft = mlc::DetectEarlierDraft(*doc)) {
+    (void)draft->Message("d");
+    (void)draft->ToJson("d");
+    auto up = mlc::UpgradeEarlierDraft(*doc);
+    if (up.ok() && mlc::DetectEarlierDraft(*up)) std::abort();
+    if (up.ok()) (void)mlc::ParseModelPackage(*up);
+  }
+  if (doc->is_object() && doc->contains("a") && doc->contains("b")) {
+    mlc::OrderedJson a = (*doc)["a"], b = (*doc)["b"];
+    if (!mlc::JsonDiff(a, a).empty() || (a != b && mlc::JsonDiff(a, b).empty())) std::abort();
   }
   auto prog = mlc::ParseCompiledProgram(*doc);
   if (prog.ok()) {

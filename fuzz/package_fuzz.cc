@@ -6,6 +6,7 @@
 
 #include "fuzz_input.h"
 #include "mlc_manifest/device.h"
+#include "mlc_manifest/explain.h"
 #include "mlc_manifest/package.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -15,6 +16,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (config.ok()) {
     (void)mlc::EstimateKvCache(*config);
     (void)config->Dimension("vocab_size");
+  }
+  // Any parameter list (or _metadata params) against itself and against itself without its first.
+  auto listed = mlc::ParamSpecsOfDocument(*doc);
+  auto meta = mlc::MetadataParams(*doc);
+  if (meta) listed = *meta;
+  if (listed.ok()) {
+    auto same = mlc::DiffParams(*listed, *listed, config.ok() ? &*config : nullptr, "a", "b");
+    if (!same.empty() && mlc::ComputeParameterSchemaId(*listed).ok()) std::abort();  // unique names
+    std::vector<mlc::ParamSpec> fewer(listed->begin() + (listed->empty() ? 0 : 1), listed->end());
+    auto d = mlc::DiffParams(*listed, fewer, config.ok() ? &*config : nullptr, "a", "b");
+    (void)d.Lines();
+    (void)d.ToJson().dump();
+    (void)d.Summary();
   }
   auto cache = mlc::ParseTensorCache(*doc);
   if (cache.ok()) {

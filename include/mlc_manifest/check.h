@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mlc_manifest/device.h"
+#include "mlc_manifest/explain.h"
 #include "mlc_manifest/package.h"
 
 namespace mlc {
@@ -69,6 +70,8 @@ struct CheckItem {
   std::string name;     // "manifest", "interface_id", "parameter_schema_id", "binding", ...
   Verdict verdict = Verdict::kPass;
   std::string message;  // one line for people
+  // Data; "explanation" (lines for people, shown under the verdict) says why it failed and
+  // what to do, with the same as data beside it.
   OrderedJson details = OrderedJson::object();
 };
 
@@ -78,6 +81,31 @@ struct CheckReport {
   OrderedJson ToJson() const;
 };
 
+// A program the caller can run without a compiled library (the CLI passes the built-in CPU
+// programs): what it is called, its document and its parameter list, for a chat config; an
+// error saying why there is none.
+struct BuiltinProgram {
+  std::string name;
+  CompiledProgram document;
+  std::vector<ParamSpec> params;
+};
+using BuiltinProgramFn = std::function<Result<BuiltinProgram>(const ChatConfig&)>;
+
+// For a package without a manifest: the preset `emit package --preset` would write for its
+// model_type (none when no preset covers it), and whether the built-in program it needs exists
+// and matches its weights. Lines for people and the same as data.
+struct LegacyAdvice {
+  std::vector<std::string> lines;
+  OrderedJson data = OrderedJson::object();
+};
+LegacyAdvice AdviseLegacyPackage(const std::string& dir, const ChatConfig& config,
+                                 const std::optional<TensorCache>& cache, const BuiltinProgramFn& builtin);
+
+// What a package folder and a program document (when given) offer to explain id mismatches: the
+// tensor cache, the chat config, the program's _metadata params, the built-in program's list.
+IdEvidence GatherIdEvidence(const std::string& dir, const std::optional<Json>& program_doc,
+                            const BuiltinProgramFn& builtin);
+
 struct CheckOptions {
   std::optional<std::string> program_path;  // compiled-program document or _metadata JSON
   std::optional<std::string> params_path;   // parameter list with symbolic dimensions
@@ -85,6 +113,7 @@ struct CheckOptions {
   bool verify_shards = false;
   std::optional<DeviceProfile> device;
   ShardCheckOptions shard_options;           // threads, progress (verify_md5 set from above)
+  BuiltinProgramFn builtin_program;          // evidence for explanations and legacy advice
 };
 
 CheckReport CheckPackage(const std::string& dir, const CheckOptions& options);
@@ -93,6 +122,7 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options);
 
 // What the package is: tasks, inputs, processors, ids, parameters (count, bytes by dtype, the
 // largest), shards, context and prefill sizes, resources. Errors only when nothing is readable.
-Result<OrderedJson> InspectPackage(const std::string& dir);
+// A legacy package (no manifest) gets "legacy": AdviseLegacyPackage's data.
+Result<OrderedJson> InspectPackage(const std::string& dir, const BuiltinProgramFn& builtin = {});
 
 }  // namespace mlc

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/builtin.h"
 #include "cli/command.h"
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/fs.h"
@@ -186,6 +187,7 @@ const Registration kCheck(50, "check",
     } else if (!a->json) {
       o.shard_options.on_shard = ShardLines();
     }
+    o.builtin_program = CpuBuiltinPrograms();
     CheckReport report = CheckPackage(a->dir, o);
     const Errors errors = FailedErrors(report);
     if (a->json) {
@@ -200,6 +202,11 @@ const Registration kCheck(50, "check",
             Error shown{ErrorCode::kInvalid, e["path"].get<std::string>(), e["message"].get<std::string>(),
                         e["document"].get<std::string>()};
             std::printf("      %s\n", EscapeControl(shown.ToString()).c_str());
+          }
+        }
+        if (i.details.contains("explanation")) {
+          for (const auto& line : i.details["explanation"]) {
+            std::printf("      %s\n", EscapeControl(line.get<std::string>()).c_str());
           }
         }
         if (i.verdict == Verdict::kFail && i.details.contains("shards")) {

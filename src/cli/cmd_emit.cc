@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/explain.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/presets.h"
@@ -14,7 +15,7 @@ namespace {
 struct EmitArgs {
   std::string dir, tasks_file, programs_file, preset, params_file, output, target = "webgpu";
   std::vector<std::string> features;
-  bool metadata = false, force = false, json = false;
+  bool metadata = false, force = false, json = false, upgrade = false;
 };
 
 Result<Tasks> LoadTasks(const EmitArgs& a) {
@@ -70,6 +71,33 @@ int EmitPackage(const EmitArgs& a) {
   std::string out = a.output.empty() ? JoinPath(a.dir, kManifestFileName) : a.output;
   return Finish(a, out, WriteModelPackage(pkg),
                 {{"interface_id", pkg.interface_id}, {"parameter_schema_id", pkg.parameter_schema_id}});
+}
+
+// --upgrade: DIR/mlc-model-manifest.json written by an earlier draft, rewritten to the current
+// text in place (or to -o) with everything else kept; a current manifest is left alone.
+int UpgradePackage(const EmitArgs& a) {
+  std::string path = JoinPath(a.dir, kManifestFileName);
+  Result<Json> doc = ReadJsonFile(path, {}, a.dir);
+  if (!doc) return ReportFailure(doc.errors(), a.json, path);
+  if (!DetectEarlierDraft(*doc)) {
+    Result<ModelPackage> current = ParseModelPackage(*doc);
+    if (!current) return ReportFailure(current.errors(), a.json, path);
+    if (a.json) {
+      PrintJson({{"ok", true}, {"upgraded", false}, {"output", {{"path", path}}}});
+    } else {
+      std::cout << path << " already follows the current text: nothing to upgrade\n";
+    }
+    return kExitOk;
+  }
+  Result<Json> upgraded = UpgradeEarlierDraft(*doc);
+  if (!upgraded) return ReportFailure(upgraded.errors(), a.json, path);
+  Result<ModelPackage> pkg = ParseModelPackage(*upgraded);
+  if (!pkg) return ReportFailure(pkg.errors(), a.json, path);
+  EmitArgs in_place = a;
+  in_place.force = a.output.empty() || a.force;  // rewriting the draft itself is the point
+  return Finish(in_place, a.output.empty() ? path : a.output, WriteModelPackage(*pkg),
+                {{"upgraded", true}, {"interface_id", pkg->interface_id},
+                 {"parameter_schema_id", pkg->parameter_schema_id}});
 }
 
 // --target cpu: the built-in CPU program's own document for the package's chat config.
@@ -140,12 +168,16 @@ const Registration kEmit(40, "emit",
   auto* pt = pkg->add_option("--tasks", a->tasks_file, "Tasks JSON (or a package to take them from)");
   auto* pp = pkg->add_option("--preset", a->preset, presets)->check(CLI::IsMember(PresetNames()));
   pt->excludes(pp);
+  auto* pu = pkg->add_flag("--upgrade", a->upgrade,
+                           "Rewrite DIR/mlc-model-manifest.json of an earlier draft to the current text, "
+                           "keeping everything else");
+  pu->excludes(pt)->excludes(pp);
   pkg->add_option("-o,--output", a->output, "Output file (default DIR/mlc-model-manifest.json)");
   pkg->add_flag("--force", a->force, "Overwrite an existing file");
   pkg->add_flag("--json", a->json, "One JSON object on stdout");
-  pkg->callback([action, pt, pp]() {
-    if (pt->count() + pp->count() == 0) throw CLI::RequiredError("--tasks or --preset");
-    *action = 1;
+  pkg->callback([action, pt, pp, pu]() {
+    if (pt->count() + pp->count() + pu->count() == 0) throw CLI::RequiredError("--tasks, --preset or --upgrade");
+    *action = pu->count() ? 4 : 1;
   });
 
   auto* prog = cmd->add_subcommand("program", "Write the compiled-program document");
@@ -190,6 +222,7 @@ const Registration kEmit(40, "emit",
       case 1: return EmitPackage(*a);
       case 2: return EmitProgram(*a);
       case 3: return EmitTensorCache(*a);
+      case 4: return UpgradePackage(*a);
       default: return kExitUsage;
     }
   };

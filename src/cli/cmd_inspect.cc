@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli/builtin.h"
 #include "cli/command.h"
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/fs.h"
@@ -20,6 +21,9 @@ void PrintHuman(const OrderedJson& j) {
   std::cout << "package " << Text(j["package"]) << "\n";
   if (j["manifest"].is_null()) {
     std::cout << "  manifest: none" << (j.contains("loads_as") ? " (" + Text(j["loads_as"]) + ")" : "") << "\n";
+    if (j.contains("legacy")) {
+      for (const auto& line : j["legacy"]["advice"]) std::cout << "    " << Text(line) << "\n";
+    }
   } else {
     PrintField("interface_id", j["interface_id"]);
     PrintField("parameter_schema_id", j["parameter_schema_id"]);
@@ -74,7 +78,7 @@ const Registration kInspect(60, "inspect",
   cmd->add_flag("--json", *json, "One JSON object on stdout");
   return [dir, json]() {
     if (Status s = CheckFolder(*dir); !s) return ReportFailure(s.errors(), *json);
-    Result<OrderedJson> r = InspectPackage(*dir);
+    Result<OrderedJson> r = InspectPackage(*dir, CpuBuiltinPrograms());
     if (!r) return ReportFailure(r.errors(), *json);
     if (*json) {
       PrintJson(*r);

@@ -4,7 +4,9 @@
 
 #include "mlc_manifest/check.h"
 #include "base/units.h"
+#include "mlc_manifest/explain.h"
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/presets.h"
 
 namespace mlc {
 namespace {
@@ -12,6 +14,7 @@ namespace {
 class Reporter {
  public:
   explicit Reporter(CheckReport* r) : r_(r) {}
+  CheckItem& Last() { return r_->items.back(); }
   CheckItem& Add(std::string name, Verdict v, std::string message) {
     r_->items.push_back(CheckItem{std::move(name), v, std::move(message), OrderedJson::object()});
     return r_->items.back();
@@ -26,6 +29,15 @@ class Reporter {
   CheckReport* r_;
 };
 
+// Puts an explanation on a verdict: its lines under "explanation", its data under "explain"
+// (appended to what is there).
+void Explain(CheckItem& item, const Explanation& e) {
+  if (!item.details.contains("explanation")) item.details["explanation"] = OrderedJson::array();
+  for (const std::string& line : e.lines) item.details["explanation"].push_back(line);
+  if (!item.details.contains("explain")) item.details["explain"] = OrderedJson::object();
+  for (auto it = e.data.begin(); it != e.data.end(); ++it) item.details["explain"][it.key()] = it.value();
+}
+
 std::string Bytes(int64_t n) {
   return std::to_string(n) + " bytes (" + HumanBytes(static_cast<uint64_t>(std::max<int64_t>(n, 0))) + ")";
 }
@@ -39,6 +51,21 @@ struct Found {
   std::string weights_id;                  // "" when the tensor cache gives none
   std::optional<std::string> symbolic_id;  // of the parameter list
   std::optional<CompiledProgram> program;
+  std::vector<ParamSpec> weights_specs;                  // of the tensor cache
+  std::optional<std::vector<ParamSpec>> symbolic_specs;  // the given parameter list
+  std::optional<std::vector<ParamSpec>> program_params;  // the program's _metadata params
+  std::optional<BuiltinProgram> builtin;                 // for this chat config
+  bool legacy = false;                                   // no manifest
+
+  // The parameter lists the weights can be compared with, the program's own first.
+  std::vector<NamedParams> ParamLists() const {
+    std::vector<NamedParams> lists;
+    if (program_params) lists.push_back({"the program's params", *program_params});
+    if (symbolic_specs) lists.push_back({"the given parameter list", *symbolic_specs});
+    if (builtin) lists.push_back({builtin->name, builtin->params});
+    return lists;
+  }
+  NamedParams Weights() const { return {cache && cache->legacy_name ? "ndarray-cache.json" : kTensorCacheFileName, weights_specs}; }
 };
 
 // The manifest: present and valid ("manifest"), and its interface_id recomputed from the tasks
@@ -49,15 +76,25 @@ void CheckManifest(const std::string& dir, Reporter& rep, Found& f) {
     rep.Add("manifest", Verdict::kSkip,
             "no mlc-model-manifest.json: the package loads from mlc-chat-config.json the legacy "
             "way (text only, no artifact contract)");
+    f.legacy = true;
     return;
   }
   Result<Json> doc = ReadJsonFile(path, {}, dir);
   if (!doc) return rep.Fail("manifest", doc.errors());
   Result<ModelPackage> pkg = ParseModelPackageFields(*doc);
-  if (!pkg) return rep.Fail("manifest", pkg.errors());
+  if (!pkg) {
+    // An earlier draft is named as such, with what changed and how to rewrite it.
+    if (std::optional<EarlierDraft> draft = DetectEarlierDraft(*doc)) {
+      CheckItem& item = rep.Add("manifest", Verdict::kFail, draft->Message(dir));
+      item.details["draft"] = draft->ToJson(dir);
+      return;
+    }
+    return rep.Fail("manifest", pkg.errors());
+  }
   if (Status id = CheckInterfaceId(*pkg); !id) {
     rep.Add("manifest", Verdict::kPass, "mlc-model-manifest.json follows every rule of the schema");
-    return rep.Fail("interface_id", id.errors());
+    rep.Fail("interface_id", id.errors());
+    return Explain(rep.Last(), ExplainInterfaceId(pkg->interface_id, pkg->tasks));
   }
   rep.Add("manifest", Verdict::kPass, "mlc-model-manifest.json is valid");
   rep.Add("interface_id", Verdict::kPass, "recomputed from the tasks: " + pkg->interface_id);
@@ -86,6 +123,7 @@ void CheckTensorCache(const std::string& dir, Reporter& rep, Found& f) {
     rep.Add("tensor_cache", Verdict::kPass, "tensor-cache.json is valid");
   }
   std::vector<ParamSpec> specs = ParamSpecsOf(*f.cache);
+  f.weights_specs = specs;
   Result<std::string> id = ComputeParameterSchemaId(specs);
   Result<ResourceEstimate> est = EstimateResources(specs, f.config ? &*f.config : nullptr);
   if (est) {
@@ -110,25 +148,36 @@ void CheckParams(const std::string& path, Reporter& rep, Found& f) {
   Result<std::string> id = specs ? ComputeParameterSchemaId(*specs) : Result<std::string>(specs.errors());
   if (!id) return rep.Fail("params", id.errors());
   f.symbolic_id = *id;
+  f.symbolic_specs = *specs;
 }
 
-// "parameter_schema_id": the package's declared id against the tensor cache's or the list's.
+// "parameter_schema_id": the package's declared id against the tensor cache's, or against the
+// given parameter list when the tensor cache lists the same parameters (the list adds symbolic
+// shapes; it never stands in for the weights). A failure says which parameters differ and why.
 void CheckParameterSchemaId(Reporter& rep, const Found& f) {
   const std::string& declared = f.pkg->parameter_schema_id;
+  const ChatConfig* config = f.config ? &*f.config : nullptr;
+  bool list_agrees = f.symbolic_specs &&
+                     (!f.cache || DiffParams(f.weights_specs, *f.symbolic_specs, config, "", "").empty());
   CheckItem* item = nullptr;
   if (declared == f.weights_id) {
     item = &rep.Add("parameter_schema_id", Verdict::kPass,
                     "matches the tensor cache (integer shapes): " + declared);
     item->details["matched"] = "tensor_cache";
-  } else if (f.symbolic_id && declared == *f.symbolic_id) {
+  } else if (f.symbolic_id && declared == *f.symbolic_id && list_agrees) {
     item = &rep.Add("parameter_schema_id", Verdict::kPass,
                     "matches the given parameter list (symbolic shapes): " + declared);
     item->details["matched"] = "params";
   } else {
-    item = &rep.Add("parameter_schema_id", Verdict::kFail,
-                    "declared " + declared + " matches neither the tensor cache (" +
-                        (f.weights_id.empty() ? "unavailable" : f.weights_id) + ")" +
-                        (f.symbolic_id ? " nor the given parameter list (" + *f.symbolic_id + ")" : ""));
+    std::string weights = f.weights_id.empty() ? "unavailable" : f.weights_id;
+    std::string message =
+        f.symbolic_id && declared == *f.symbolic_id
+            ? "declared " + declared + " matches the given parameter list but the tensor cache (" + weights +
+                  ") does not list the same parameters"
+            : "declared " + declared + " matches neither the tensor cache (" + weights + ")" +
+                  (f.symbolic_id ? " nor the given parameter list (" + *f.symbolic_id + ")" : "");
+    item = &rep.Add("parameter_schema_id", Verdict::kFail, message);
+    if (f.cache) Explain(*item, ExplainParameterSchemaId(declared, f.Weights(), f.ParamLists(), config));
   }
   item->details["declared"] = declared;
   if (!f.weights_id.empty()) item->details["tensor_cache"] = f.weights_id;
@@ -137,6 +186,15 @@ void CheckParameterSchemaId(Reporter& rep, const Found& f) {
 
 // "program": the compiled-program document is valid.
 void CheckProgram(const std::string& path, Reporter& rep, Found& f) {
+  if (Result<Json> raw = ReadJsonFile(path); raw) {
+    // An earlier draft is named as such, never bound silently.
+    if (std::optional<EarlierDraft> draft = DetectEarlierDraft(*raw)) {
+      CheckItem& item = rep.Add("program", Verdict::kFail, path + ": " + draft->Message(FolderOf(path)));
+      item.details["draft"] = draft->ToJson(FolderOf(path));
+      return;
+    }
+    f.program_params = MetadataParams(*raw);
+  }
   Result<CompiledProgram> prog = ReadCompiledProgram(path);
   if (!prog) return rep.Fail("program", prog.errors());
   f.program = std::move(*prog);
@@ -150,7 +208,13 @@ void CheckBinding(const std::string& task, const std::string& program_path, Repo
   bo.task = task;
   bo.program_document = program_path;
   Result<BoundContract> bound = Bind(*f.pkg, *f.program, bo);
-  if (!bound) return rep.Fail("binding", bound.errors());
+  if (!bound) {
+    rep.Fail("binding", bound.errors());
+    IdEvidence evidence{std::nullopt, f.ParamLists(), f.config};
+    if (f.cache) evidence.weights = f.Weights();
+    Explain(rep.Last(), ExplainIdErrors(bound.errors(), *f.pkg, *f.program, evidence));
+    return;
+  }
   CheckItem& item = rep.Add("binding", Verdict::kPass,
                             "task " + task + " binds to program " + bound->executor + " (" +
                                 GenerationPairName(bound->pair) + " pair)");
@@ -173,6 +237,40 @@ void CheckResources(Reporter& rep, const Found& f) {
                  std::to_string(e.max_parameter_bytes) + " and " + std::to_string(e.total_bytes));
   item.details["max_storage_buffer_binding_size"] = e.max_parameter_bytes;
   item.details["estimated_device_memory_bytes"] = e.total_bytes;
+}
+
+// The files to fetch again, each {file, expected_size, reason, beside?}: every shard whose
+// status says its bytes are wrong or absent (absent ones only when `absent_counts`), and every
+// shard with a download's leftover (DATA.part, DATA.incomplete) beside it.
+OrderedJson RefetchList(const std::string& dir, const std::vector<ShardResult>& shards, bool absent_counts) {
+  OrderedJson out = OrderedJson::array();
+  for (const ShardResult& s : shards) {
+    std::string reason, beside;
+    for (const char* suffix : {".part", ".incomplete"}) {
+      if (beside.empty() && !HasControlChar(s.data_path) && FileExists(JoinPath(dir, s.data_path + suffix))) {
+        beside = s.data_path + suffix;
+      }
+    }
+    switch (s.status) {
+      case ShardStatus::kMissing:
+        if (absent_counts || !beside.empty()) reason = "missing";
+        break;
+      case ShardStatus::kSizeMismatch:
+        reason = std::to_string(s.actual_size) + " bytes" + (s.actual_size < s.expected_size ? " (short)" : " (too long)");
+        break;
+      case ShardStatus::kMd5Mismatch: reason = "md5 differs from the recorded md5sum"; break;
+      case ShardStatus::kLfsPointer: reason = "a Git LFS pointer, not the data"; break;
+      default: break;
+    }
+    if (!beside.empty()) {
+      reason = (reason.empty() ? "" : reason + "; ") + "a partial download (" + beside + " beside it)";
+    }
+    if (reason.empty()) continue;
+    OrderedJson r{{"file", s.data_path}, {"expected_size", s.expected_size}, {"reason", reason}};
+    if (!beside.empty()) r["beside"] = beside;
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 // "shards": every shard present (and, with verify_shards, of its recorded md5).
@@ -202,6 +300,18 @@ void CheckShardFiles(const std::string& dir, const CheckOptions& options, Report
     j["message"] = s.message;
     list.push_back(j);
   }
+  // A partial download: what to fetch again (a shard absent while others are present, short,
+  // corrupt, a Git LFS pointer, or with a .part / .incomplete file beside it).
+  const bool partial = missing > 0 && missing < static_cast<int>(shards.size());
+  OrderedJson refetch = RefetchList(dir, shards, partial || options.verify_shards);
+  bool downloading = std::any_of(refetch.begin(), refetch.end(),
+                                 [](const OrderedJson& r) { return r.contains("beside"); });
+  if (downloading && !bad) {
+    ++bad;
+    for (const auto& r : refetch) {
+      if (r.contains("beside") && first_problem.empty()) first_problem = r["reason"].get<std::string>();
+    }
+  }
   Verdict v = bad ? Verdict::kFail : (unverified ? Verdict::kSkip : Verdict::kPass);
   std::string msg;
   if (bad) {
@@ -221,8 +331,22 @@ void CheckShardFiles(const std::string& dir, const CheckOptions& options, Report
                                         std::to_string(size_only) +
                                         " by size only (no md5sum recorded)");
   }
+  if (!refetch.empty() && !bad) msg += "; a partial download: " + std::to_string(refetch.size()) + " to fetch again";
   CheckItem& item = rep.Add("shards", v, msg);
   item.details["shards"] = list;
+  if (!refetch.empty()) {
+    Explanation e;
+    uint64_t total = 0;
+    for (const auto& r : refetch) {
+      total += r["expected_size"].get<uint64_t>();
+      e.lines.push_back("fetch again: " + r["file"].get<std::string>() + " (" +
+                        std::to_string(r["expected_size"].get<uint64_t>()) + " bytes): " +
+                        r["reason"].get<std::string>());
+    }
+    e.data["refetch"] = refetch;
+    e.data["refetch_bytes"] = total;
+    Explain(item, e);
+  }
 }
 
 // "device": the program's features and largest binding (FitDevice, SPEC 5 rule 8; without a
@@ -265,7 +389,94 @@ void CheckDevice(const DeviceProfile& d, Reporter& rep, const Found& f) {
   if (memory_errors) rep.Fail("memory", *memory_errors);
 }
 
+// The preset whose tasks a model_type's converted packages declare.
+std::optional<std::string> PresetForModelType(const std::string& model_type) {
+  if (model_type == "gemma4") return "gemma-4-e2b-audio";
+  if (model_type == "llava") return "llava-1.5";
+  if (model_type == "gemma3") return "gemma-3";
+  return std::nullopt;
+}
+
 }  // namespace
+
+IdEvidence GatherIdEvidence(const std::string& dir, const std::optional<Json>& program_doc,
+                            const BuiltinProgramFn& builtin) {
+  IdEvidence e;
+  if (Result<TensorCache> cache = ReadTensorCache(dir)) {
+    e.weights = NamedParams{cache->legacy_name ? "ndarray-cache.json" : kTensorCacheFileName, ParamSpecsOf(*cache)};
+  }
+  if (program_doc) {
+    if (std::optional<std::vector<ParamSpec>> params = MetadataParams(*program_doc)) {
+      e.lists.push_back({"the program's params", *params});
+    }
+  }
+  if (Result<ChatConfig> config = ReadChatConfig(JoinPath(dir, kChatConfigFileName))) {
+    e.config = *config;
+    if (builtin) {
+      if (Result<BuiltinProgram> b = builtin(*config)) e.lists.push_back({b->name, b->params});
+    }
+  }
+  return e;
+}
+
+LegacyAdvice AdviseLegacyPackage(const std::string& dir, const ChatConfig& config,
+                                 const std::optional<TensorCache>& cache, const BuiltinProgramFn& builtin) {
+  LegacyAdvice a;
+  a.data["model_type"] = config.model_type;
+  a.data["quantization"] = config.quantization;
+  std::optional<std::string> preset = PresetForModelType(config.model_type);
+  std::optional<std::string> preset_id;
+  if (preset) {
+    a.data["preset"] = *preset;
+    a.data["command"] = "mlc-manifest emit package " + dir + " --preset " + *preset;
+    if (Result<Tasks> t = PresetTasks(*preset)) {
+      if (Result<std::string> id = ComputeInterfaceId(*t)) preset_id = *id;
+    }
+    a.lines.push_back("`" + a.data["command"].get<std::string>() + "` would write the " + *preset +
+                      " manifest for model_type " + config.model_type +
+                      (preset_id ? " (interface_id " + *preset_id + ")" : ""));
+  } else {
+    a.data["preset"] = nullptr;
+    a.data["command"] = "mlc-manifest emit package " + dir + " --tasks TASKS.json";
+    a.lines.push_back("no preset covers model_type " + config.model_type + ": write its tasks to a file and run `" +
+                      a.data["command"].get<std::string>() + "`");
+  }
+  OrderedJson b;
+  Result<BuiltinProgram> program = builtin ? builtin(config) : Result<BuiltinProgram>(Error{
+      ErrorCode::kUnsupported, "", "no built-in programs were consulted"});
+  b["exists"] = program.ok();
+  if (!program) {
+    b["reason"] = program.error().message;
+    a.lines.push_back("no built-in CPU program for " + config.model_type + " " + config.quantization + ": " +
+                      program.error().message);
+  } else {
+    b["name"] = program->name;
+    b["interface_id"] = program->document.interface_id;
+    b["parameter_schema_id"] = program->document.parameter_schema_id;
+    std::string line = program->name + " exists";
+    if (preset_id) {
+      bool binds = *preset_id == program->document.interface_id;
+      b["serves_preset"] = binds;
+      line += binds ? "; it serves the preset's tasks" : "; its tasks are not the preset's (another interface_id)";
+    }
+    if (cache) {
+      Result<std::string> wid = ComputeParameterSchemaId(ParamSpecsOf(*cache));
+      bool same = wid && *wid == program->document.parameter_schema_id;
+      b["matches_weights"] = same;
+      if (same) {
+        line += "; its parameters match the weights";
+      } else {
+        ParamDiff d = DiffParams(ParamSpecsOf(*cache), program->params, &config,
+                                 cache->legacy_name ? "ndarray-cache.json" : kTensorCacheFileName, program->name);
+        line += "; its parameters do not match the weights: " + d.Summary();
+        b["diff"] = d.ToJson();
+      }
+    }
+    a.lines.push_back(line);
+  }
+  a.data["builtin_program"] = b;
+  return a;
+}
 
 const char* VerdictName(Verdict v) {
   switch (v) {
@@ -305,6 +516,13 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
   CheckManifest(dir, rep, f);
   CheckChatConfig(dir, rep, f);
   CheckTensorCache(dir, rep, f);
+  if (f.config && options.builtin_program) {
+    if (Result<BuiltinProgram> b = options.builtin_program(*f.config)) f.builtin = std::move(*b);
+  }
+  if (f.legacy && f.config) {
+    LegacyAdvice advice = AdviseLegacyPackage(dir, *f.config, f.cache, options.builtin_program);
+    Explain(report.items.front(), Explanation{advice.lines, {{"legacy", advice.data}}});
+  }
   if (options.params_path) CheckParams(*options.params_path, rep, f);
   if (f.pkg && (!f.weights_id.empty() || f.symbolic_id)) CheckParameterSchemaId(rep, f);
   if (options.program_path) CheckProgram(*options.program_path, rep, f);

@@ -36,7 +36,7 @@ OrderedJson InputSummary(const TaskInput& in) {
 
 }  // namespace
 
-Result<OrderedJson> InspectPackage(const std::string& dir) {
+Result<OrderedJson> InspectPackage(const std::string& dir, const BuiltinProgramFn& builtin) {
   OrderedJson out;
   out["ok"] = true;
   out["package"] = dir;
@@ -125,6 +125,13 @@ Result<OrderedJson> InspectPackage(const std::string& dir) {
     }
   } else {
     for (const Error& e : cache.errors()) problems.push_back(e);
+  }
+  if (out["manifest"].is_null() && !FileExists(manifest) && config) {
+    std::optional<TensorCache> weights;
+    if (cache) weights = *cache;
+    LegacyAdvice advice = AdviseLegacyPackage(dir, *config, weights, builtin);
+    out["legacy"] = advice.data;
+    out["legacy"]["advice"] = advice.lines;
   }
   if (!problems.empty()) {
     out["ok"] = false;
