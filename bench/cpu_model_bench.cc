@@ -11,8 +11,11 @@
 //     ratios against the targets (decode >= 0.8x, prefill >= 0.5x), each process's peak RSS and
 //     decode's memory-bandwidth bound (the weight bytes one token reads over a memcpy rate of all
 //     the kernel threads).
+//  3. With --audio SECONDS (gemma4): the package is written with its audio tower instead, and the
+//     audio adapter is timed on a clip of that length through `mlc-manifest run --messages` (the
+//     adapter's own time in the run's report, best of three), as a multiple of real time.
 // Usage: cpu_model_bench [--family F] [--shape S] [--prompt N] [--decode N] [--threads N]
-//        [--work DIR] [--kernels-only] [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp,
+//        [--work DIR] [--kernels-only] [--audio SECONDS] [--node-llama-cpp DIR] (default: <build>/npm/node-llama-cpp,
 //        installed on first use). The work folder defaults to <build>/bench-work/cpu_model_bench;
 //        the package and GGUF in it are written once per shape and reused.
 #include <fcntl.h>
@@ -22,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -278,16 +282,67 @@ double DecodeWeightBytes(const fs::path& package) {
   return bytes;
 }
 
+// A mono 16 kHz 16-bit WAV of `seconds`: two tones and a little noise.
+std::string ToneWav(int seconds) {
+  const uint32_t n = static_cast<uint32_t>(seconds) * 16000, data = n * 2;
+  std::string out = "RIFF";
+  auto u32 = [&](uint32_t v) { for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff)); };
+  auto u16 = [&](uint16_t v) { out.push_back(static_cast<char>(v & 0xff)); out.push_back(static_cast<char>(v >> 8)); };
+  u32(36 + data);
+  out += "WAVEfmt ";
+  u32(16); u16(1); u16(1); u32(16000); u32(32000); u16(2); u16(16);
+  out += "data";
+  u32(data);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(-0.02, 0.02);
+  for (uint32_t i = 0; i < n; ++i) {
+    const double t = i / 16000.0;
+    const double v = 0.3 * std::sin(2 * M_PI * 220 * t) + 0.2 * std::sin(2 * M_PI * 1250 * t) + noise(rng);
+    u16(static_cast<uint16_t>(static_cast<int16_t>(std::lround(v * 32767))));
+  }
+  return out;
+}
+
+// The audio adapter of a package on a clip of `seconds`: best of three runs of `run --messages`.
+int AudioBench(const fs::path& package, int seconds, const fs::path& work) {
+  const fs::path wav = work / ("clip-" + std::to_string(seconds) + "s.wav");
+  std::ofstream(wav, std::ios::binary) << ToneWav(seconds);
+  const fs::path messages = work / "audio-messages.json";
+  std::ofstream(messages) << "[{\"role\": \"user\", \"content\": [{\"type\": \"input_audio\", \"input_audio\": "
+                             "{\"data\": \"" << wav.string() << "\", \"format\": \"wav\"}}, "
+                             "{\"type\": \"text\", \"text\": \"What is this?\"}]}]\n";
+  double best = 0;
+  int64_t rows = 0;
+  for (int run = 0; run < 3; ++run) {
+    ChildResult r = RunChild({MLC_CLI_PATH, "run", package.string(), "--messages", messages.string(),
+                              "--max-tokens", "1", "--temperature", "0", "--json"},
+                             work / "audio.json");
+    auto j = mlc::ParseJson(r.out);
+    if (r.exit_code != 0 || !j.ok() || !(*j).contains("timings")) {
+      std::cout << "  audio: `mlc-manifest run` failed (exit " << r.exit_code << "): " << r.out.substr(0, 600) << "\n";
+      return 1;
+    }
+    const double ms = (*j)["timings"]["adapter_ms"].get<double>();
+    if (run == 0 || ms < best) best = ms;
+    rows = (*j)["prompt_length"].get<int64_t>();
+  }
+  std::printf("  audio_embed, %d s clip (16 kHz mono): best %.0f ms = %.1fx faster than real time "
+              "(prompt %lld positions; load average %s)\n",
+              seconds, best, seconds * 1000.0 / best, static_cast<long long>(rows), LoadAverage().c_str());
+  return 0;
+}
+
 int ModelBench(const std::string& family, const std::string& shape, int prompt_len, int decode, int threads,
-               const fs::path& work, const std::string& node_dir) {
-  const fs::path package = work / (shape + "-q4f16_1");
+               const fs::path& work, const std::string& node_dir, int audio_seconds) {
+  const fs::path package = work / (shape + "-q4f16_1" + (audio_seconds > 0 ? "-audio" : ""));
   const fs::path gguf = work / (shape + "-q4_0.gguf");
   std::cout << "model: " << family << ", " << shape << "-shaped random weights, q4f16_1 vs Q4_0, prompt "
             << prompt_len << " tokens, decode " << decode << " tokens, llama.cpp threads " << threads << "\n";
   if (!fs::exists(package / "mlc-chat-config.json")) {
-    ChildResult w = RunChild({MLC_CLI_PATH, "reference-model", package.string(), "--family", family,
-                              "--quantization", "q4f16_1", "--shape", shape},
-                             work / "writer.log");
+    std::vector<std::string> args = {MLC_CLI_PATH, "reference-model", package.string(), "--family", family,
+                                     "--quantization", "q4f16_1", "--shape", shape};
+    if (audio_seconds > 0) args.push_back("--audio");
+    ChildResult w = RunChild(args, work / "writer.log");
     if (w.exit_code != 0) {
       std::cout << "  missing: `mlc-manifest reference-model DIR --family " << family
                 << " --quantization q4f16_1 --shape " << shape << "` failed (exit " << w.exit_code
@@ -295,6 +350,7 @@ int ModelBench(const std::string& family, const std::string& shape, int prompt_l
       return 1;
     }
   }
+  if (audio_seconds > 0) return AudioBench(package, audio_seconds, work);
   if (!fs::exists(gguf)) {
     ChildResult c = RunChild({"/usr/bin/python3", std::string(MLC_SOURCE_DIR) + "/tests/support/mlc_to_gguf.py",
                               package.string(), gguf.string()},
@@ -335,7 +391,7 @@ int ModelBench(const std::string& family, const std::string& shape, int prompt_l
 }
 
 int Main(int argc, char** argv) {
-  int prompt = 128, decode = 64, threads = 2;
+  int prompt = 128, decode = 64, threads = 2, audio = 0;
   bool kernels_only = false;
   std::string work_dir, node_dir, family = "qwen2", shape = "qwen2.5-0.5b";
   for (int i = 1; i < argc; ++i) {
@@ -349,9 +405,10 @@ int Main(int argc, char** argv) {
     else if (a == "--kernels-only") kernels_only = true;
     else if (a == "--family") family = next();
     else if (a == "--shape") shape = next();
+    else if (a == "--audio") audio = std::clamp(std::atoi(next().c_str()), 1, 30);
     else {
       std::cerr << "usage: cpu_model_bench [--family F] [--shape S] [--prompt N] [--decode N] [--threads N] "
-                   "[--work DIR] [--node-llama-cpp DIR] [--kernels-only]\n";
+                   "[--work DIR] [--node-llama-cpp DIR] [--kernels-only] [--audio SECONDS]\n";
       return 2;
     }
   }
@@ -370,7 +427,7 @@ int Main(int argc, char** argv) {
               << (ec ? ec.message() : "not a folder") << "\n";
     return 1;
   }
-  return ModelBench(family, shape, prompt, decode, threads, work, node_dir);
+  return ModelBench(family, shape, prompt, decode, threads, work, node_dir, audio);
 }
 
 }  // namespace

@@ -193,13 +193,17 @@ TEST(CheckExplains, RenamedTensorIsNamedAndNeverPasses) {
   auto human = RunCli({"check", dir, "--params", params});
   EXPECT_NE(human.out.find("renamed: " + old_name + "_renamed (tensor-cache.json) is " + old_name),
             std::string::npos) << human.out;
-  // Without a parameter list there is nothing to name: the failure says what to give.
+  // Without a parameter list the built-in CPU program for gemma4 q4f16_1 is the evidence: it names
+  // the same tensor.
   auto alone = RunCli({"check", dir, "--json"});
   EXPECT_EQ(alone.exit_code, 1);
   const Json id2_verdict = CheckOf(alone, "parameter_schema_id");
-  const Json* id2 = id2_verdict.is_null() ? nullptr : &id2_verdict;
-  ASSERT_NE(id2, nullptr);
-  EXPECT_NE((*id2)["details"]["explain"]["note"].get<std::string>().find("--params"), std::string::npos);
+  ASSERT_FALSE(id2_verdict.is_null());
+  const Json& ex2 = id2_verdict["details"]["explain"];
+  ASSERT_EQ(ex2["diff"]["renamed_count"], 1) << ex2.dump();
+  EXPECT_EQ(ex2["diff"]["renamed"][0]["b"], old_name);
+  auto human_alone = RunCli({"check", dir});
+  EXPECT_NE(human_alone.out.find("(the built-in CPU program for gemma4 q4f16_1)"), std::string::npos) << human_alone.out;
 }
 
 // A package converted with another quantization: its weights against the list the manifest was
@@ -366,14 +370,16 @@ TEST(CheckExplains, LegacyPackageAdvice) {
   auto human = RunCli({"inspect", dir});
   EXPECT_NE(human.out.find("the built-in CPU program for llama q4f16_1 exists"), std::string::npos) << human.out;
 
-  // A Gemma 4 package without its manifest: the preset, and no built-in CPU program.
+  // A Gemma 4 package without its manifest: the preset, and the built-in CPU program (whose
+  // parameters are the example's).
   std::string g = CopyExample(d);
   std::filesystem::remove(g + "/mlc-model-manifest.json");
   auto gr = RunCli({"check", g, "--json"});
   const Json gl = CheckOf(gr, "manifest")["details"]["explain"]["legacy"];
   EXPECT_EQ(gl["preset"], "gemma-4-e2b-audio");
   EXPECT_EQ(gl["command"], "mlc-manifest emit package " + g + " --preset gemma-4-e2b-audio");
-  EXPECT_EQ(gl["builtin_program"]["exists"], false);
+  EXPECT_EQ(gl["builtin_program"]["exists"], true);
+  EXPECT_EQ(gl["builtin_program"]["matches_weights"], true);
   auto gh = RunCli({"check", g});
   EXPECT_NE(gh.out.find("--preset gemma-4-e2b-audio` would write"), std::string::npos) << gh.out;
 }
