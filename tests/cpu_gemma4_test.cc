@@ -554,6 +554,19 @@ TEST(CpuGemma4, ShippedExampleBindsToTheCpuProgram) {
     EXPECT_EQ(got.dtype, want[i]["dtype"].get<std::string>()) << got.name;
   }
   ASSERT_EQ(params->size(), want.size());
+  // reference-model --family gemma4 --audio --shape e2b writes the same parameter list.
+  FamilyModelOptions e2b;
+  e2b.family = "gemma4";
+  e2b.shape = "e2b";
+  e2b.audio = true;
+  auto written = FamilyChatConfig(e2b);
+  ASSERT_TRUE(written) << FormatErrors(written.errors());
+  auto written_params = CpuParamSpecs(*written);
+  ASSERT_TRUE(written_params) << FormatErrors(written_params.errors());
+  auto written_id = ComputeParameterSchemaId(*written_params);
+  auto example_id = ComputeParameterSchemaId(*params);
+  ASSERT_TRUE(written_id && example_id);
+  EXPECT_EQ(*written_id, *example_id);
   auto program = CpuCompiledProgram(*chat);
   ASSERT_TRUE(program) << FormatErrors(program.errors());
   auto manifest = ReadModelPackage(JoinPath(example, kManifestFileName));

@@ -78,6 +78,9 @@ struct FamilyModelReport {
 // Names of the shapes FamilyModelOptions::shape takes.
 const std::vector<std::string>& FamilyShapes();
 
+// The mlc-chat-config.json WriteFamilyModel writes for these options (nothing written).
+Result<ChatConfig> FamilyChatConfig(const FamilyModelOptions& options);
+
 // Writes a converted package with random weights: mlc-chat-config.json, tensor-cache.json and
 // params_shard_*.bin (32 MiB shards, records sorted by name, f32-to-bf16 format as the converter
 // writes), tokenizer.json, and mlc-model-manifest.json unless options.manifest is false. 4-bit

@@ -233,6 +233,12 @@ const std::vector<std::string>& FamilyShapes() {
   return kShapes;
 }
 
+Result<ChatConfig> FamilyChatConfig(const FamilyModelOptions& o) {
+  MLC_RETURN_IF_ERROR(CheckOptions(o));
+  const cpu::FamilySpec& family = *cpu::FindFamily(o.family);
+  return ParseChatConfig(ChatConfigJson(o, family, ShapeOf(o, family)));
+}
+
 Result<FamilyModelReport> WriteFamilyModel(const std::string& dir, const FamilyModelOptions& o) {
   MLC_RETURN_IF_ERROR(CheckOptions(o));
   const cpu::FamilySpec& family = *cpu::FindFamily(o.family);
