@@ -3,7 +3,8 @@
 // decoder against a float64 Gemma 4 written here from Hugging Face's definitions (per-layer
 // embeddings, q/k/v norms, proportional rotary, sliding windows, KV sharing, layer scalars, capped
 // logits) over prompts longer than the window and split at every chunk size, the token pair's
-// adapter rows (per-layer lookups at the pad id), a batch equal to runs alone, and bad calls.
+// adapter rows (per-layer lookups at the pad id), a batch equal to runs alone, bad calls, and a
+// package written by a separate tool (tests/support/gemma4_package.py) answering a spoken question.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "mlc_manifest/runtime.h"
 #include "base/hash.h"
 #include "runtime/cpu/decoder.h"
+#include "runtime/cpu/towers/gemma4_audio.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
@@ -574,6 +576,71 @@ TEST(CpuGemma4, ShippedExampleBindsToTheCpuProgram) {
   EXPECT_EQ(program->interface_id, manifest->interface_id);
   EXPECT_EQ(program->parameter_schema_id, manifest->parameter_schema_id);
   EXPECT_EQ(program->programs.at("generation").adapters->at("audio"), "audio_embed");
+}
+
+// The issue's done-when: a random-weight E2B-layout package written by a separate tool
+// (tests/support/gemma4_package.py: its own parameter list, 4-bit quantization, bfloat16 tables
+// and configs, only the tokenizer taken from the writer's package; the manifest from its tasks by
+// `emit package`) answers a spoken question through `run --messages` and `serve`, and its
+// audio_embed gives finite rows of the adapter's shape.
+TEST(CpuGemma4Run, SeparatelyWrittenPackageAnswersASpokenQuestion) {
+  test::TempDir dir;
+  FamilyModelOptions o;
+  o.manifest = false;
+  const std::string tokenizer = JoinPath(WriteGemma4(dir, "q4f16_1", o), "tokenizer.json");
+  const std::string pkg = dir.File("separate"), tasks = dir.File("tasks.json");
+  auto written = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/gemma4_package.py"), pkg,
+                                   tokenizer, "--seed", "11", "--tasks", tasks});
+  ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
+  auto emitted = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
+  ASSERT_EQ(emitted.exit_code, 0) << emitted.out << emitted.err;
+
+  constexpr int64_t kSamples = 16000;  // 1 s at the processor's rate
+  std::vector<double> tone;
+  for (int64_t i = 0; i < kSamples; ++i) tone.push_back(0.3 * std::sin(2 * M_PI * 440.0 * static_cast<double>(i) / 16000.0));
+  const std::string wav_bytes = test::EncodeWav(test::WavLayout{}, tone);
+  const int64_t rows = cpu::Gemma4AudioConfig::Rows(kSamples);
+
+  auto lib = OpenCpuLibrary(pkg);
+  ASSERT_TRUE(lib) << lib.error().ToString();
+  auto params = LoadParameters(pkg, (*lib)->Metadata().params);
+  ASSERT_TRUE(params) << params.error().ToString();
+  NDArray clip = NDArray::Empty({kSamples}, DlFloat32());
+  for (int64_t i = 0; i < kSamples; ++i) clip.data<float>()[i] = static_cast<float>(tone[static_cast<size_t>(i)]);
+  std::vector<Value> args = {clip, ObjectRef(*params)};
+  auto out = (*(*lib)->GetFunction("audio_embed"))(args);
+  ASSERT_TRUE(out) << out.error().ToString();
+  const NDArray& embedded = std::get<NDArray>(out->front());
+  ASSERT_EQ(embedded.shape(), (std::vector<int64_t>{rows, 128}));
+  for (int64_t i = 0; i < embedded.Elements(); ++i) ASSERT_TRUE(std::isfinite(embedded.data<float>()[i])) << i;
+
+  const std::string wav = dir.Write("question.wav", wav_bytes);
+  const std::string messages = dir.Write("m.json", R"([{"role": "user", "content": [
+      {"type": "input_audio", "input_audio": {"data": ")" + wav + R"(", "format": "wav"}},
+      {"type": "text", "text": " What was said?"}]}])");
+  auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "6", "--temperature", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  Json j = Json::parse(r.out);
+  EXPECT_FALSE(j["tokens"].get<std::vector<int32_t>>().empty()) << r.out;
+  EXPECT_GT(j["timings"]["adapter_ms"].get<double>(), 0.0) << r.out;
+  EXPECT_GT(j["prompt_length"].get<int64_t>(), rows) << r.out;
+
+  OrderedJson content = OrderedJson::array(
+      {{{"type", "input_audio"}, {"input_audio", {{"data", test::Base64(wav_bytes)}, {"format", "wav"}}}},
+       {{"type", "text"}, {"text", "What did you hear?"}}});
+  OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
+                     {"max_tokens", 6},
+                     {"temperature", 0}};
+  const std::string body = dir.Write("body.json", req.dump());
+  auto served = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/serve_once.py"), MLC_CLI_PATH, pkg,
+                                  "/v1/chat/completions", body});
+  ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
+  Json reply = Json::parse(served.out);
+  ASSERT_EQ(reply["status"], 200) << served.out;
+  EXPECT_EQ(reply["exit_code"], 0) << served.out;
+  Json answer = Json::parse(reply["body"].get<std::string>());
+  EXPECT_GT(answer["usage"]["prompt_tokens"].get<int64_t>(), rows) << served.out;
+  EXPECT_GT(answer["usage"]["completion_tokens"].get<int64_t>(), 0) << served.out;
 }
 
 }  // namespace

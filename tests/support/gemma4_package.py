@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""Writes a tiny random-weight Gemma 4 (E2B layout, with the audio tower) q4f16_1 package the way
+MLC's converter lays one out, independently of the project's own writer (src/runtime/cpu/writer.cc):
+the parameter list in the converter's order, MLC's 4-bit group quantization, float32 records stored
+as bfloat16, the preprocessor's fixed tables computed here from their definitions, tensor-cache.json
+and mlc-chat-config.json. A legacy package: no manifest; --tasks also writes the tasks document
+(chat with an audio input) that `mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
+Usage:
+
+    gemma4_package.py OUT_DIR TOKENIZER_JSON [--seed N] [--tasks PATH]
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+
+# The tiny shape: six decoder layers (every third one full attention, the last three sharing the
+# KV of earlier ones and with a double-wide MLP), a two-layer audio conformer.
+VOCAB = 512
+HIDDEN = 128
+INTERMEDIATE = 256
+HEADS = 4
+KV_HEADS = 1
+HEAD_DIM = 32
+GLOBAL_HEAD_DIM = 64
+LAYERS = 6
+KV_SHARED = 3
+PER_LAYER = 32
+LAYER_TYPES = ["sliding_attention", "sliding_attention", "full_attention"] * 2
+AUDIO_HIDDEN = 64
+AUDIO_HEADS = 4
+AUDIO_LAYERS = 2
+AUDIO_CHANNELS = (16, 8)
+MEL_BINS = 16
+CONV_KERNEL = 5
+CHUNK = 12
+CONTEXT_LEFT = 13
+OUTPUT_PROJ = 96
+FRAME = 320  # samples per analysis frame
+FFT_BINS = 257  # of a 512-point DFT
+SAMPLE_RATE = 16000
+BOA, AUDIO, EOA = 3, 4, 5  # ids inside the reference tokenizer's vocabulary
+CLIP_BOUND = 16.0
+GROUP = 32
+
+
+def param_list():
+    """(name, shape, dtype, kind) in the converter's order. kind: 'q' for a quantized [out, in]
+    matrix (expanded to q_weight then q_scale), 'f' a float16 tensor, 'f32' a float32 one."""
+    out = []
+
+    def quant(name, rows, cols):
+        out.append((name, (rows, cols), None, "q"))
+
+    def flt(name, shape, dtype="float16"):
+        out.append((name, tuple(shape), dtype, "f"))
+
+    lm = "language_model."
+    quant(lm + "embed_tokens", VOCAB, HIDDEN)
+    for l in range(LAYERS):
+        quant(lm + "embed_tokens_per_layer.%d" % l, VOCAB, PER_LAYER)
+    quant(lm + "per_layer_model_projection", LAYERS * PER_LAYER, HIDDEN)
+    flt(lm + "per_layer_projection_norm.weight", [PER_LAYER])
+    for l in range(LAYERS):
+        p = lm + "layers.%d." % l
+        hd = GLOBAL_HEAD_DIM if LAYER_TYPES[l] == "full_attention" else HEAD_DIM
+        shared = l >= LAYERS - KV_SHARED
+        inter = INTERMEDIATE * (2 if shared else 1)
+        quant(p + "self_attn.q_proj", HEADS * hd, HIDDEN)
+        flt(p + "self_attn.q_norm.weight", [hd])
+        if not shared:
+            quant(p + "self_attn.k_proj", KV_HEADS * hd, HIDDEN)
+            quant(p + "self_attn.v_proj", KV_HEADS * hd, HIDDEN)
+            flt(p + "self_attn.k_norm.weight", [hd])
+        quant(p + "self_attn.o_proj", HIDDEN, HEADS * hd)
+        quant(p + "mlp.gate_up_proj", 2 * inter, HIDDEN)
+        quant(p + "mlp.down_proj", HIDDEN, inter)
+        for norm in ["input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"]:
+            flt(p + norm + ".weight", [HIDDEN])
+        flt(p + "per_layer_input_gate.weight", [PER_LAYER, HIDDEN])
+        quant(p + "per_layer_projection", HIDDEN, PER_LAYER)
+        flt(p + "post_per_layer_input_norm.weight", [HIDDEN])
+        flt(p + "layer_scalar", [1])
+    flt(lm + "norm.weight", [HIDDEN])
+
+    flt("audio_preprocessor.dft_matrix", [FRAME, 2 * FFT_BINS], "float32")
+    flt("audio_preprocessor.mel_filters", [FFT_BINS, MEL_BINS], "float32")
+    sub = "audio_tower.subsample_conv_projection."
+    flt(sub + "layer0.conv.weight", [AUDIO_CHANNELS[0], 1, 3, 3])
+    flt(sub + "layer0.norm.weight", [AUDIO_CHANNELS[0]])
+    flt(sub + "layer1.conv.weight", [AUDIO_CHANNELS[1], AUDIO_CHANNELS[0], 3, 3])
+    flt(sub + "layer1.norm.weight", [AUDIO_CHANNELS[1]])
+    # Two stride-2 convolutions quarter the mel bins; channel-last rows feed the projection.
+    quant(sub + "input_proj_linear", AUDIO_HIDDEN, (MEL_BINS // 4) * AUDIO_CHANNELS[1])
+
+    def clipped(name, rows, cols):
+        quant(name + ".linear", rows, cols)
+        for bound in ["input_min", "input_max", "output_min", "output_max"]:
+            flt(name + "." + bound, [])
+
+    h = AUDIO_HIDDEN
+    for l in range(AUDIO_LAYERS):
+        p = "audio_tower.layers.%d." % l
+        for ff in ["feed_forward1.", "feed_forward2."]:
+            clipped(p + ff + "ffw_layer_1", 4 * h, h)
+            clipped(p + ff + "ffw_layer_2", h, 4 * h)
+            flt(p + ff + "pre_layer_norm.weight", [h])
+            flt(p + ff + "post_layer_norm.weight", [h])
+        for proj in ["q_proj", "k_proj", "v_proj", "post"]:
+            clipped(p + "self_attn." + proj, h, h)
+        quant(p + "self_attn.relative_k_proj", h, h)
+        flt(p + "self_attn.per_dim_scale", [h // AUDIO_HEADS])
+        flt(p + "self_attn.relative_positions", [CONTEXT_LEFT, h])
+        clipped(p + "lconv1d.linear_start", 2 * h, h)
+        clipped(p + "lconv1d.linear_end", h, h)
+        flt(p + "lconv1d.depthwise_conv1d.weight", [h, 1, CONV_KERNEL])
+        flt(p + "lconv1d.pre_layer_norm.weight", [h])
+        flt(p + "lconv1d.conv_norm.weight", [h])
+        for norm in ["norm_pre_attn", "norm_post_attn", "norm_out"]:
+            flt(p + norm + ".weight", [h])
+    quant("audio_tower.output_proj", OUTPUT_PROJ, h)
+    flt("audio_tower.output_proj.bias", [OUTPUT_PROJ])
+    quant("embed_audio.embedding_projection", HIDDEN, OUTPUT_PROJ)
+    return out
+
+
+# ---- the fixed tables ----
+
+def dft_matrix():
+    """[320, 514]: a frame times it gives the 257 real then the 257 imaginary parts of the
+    512-point DFT of the frame under a periodic Hann window of 320 samples."""
+    j = np.arange(FRAME)[:, None]
+    k = np.arange(FFT_BINS)[None, :]
+    fft = 2 * (FFT_BINS - 1)
+    window = 0.5 - 0.5 * np.cos(2 * np.pi * j / FRAME)
+    angle = 2 * np.pi * ((j * k) % fft) / fft  # reduced first: exact zeros stay zeros
+    return np.concatenate([window * np.cos(angle), -window * np.sin(angle)], axis=1)
+
+
+def mel_filters():
+    """[257, mel bins]: HTK-scale triangles over 0..8000 Hz, unnormalized."""
+    def to_mel(hz):
+        return 2595.0 * np.log10(1.0 + hz / 700.0)
+
+    def to_hz(mel):
+        return 700.0 * (10.0 ** (mel / 2595.0) - 1.0)
+
+    top = SAMPLE_RATE / 2
+    edges = to_hz(np.linspace(0.0, to_mel(top), MEL_BINS + 2))
+    freqs = np.linspace(0.0, top, FFT_BINS)[:, None]
+    down = (freqs - edges[None, :-2]) / (edges[1:-1] - edges[:-2])[None, :]
+    up = (edges[None, 2:] - freqs) / (edges[2:] - edges[1:-1])[None, :]
+    return np.maximum(0.0, np.minimum(down, up))
+
+
+def relative_positions():
+    """[context_left, hidden]: row r is [sin(p t), cos(p t)] for position p = rows - 1 - r with
+    timescales t_i = exp(-i ln(10000) / (hidden / 2 - 1))."""
+    half = AUDIO_HIDDEN // 2
+    t = np.exp(-np.arange(half, dtype=np.float64) * math.log(10000.0) / max(half - 1, 1))
+    p = np.arange(CONTEXT_LEFT - 1, -1, -1, dtype=np.float64)[:, None]
+    return np.concatenate([np.sin(p * t), np.cos(p * t)], axis=1)
+
+
+# ---- values and encodings ----
+
+def values(rng, name, shape):
+    """A float tensor's values: fixed tables, wide clip bounds, norm gains and layer scalars
+    near 1, small biases and per-dim scales, weights with variance 1 / fan-in, embeddings 1."""
+    leaf = name.rsplit(".", 1)[1]
+    if name == "audio_preprocessor.dft_matrix":
+        return dft_matrix()
+    if name == "audio_preprocessor.mel_filters":
+        return mel_filters()
+    if leaf == "relative_positions":
+        return relative_positions()
+    if leaf in ("input_min", "output_min"):
+        return np.full(shape, -CLIP_BOUND)
+    if leaf in ("input_max", "output_max"):
+        return np.full(shape, CLIP_BOUND)
+    n = int(np.prod(shape)) if shape else 1
+    if "norm" in name or leaf == "layer_scalar":
+        return (1.0 + 0.1 * rng.uniform(-1, 1, n)).reshape(shape)
+    if leaf in ("bias", "per_dim_scale"):
+        return (0.1 * rng.uniform(-1, 1, n)).reshape(shape)
+    fan_in = int(np.prod(shape[1:]))
+    return rng.uniform(-1, 1, n).reshape(shape) * math.sqrt(3.0 / fan_in)
+
+
+def matrix_values(rng, name, rows, cols):
+    embedding = "embed_tokens" in name
+    return rng.uniform(-1, 1, (rows, cols)) * math.sqrt(3.0 if embedding else 3.0 / cols)
+
+
+def bf16_bytes(x):
+    """float32 values rounded to nearest-even bfloat16, little-endian."""
+    bits = np.asarray(x, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype("<u2").tobytes()
+
+
+def quantize(w):
+    """MLC's q4f16_1: groups of 32 along the input axis, scale = max|w| / 7 in float16,
+    q = clamp(round(w / scale) + 7, 0, 14), value j of a uint32 in bits 4j..4j+3."""
+    rows, cols = w.shape
+    groups = w.reshape(rows, cols // GROUP, GROUP)
+    scale = (np.abs(groups).max(axis=2) / 7.0).astype(np.float16)
+    s = scale.astype(np.float32)[:, :, None]
+    safe = np.where(s > 0, s, 1.0)
+    q = np.where(s > 0, np.rint(groups.astype(np.float32) / safe) + 7.0, 7.0)
+    q = np.clip(q, 0, 14).astype(np.uint32).reshape(rows, cols // 8, 8)
+    shifts = (4 * np.arange(8, dtype=np.uint32))[None, None, :]
+    words = np.bitwise_or.reduce(q << shifts, axis=2).astype("<u4")
+    return words, scale.astype("<f2")
+
+
+def records(seed):
+    """(name, shape, dtype, bytes) of every stored tensor, in the converter's order."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, shape, dtype, kind in param_list():
+        if kind == "q":
+            words, scale = quantize(matrix_values(rng, name, *shape))
+            out.append((name + ".q_weight", list(words.shape), "uint32", words.tobytes()))
+            out.append((name + ".q_scale", list(scale.shape), "float16", scale.tobytes()))
+        elif dtype == "float32":
+            out.append((name, list(shape), dtype, bf16_bytes(values(rng, name, shape))))
+        else:
+            v = np.asarray(values(rng, name, shape), dtype="<f2")
+            out.append((name, list(shape), dtype, v.tobytes()))
+    return out
+
+
+def device_bytes(shape, dtype):
+    n = int(np.prod(shape)) if shape else 1
+    return n * {"uint32": 4, "float32": 4, "float16": 2}[dtype]
+
+
+SHARD_LIMIT = 32 * 1024 * 1024
+
+
+def write_shards(out_dir, recs):
+    """Records sorted by name into params_shard_N.bin files; the tensor-cache.json document."""
+    shards, current, data = [], [], b""
+
+    def close():
+        path = "params_shard_%d.bin" % len(shards)
+        with open(os.path.join(out_dir, path), "wb") as f:
+            f.write(data)
+        shards.append({"dataPath": path, "format": "raw-shard", "nbytes": len(data),
+                       "records": current, "md5sum": hashlib.md5(data).hexdigest()})
+
+    for name, shape, dtype, blob in sorted(recs, key=lambda r: r[0]):
+        if data and len(data) + len(blob) > SHARD_LIMIT:
+            close()
+            current, data = [], b""
+        current.append({"name": name, "shape": shape, "dtype": dtype, "format": "f32-to-bf16",
+                        "nbytes": len(blob), "byteOffset": len(data)})
+        data += blob
+    close()
+    total = sum(device_bytes(shape, dtype) for _, shape, dtype, _ in recs)
+    return {"metadata": {"ParamSize": len(recs), "ParamBytes": float(total)}, "records": shards}
+
+
+def chat_config():
+    context, prefill = 512, 64
+    text = {
+        "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE, "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
+        "global_head_dim": GLOBAL_HEAD_DIM, "num_global_key_value_heads": None,
+        "hidden_size_per_layer_input": PER_LAYER, "vocab_size": VOCAB,
+        "vocab_size_per_layer_input": VOCAB, "num_kv_shared_layers": KV_SHARED,
+        "layer_types": LAYER_TYPES, "sliding_window": 8, "rms_norm_eps": 1e-6,
+        "final_logit_softcapping": 30.0, "hidden_activation": "gelu_pytorch_tanh",
+        "use_double_wide_mlp": True, "tie_word_embeddings": True, "attention_bias": False,
+        "attention_k_eq_v": False, "enable_moe_block": False, "use_bidirectional_attention": None,
+        "max_position_embeddings": 131072, "pad_token_id": 0,
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "proportional", "rope_theta": 1000000.0,
+                               "partial_rotary_factor": 0.25},
+        },
+    }
+    audio = {
+        "hidden_size": AUDIO_HIDDEN, "num_attention_heads": AUDIO_HEADS,
+        "num_hidden_layers": AUDIO_LAYERS, "feature_size": MEL_BINS,
+        "subsampling_conv_channels": list(AUDIO_CHANNELS), "conv_kernel_size": CONV_KERNEL,
+        "attention_chunk_size": CHUNK, "attention_context_left": CONTEXT_LEFT,
+        "attention_context_right": 0, "attention_logit_cap": 50.0,
+        "attention_invalid_logits_value": -1e9, "output_proj_dims": OUTPUT_PROJ,
+        "residual_weight": 0.5, "rms_norm_eps": 1e-6, "gradient_clipping": 1e10,
+        "use_clipped_linears": True, "hidden_act": "silu", "sampling_rate": SAMPLE_RATE,
+        "max_samples": 480000,
+    }
+    template = {
+        "name": "gemma_instruction", "system_template": "{system_message}", "system_message": "",
+        "system_prefix_token_ids": [1], "add_role_after_system_message": True,
+        "roles": {"user": "<start_of_turn>user", "assistant": "<start_of_turn>model"},
+        "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
+        "stop_str": ["<end_of_turn>"], "stop_token_ids": [2],
+    }
+    return {
+        "version": "0.1.0", "model_type": "gemma4", "quantization": "q4f16_1",
+        "model_config": {"text_config": text, "audio_config": audio, "boa_token_id": BOA,
+                         "audio_token_id": AUDIO, "eoa_token_index": EOA,
+                         "context_window_size": context, "prefill_chunk_size": prefill,
+                         "sliding_window_size": -1, "tensor_parallel_shards": 1, "max_batch_size": 1},
+        "vocab_size": VOCAB, "context_window_size": context, "sliding_window_size": -1,
+        "prefill_chunk_size": prefill, "attention_sink_size": -1, "tensor_parallel_shards": 1,
+        "temperature": 0.7, "top_p": 0.95, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+        "frequency_penalty": 0.0, "tokenizer_files": ["tokenizer.json"], "conv_template": template,
+        "bos_token_id": 1, "eos_token_id": 2,
+    }
+
+
+def tasks():
+    """The chat task: text through the tokenizer, audio decoded to 16 kHz mono float samples
+    (at least one frame's 161, at most 30 s) whose audio_embed rows sit between the begin- and
+    end-of-audio ids."""
+    audio = {
+        "processor": {"kind": "audio_decode", "format": "pcm_f32", "sample_rate_hz": SAMPLE_RATE,
+                      "channels": 1, "min_samples": FRAME // 2 + 1, "max_samples": 480000},
+        "adapter": "audio",
+        "prompt": {"prefix_token_ids": [BOA], "placeholder_token_id": AUDIO, "suffix_token_ids": [EOA]},
+    }
+    return {"chat.completions": {"executor": "generation", "output": "text",
+                                 "inputs": {"text": {"processor": "tokenizer"}, "audio": audio}}}
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("tokenizer")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--tasks", help="also write the tasks document here")
+    args = parser.parse_args(argv[1:])
+    out_dir = args.out_dir
+    os.makedirs(out_dir, exist_ok=True)
+    cache = write_shards(out_dir, records(args.seed))
+    with open(os.path.join(out_dir, "tensor-cache.json"), "w") as f:
+        json.dump(cache, f, indent=1)
+    with open(os.path.join(out_dir, "mlc-chat-config.json"), "w") as f:
+        json.dump(chat_config(), f, indent=2)
+    shutil.copyfile(args.tokenizer, os.path.join(out_dir, "tokenizer.json"))
+    if args.tasks:
+        with open(args.tasks, "w") as f:
+            json.dump(tasks(), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
