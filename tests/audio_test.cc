@@ -829,6 +829,23 @@ TEST(AudioHeaders, SubChunkHeaderCrossingTheListEndIsRejected) {
   ExpectRejectedAt(bytes, "byte 28", "LIST sub-chunk \"\\x00\\xbf\\x00\\x00\" claims 4294967288 bytes");
 }
 
+// libsndfile goes on reading chunks after a data chunk that fits in the file (past the RIFF size
+// too): a LIST chunk there gets the same walk (a fuzz input that made libsndfile spin for minutes).
+TEST(AudioHeaders, ChunksAfterTheDataChunkAreWalkedToo) {
+  const std::string bytes("RIFFd\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x07"
+                          "@\x1f\x00\x00@\x1f\x00\x00\x01\x00\x08\x00" "data@\x00\x00\x00\x80\x98\xad\xbb"
+                          "\xc0\xbb\xad\x98\x80VEfmt \x10\x00\x00\x00\x01\x00\x01\x07@\x1f\x00\x00@"
+                          "\x1f\x00\x00\x01\x00\x08\x00" "data@\x00\x00\x00\x80\x98\xad\xbb\xc0\xbb\xad\x98\x80"
+                          "RIFF$\x02\x00\x00WAVELIST\x0f\xf5\xff\xff\xff\x00\x00;"
+                          "\x00\x00\x00\x00\x00\xbf\x00\x00\xf8\xff\xff\xff" "e libFLAC 1."
+                          "4.3 2022-\x00\x00\x00\x00\x00RIFF$\x02\x00\x00WA"
+                          "VELIST\x0f\xf5\xff\xff\xff\x00\x00;\x00\x00\x00\x00\x00\xbf\x00\x00\xf8\xff"
+                          "\xff\xff" "e libFLAC 1.4.3 2022-\x00"
+                          "\x00\x00\x00\x00\x00\x00" "1022\x01Lw\x8ah",
+                          231);
+  ExpectRejectedAt(bytes, "byte 108", "RIFF chunk \"LIST\" claims 4294964495 bytes, past the end of the file (231 bytes)");
+}
+
 // A LIST chunk of more than 100000 empty sub-chunks is rejected like a file of that many chunks
 // (the walk reads 8 bytes a sub-chunk: a file's would otherwise take minutes).
 TEST(AudioHeaders, TooManyListSubChunksAreRejected) {

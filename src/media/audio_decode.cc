@@ -215,8 +215,9 @@ Status CheckListChunk(ReadAt&& read_at, uint64_t body, uint64_t bytes, const std
   return Status::Ok();
 }
 
-// RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes: a chunk other than "data" that
-// claims to run past the end of the file, or a LIST chunk whose sub-chunks run past its own end,
+// RIFF/RF64 WAVE chunk walk before libsndfile sees the bytes, through the whole file as libsndfile
+// walks it (a data chunk that fits is skipped, a short one ends the walk): a chunk other than "data"
+// that claims to run past the end of the file, or a LIST chunk whose sub-chunks run past its own end,
 // is rejected (libsndfile 1.2 can spin for a very long time on either). `read_at` fills up to n
 // bytes at an offset and returns the count; `where` names the file (the errors' document; "" for
 // bytes in memory).
@@ -232,19 +233,25 @@ Status CheckRiffChunks(ReadAt&& read_at, uint64_t size, const std::string& where
     if (read_at(offset, ch, 8) != 8) break;
     if (chunks > 100000) {
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
-                   "more than 100000 RIFF chunks before the data chunk", where};
+                   "more than 100000 RIFF chunks", where};
     }
     std::string id(reinterpret_cast<const char*>(ch), 4);
-    if (id == "data") break;  // a short data chunk is a truncated recording, read what is there
     uint64_t bytes = Le32(ch + 4);
     uint64_t end = offset + 8 + bytes + (bytes & 1);
+    // A short data chunk is a truncated recording: read what is there. One that fits is skipped, as
+    // libsndfile skips it to go on reading the chunks after it (past the RIFF size too).
+    if (id == "data") {
+      if (end > size) break;
+      offset = end;
+      continue;
+    }
     if (end > size + 1) {  // a missing pad byte at the very end is tolerated
       return Error{ErrorCode::kInvalid, "byte " + std::to_string(offset),
                    "RIFF chunk \"" + ChunkIdText(id) + "\" claims " + std::to_string(bytes) +
                        " bytes, past the end of the file (" + std::to_string(size) + " bytes)",
                    where};
     }
-    if (id == "LIST") {
+    if (id == "LIST" || id == "INFO") {  // libsndfile walks the sub-chunks of both
       Status list = CheckListChunk(read_at, offset + 8, bytes, where);
       MLC_RETURN_IF_ERROR(list);
     }
