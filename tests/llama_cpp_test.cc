@@ -322,7 +322,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"phi3_q4f16_1", "phi3", "q4f16_1"}, Case{"phi3_q0f32", "phi3", "q0f32"},
                       Case{"gemma4_q4f16_1", "gemma4", "q4f16_1", kMinCosineGemma4Q4_0},
                       Case{"gemma4_q4f32_1", "gemma4", "q4f32_1"}, Case{"gemma4_q0f32", "gemma4", "q0f32"},
-                      Case{"gemma4_q0f16", "gemma4", "q0f16"}),
+                      Case{"gemma4_q0f16", "gemma4", "q0f16"}, Case{"gemma3_q4f16_1", "gemma3", "q4f16_1"},
+                      Case{"gemma3_q4f32_1", "gemma3", "q4f32_1"}, Case{"gemma3_q0f32", "gemma3", "q0f32"},
+                      Case{"gemma3_text_q0f16", "gemma3_text", "q0f16"}),
     test::CaseName());
 
 }  // namespace

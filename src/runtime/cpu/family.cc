@@ -171,6 +171,7 @@ double Rope::InvFrequency(int64_t j, int64_t context_window_size) const {
     double smooth = (orig / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
     return (1 - smooth) * inv / factor + smooth * inv;
   }
+  if (scaling == RopeScaling::kLinear) return inv / factor;
   if (scaling == RopeScaling::kLongRope) {
     // The long factors when the context window is past the original one (as llama.cpp and
     // MLC decide it once for the model), else the short ones.
@@ -291,9 +292,17 @@ std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
     const LayerPlan& p = c.layers[static_cast<size_t>(l)];
     std::string pre = n.Layer(l);
     if (n.norm_first) b.Vector(pre + n.attn_norm + ".weight", hs);
-    b.Matrix(pre + n.qkv, p.qkv_size(), hs);
-    if (n.qkv_bias) b.Vector(pre + n.qkv + ".bias", p.qkv_size());
+    if (n.qkv.empty()) {  // unfused projections (Gemma 3)
+      b.Matrix(pre + n.q, p.q_size(), hs);
+      b.Matrix(pre + n.k, p.kv_size(), hs);
+      b.Matrix(pre + n.v, p.kv_size(), hs);
+    } else {
+      b.Matrix(pre + n.qkv, p.qkv_size(), hs);
+      if (n.qkv_bias) b.Vector(pre + n.qkv + ".bias", p.qkv_size());
+    }
     b.Matrix(pre + n.o, hs, p.q_size());
+    if (!n.q_norm.empty()) b.Vector(pre + n.q_norm + ".weight", p.head_dim);
+    if (!n.k_norm.empty()) b.Vector(pre + n.k_norm + ".weight", p.head_dim);
     b.Matrix(pre + n.gate_up, 2 * p.intermediate_size, hs);
     b.Matrix(pre + n.down, hs, p.intermediate_size);
     for (const std::string* norm : {&n.attn_norm, &n.attn_out_norm, &n.mlp_norm, &n.mlp_out_norm}) {

@@ -104,6 +104,8 @@ Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "llava-1.5-7b") return {32064, 4096, 11008, 32, 32, 32, 128, 4096, 2048};
   // Gemma 4 E2B's decoder (the family lays out its 35 layers).
   if (o.shape == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 4096, 1024};
+  // Gemma 3 1B's decoder (the family lays out its sliding and full layers).
+  if (o.shape == "gemma-3-1b") return {262144, 1152, 6912, 26, 4, 1, 256, 4096, 1024};
   // tiny: the family's KV heads and head_dim (GQA where the family has it).
   return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
@@ -229,7 +231,7 @@ Status CheckOptions(const FamilyModelOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
-  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b"};
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b", "gemma-3-1b"};
   return kShapes;
 }
 

@@ -14,6 +14,8 @@ const FamilySpec& Gemma2Family();
 const FamilySpec& Phi3Family();
 const FamilySpec& LlavaFamily();
 const FamilySpec& Gemma4Family();
+const FamilySpec& Gemma3Family();
+const FamilySpec& Gemma3TextFamily();
 
 // Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
 void ConfigureGemma(ConfigReader& r, ModelConfig& c);

@@ -1,0 +1,354 @@
+// Gemma 3 on the CPU program (model_type gemma3 and gemma3_text): the package's parameter list in
+// MLC's order, the layer plan (sliding layers with the local rotary, every pattern-th layer global
+// with the linearly scaled one), the decoder against a float64 Gemma 3 written here from Hugging
+// Face's Gemma3TextModel over prompts longer than the window and split at every chunk size, a batch
+// equal to runs alone, greedy tokens through `run --messages` whatever the prefill chunk, and the
+// configurations it refuses, each at its JSON Pointer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/package.h"
+#include "mlc_manifest/runtime.h"
+#include "runtime/cpu/decoder.h"
+#include "support/batch_util.h"
+#include "support/reference64.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+using test::Params64;
+using test::Vec;
+
+double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
+
+std::string WriteGemma3(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {},
+                        const std::string& family = "gemma3") {
+  o.family = family;
+  o.quantization = quant;
+  o.seed = 5;
+  std::string pkg = dir.File(family + "-" + quant + "-" + std::to_string(o.prefill_chunk_size));
+  auto report = WriteFamilyModel(pkg, o);
+  EXPECT_TRUE(report) << report.error().ToString();
+  return pkg;
+}
+
+Result<cpu::ModelConfig> ParseChat(const Json& chat_json) {
+  auto chat = ParseChatConfig(chat_json);
+  MLC_RETURN_IF_ERROR(chat);
+  return cpu::ParseModelConfig(*chat);
+}
+
+Json ChatJsonOf(const std::string& pkg) { return Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName))); }
+
+cpu::ModelConfig ConfigOf(const std::string& pkg) {
+  auto c = ParseChat(ChatJsonOf(pkg));
+  EXPECT_TRUE(c) << FormatErrors(c.errors());
+  return c ? *c : cpu::ModelConfig{};
+}
+
+double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+// Each head of d values RMS-normalized times its gain.
+void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps) {
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    Vec head(x.begin() + static_cast<std::ptrdiff_t>(h * d), x.begin() + static_cast<std::ptrdiff_t>((h + 1) * d));
+    Vec n = test::RmsNorm(head, gain, eps);
+    std::copy(n.begin(), n.end(), x.begin() + static_cast<std::ptrdiff_t>(h * d));
+  }
+}
+
+// Rotate-half rotary over heads of d values at position pos / scale (linear scaling).
+void Rotate64(Vec& x, int64_t d, double theta, double scale, int64_t pos) {
+  const int64_t half = d / 2;
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    for (int64_t j = 0; j < half; ++j) {
+      const double a = static_cast<double>(pos) / scale * std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+      double& x0 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j)];
+      double& x1 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j + half)];
+      const double a0 = x0, a1 = x1;
+      x0 = a0 * std::cos(a) - a1 * std::sin(a);
+      x1 = a1 * std::cos(a) + a0 * std::sin(a);
+    }
+  }
+}
+
+// A float64 Gemma 3 text decoder from Hugging Face's Gemma3TextModel, over the package's text_config
+// and parameters (norm gains stored with Gemma's + 1 folded in, as MLC's loader stores them).
+struct Gemma3Reference {
+  const Json& text;  // model_config.text_config
+  const Params64& p;
+  bool q8 = false;  // 4-bit weights: activations rounded to int8 blocks as the kernels do
+
+  Vec Lin(const std::string& base, const Vec& x, int64_t rows, int64_t cols) const {
+    return test::MatVec(p.Matrix(base, rows, cols), q8 ? test::RoundToQ8Blocks(x) : x, rows, cols);
+  }
+
+  // Logits at every position of the token sequence.
+  std::vector<Vec> Run(const std::vector<int32_t>& ids) const {
+    const int64_t H = text["hidden_size"], L = text["num_hidden_layers"], NH = text["num_attention_heads"];
+    const int64_t NKV = text["num_key_value_heads"], D = text["head_dim"], I = text["intermediate_size"];
+    const int64_t V = text["vocab_size"], window = text["sliding_window_size"], pattern = text["sliding_window_pattern"];
+    const double eps = text["rms_norm_eps"], scalar = text["query_pre_attn_scalar"];
+    const double global_theta = text["position_embedding_base"], local_theta = text["rope_local_base_freq"];
+    const double global_scale = text["rope_scaling"].is_object() ? text["rope_scaling"]["factor"].get<double>() : 1.0;
+    const std::string lm = "language_model.model.";
+    Vec emb = p.Matrix(lm + "embed_tokens", V, H);
+    std::vector<std::vector<Vec>> keys(static_cast<size_t>(L)), values(keys.size());
+    std::vector<Vec> out;
+    for (size_t t = 0; t < ids.size(); ++t) {
+      const int64_t pos = static_cast<int64_t>(t);
+      Vec x(emb.begin() + ids[t] * H, emb.begin() + (ids[t] + 1) * H);
+      for (double& v : x) v *= std::sqrt(static_cast<double>(H));
+      for (int64_t l = 0; l < L; ++l) {
+        const bool global = (l + 1) % pattern == 0;
+        const std::string pre = lm + "layers." + std::to_string(l) + ".";
+        Vec h = test::RmsNorm(x, p.Floats(pre + "input_layernorm.weight"), eps);
+        Vec q = Lin(pre + "self_attn.q_proj", h, NH * D, H);
+        Vec k = Lin(pre + "self_attn.k_proj", h, NKV * D, H);
+        Vec v = Lin(pre + "self_attn.v_proj", h, NKV * D, H);
+        HeadNorm64(q, D, p.Floats(pre + "self_attn.q_norm.weight"), eps);
+        HeadNorm64(k, D, p.Floats(pre + "self_attn.k_norm.weight"), eps);
+        Rotate64(q, D, global ? global_theta : local_theta, global ? global_scale : 1.0, pos);
+        Rotate64(k, D, global ? global_theta : local_theta, global ? global_scale : 1.0, pos);
+        keys[static_cast<size_t>(l)].push_back(k);
+        values[static_cast<size_t>(l)].push_back(v);
+        Vec attn(static_cast<size_t>(NH * D), 0.0);
+        for (int64_t hq = 0; hq < NH; ++hq) {
+          const int64_t kvh = hq / (NH / NKV);
+          std::vector<std::pair<int64_t, double>> scores;
+          for (int64_t j = 0; j <= pos; ++j) {
+            if (!global && pos - j >= window) continue;
+            double s = 0;
+            for (int64_t e = 0; e < D; ++e) {
+              s += q[static_cast<size_t>(hq * D + e)] * keys[static_cast<size_t>(l)][static_cast<size_t>(j)][static_cast<size_t>(kvh * D + e)];
+            }
+            scores.emplace_back(j, s / std::sqrt(scalar));
+          }
+          double mx = -1e300, sum = 0;
+          for (auto& [j, s] : scores) mx = std::max(mx, s);
+          for (auto& [j, s] : scores) sum += std::exp(s - mx);
+          for (auto& [j, s] : scores) {
+            for (int64_t e = 0; e < D; ++e) {
+              attn[static_cast<size_t>(hq * D + e)] +=
+                  std::exp(s - mx) / sum * values[static_cast<size_t>(l)][static_cast<size_t>(j)][static_cast<size_t>(kvh * D + e)];
+            }
+          }
+        }
+        Vec o = test::RmsNorm(Lin(pre + "self_attn.o_proj", attn, H, NH * D), p.Floats(pre + "post_attention_layernorm.weight"), eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
+        Vec gu = Lin(pre + "mlp.gate_up_proj", test::RmsNorm(x, p.Floats(pre + "pre_feedforward_layernorm.weight"), eps), 2 * I, H);
+        Vec act(static_cast<size_t>(I));
+        for (int64_t i = 0; i < I; ++i) act[static_cast<size_t>(i)] = GeluTanh64(gu[static_cast<size_t>(i)]) * gu[static_cast<size_t>(I + i)];
+        Vec m = test::RmsNorm(Lin(pre + "mlp.down_proj", act, H, I), p.Floats(pre + "post_feedforward_layernorm.weight"), eps);
+        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
+      }
+      out.push_back(Lin(lm + "embed_tokens", test::RmsNorm(x, p.Floats(lm + "norm.weight"), eps), V, H));
+    }
+    return out;
+  }
+};
+
+std::vector<int32_t> Prompt(int64_t n, int64_t vocab) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>(10 + (i * 41) % (vocab - 20)));
+  return ids;
+}
+
+// The prompt run through the decoder in chunks of the given lengths, the logits after each chunk.
+std::vector<std::vector<float>> RunChunks(const cpu::ModelConfig& c, const cpu::ModelWeights& w,
+                                          const std::vector<float>& embeds, const std::vector<size_t>& chunks) {
+  cpu::KvCacheShape shape;
+  shape.layers = cpu::KvPlan(c);
+  shape.max_total_seq_len = 128;
+  shape.prefill_chunk_size = 64;
+  cpu::PagedKvCache kv(shape);
+  std::vector<std::vector<float>> out;
+  size_t at = 0;
+  const size_t width = static_cast<size_t>(c.embed_width());
+  for (size_t len : chunks) {
+    auto logits = cpu::Forward(c, w, kv, embeds.data() + at * width, static_cast<int64_t>(len), "prefill");
+    EXPECT_TRUE(logits) << logits.error().ToString();
+    if (!logits) return out;
+    out.push_back(*logits);
+    at += len;
+  }
+  return out;
+}
+
+// The parameter list in MLC's order (unfused projections, then the q/k norms, the MLP, the four
+// norms), tied embeddings, and the layer plan: the local rotary and the window on the sliding layers.
+TEST(CpuGemma3, TinyPackageLayoutAndLayerPlan) {
+  test::TempDir dir;
+  cpu::ModelConfig c = ConfigOf(WriteGemma3(dir, "q4f16_1"));
+  ASSERT_EQ(c.num_layers, 2);
+  std::vector<std::string> names;
+  for (const ParamSpec& p : cpu::ParamSpecs(c)) names.push_back(p.name);
+  const std::string l0 = "language_model.model.layers.0.";
+  const std::vector<std::string> want = {
+      "language_model.model.embed_tokens.q_weight", "language_model.model.embed_tokens.q_scale",
+      l0 + "self_attn.q_proj.q_weight", l0 + "self_attn.q_proj.q_scale", l0 + "self_attn.k_proj.q_weight",
+      l0 + "self_attn.k_proj.q_scale", l0 + "self_attn.v_proj.q_weight", l0 + "self_attn.v_proj.q_scale",
+      l0 + "self_attn.o_proj.q_weight", l0 + "self_attn.o_proj.q_scale", l0 + "self_attn.q_norm.weight",
+      l0 + "self_attn.k_norm.weight", l0 + "mlp.gate_up_proj.q_weight", l0 + "mlp.gate_up_proj.q_scale",
+      l0 + "mlp.down_proj.q_weight", l0 + "mlp.down_proj.q_scale", l0 + "input_layernorm.weight",
+      l0 + "post_attention_layernorm.weight", l0 + "pre_feedforward_layernorm.weight",
+      l0 + "post_feedforward_layernorm.weight"};
+  ASSERT_GE(names.size(), want.size());
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(want.size())), want);
+  EXPECT_EQ(names.back(), "language_model.model.norm.weight");  // tied: no lm_head
+  EXPECT_EQ(names.size(), 2 + 2 * 18 + 1u);
+  ASSERT_EQ(c.ropes.size(), 2u);
+  EXPECT_EQ(c.layers[0].sliding_window, 8);
+  EXPECT_EQ(c.layers[0].rope, 1u);
+  EXPECT_DOUBLE_EQ(c.ropes[1].theta, 10000.0);
+  EXPECT_EQ(c.ropes[1].scaling, cpu::RopeScaling::kNone);
+  EXPECT_EQ(c.layers[1].sliding_window, 0);
+  EXPECT_EQ(c.layers[1].rope, 0u);
+  EXPECT_DOUBLE_EQ(c.ropes[0].theta, 1000000.0);
+  EXPECT_EQ(c.ropes[0].scaling, cpu::RopeScaling::kLinear);
+  EXPECT_DOUBLE_EQ(c.ropes[0].factor, 8.0);
+  EXPECT_DOUBLE_EQ(c.query_pre_attn_scalar, 48.0);
+}
+
+class CpuGemma3Reference : public ::testing::TestWithParam<std::string> {};
+
+// The logits after every chunk agree with the float64 model whatever the split (one row at a time,
+// uneven chunks, all at once), over a prompt longer than the sliding window.
+TEST_P(CpuGemma3Reference, LogitsMatchFloat64AtEveryChunkSplit) {
+  const std::string quant = GetParam();
+  test::TempDir dir;
+  const std::string pkg = WriteGemma3(dir, quant);
+  cpu::ModelConfig c = ConfigOf(pkg);
+  auto params = LoadParameters(pkg, cpu::ParamSpecs(c));
+  ASSERT_TRUE(params) << params.error().ToString();
+  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), **params);
+  ASSERT_TRUE(w) << w.error().ToString();
+  const size_t n = 21;  // the tiny window is 8
+  std::vector<int32_t> ids = Prompt(static_cast<int64_t>(n), c.vocab_size);
+  std::vector<float> embeds(n * static_cast<size_t>(c.hidden_size));
+  ASSERT_TRUE(cpu::EmbedTokens(c, *w, ids, embeds.data()));
+  Params64 p64(**params);
+  const Json text = ChatJsonOf(pkg)["model_config"]["text_config"];
+  std::vector<Vec> want = Gemma3Reference{text, p64, quant.rfind("q4", 0) == 0}.Run(ids);
+  for (size_t k : {size_t{1}, size_t{4}, size_t{9}, n}) {
+    std::vector<size_t> chunks;
+    for (size_t at = 0; at < n; at += k) chunks.push_back(std::min(k, n - at));
+    std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, chunks);
+    ASSERT_EQ(got.size(), chunks.size());
+    size_t end = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      end += chunks[i];
+      EXPECT_LT(test::RelError(got[i], want[end - 1]), LogitTolerance(quant)) << "chunk " << k << ", position " << end - 1;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma3Reference, ::testing::Values("q0f32", "q4f16_1", "q4f32_1", "q0f16"),
+                         [](const auto& i) { return i.param; });
+
+// The text-only model_type reads the same layout: the same parameters give the same logits.
+TEST(CpuGemma3, TextModelTypeRunsTheSameDecoder) {
+  test::TempDir dir;
+  const std::string a = WriteGemma3(dir, "q4f32_1"), b = WriteGemma3(dir, "q4f32_1", {}, "gemma3_text");
+  EXPECT_EQ(cpu::ParamSpecs(ConfigOf(a)).size(), cpu::ParamSpecs(ConfigOf(b)).size());
+  const std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Hello there, how are you?"}])");
+  std::vector<std::vector<int32_t>> tokens;
+  for (const std::string& pkg : {a, b}) {
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "6", "--temperature", "0", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    tokens.push_back(Json::parse(r.out)["tokens"].get<std::vector<int32_t>>());
+  }
+  EXPECT_FALSE(tokens[0].empty());
+  EXPECT_EQ(tokens[0], tokens[1]);
+}
+
+// Continuous batching: each request's greedy tokens equal its run alone (sliding and global layers
+// of several sequences in one call).
+TEST(CpuGemma3Batch, RequestsInABatchMatchRunsAlone) {
+  test::LoadedPackage m;
+  FamilyModelOptions o;
+  o.family = "gemma3";
+  o.quantization = "q4f16_1";
+  o.seed = 6;
+  o.force = true;
+  ASSERT_TRUE(WriteFamilyModel(m.dir.path(), o));
+  test::LoadInto(m, OpenCpuLibrary(m.dir.path()));
+  ASSERT_TRUE(m.library);
+  std::vector<TurnInput> prompts = {test::Text(Prompt(13, 512)), test::Text({1, 60, 61}), test::Text(Prompt(19, 300))};
+  EngineOptions eo;
+  eo.batch.max_batch_size = 3;
+  auto engine = Engine::Start(m.loaded, nullptr, eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 8);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, test::Alone(m.loaded, prompts[i], 8)) << i;
+  (*engine)->Shutdown(true);
+}
+
+// `run --messages` on the tiny package: the conversation template, the same greedy tokens whatever
+// the prefill chunk.
+TEST(CpuGemma3Run, TextPromptTokensEqualAcrossPrefillChunks) {
+  test::TempDir dir;
+  std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])");
+  std::vector<int32_t> first;
+  for (int64_t chunk : {64, 5}) {
+    FamilyModelOptions o;
+    o.prefill_chunk_size = chunk;
+    std::string pkg = WriteGemma3(dir, "q4f16_1", o);
+    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "8", "--temperature", "0", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::vector<int32_t> tokens = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
+    ASSERT_FALSE(tokens.empty());
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+}
+
+// What the program refuses, each at its JSON Pointer: another rope scaling, bad layer types, a
+// missing window, attention biases; MLC's rope_scaling 0 and a null one mean none.
+TEST(CpuGemma3, UnsupportedConfigurationsNameTheirField) {
+  test::TempDir dir;
+  const Json chat = ChatJsonOf(WriteGemma3(dir, "q0f32"));
+  auto with = [&](const char* key, Json value) {
+    Json j = chat;
+    if (value.is_discarded()) {
+      j["model_config"]["text_config"].erase(key);
+    } else {
+      j["model_config"]["text_config"][key] = std::move(value);
+    }
+    return ParseChat(j);
+  };
+  auto expect_error = [](const Result<cpu::ModelConfig>& r, const std::string& path, const std::string& words) {
+    ASSERT_FALSE(r.ok());
+    const std::string text = FormatErrors(r.errors());
+    EXPECT_NE(text.find(path), std::string::npos) << text;
+    EXPECT_NE(text.find(words), std::string::npos) << text;
+  };
+  expect_error(with("rope_scaling", Json{{"rope_type", "yarn"}, {"factor", 4.0}}), "/model_config/text_config/rope_scaling",
+               "\"yarn\" is not supported for gemma3 (supported: linear)");
+  expect_error(with("rope_scaling", Json{{"rope_type", "linear"}, {"factor", 0.5}}),
+               "/model_config/text_config/rope_scaling/factor", "expected a number >= 1");
+  expect_error(with("layer_types", Json::array({"sliding_attention", "chunked_attention"})),
+               "/model_config/text_config/layer_types/1", "expected \"sliding_attention\" or \"full_attention\"");
+  expect_error(with("sliding_window_size", Json(Json::value_t::discarded)), "/model_config/text_config/sliding_window",
+               "required: an integer");
+  expect_error(with("attention_bias", true), "/model_config/text_config/attention_bias", "attention biases");
+  for (Json none : {Json(0), Json(nullptr), Json::object()}) {
+    auto r = with("rope_scaling", none);
+    ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
+    EXPECT_EQ(r->ropes[0].scaling, cpu::RopeScaling::kNone);
+  }
+  // layer_types, when given, decides which layers are global.
+  auto typed = with("layer_types", Json::array({"full_attention", "sliding_attention"}));
+  ASSERT_TRUE(typed.ok()) << FormatErrors(typed.errors());
+  EXPECT_EQ(typed->layers[0].sliding_window, 0);
+  EXPECT_EQ(typed->layers[1].sliding_window, 8);
+}
+
+}  // namespace
+}  // namespace mlc
