@@ -11,13 +11,11 @@ Usage:
     gemma4_package.py OUT_DIR TOKENIZER_JSON [--seed N] [--tasks PATH]
 """
 import math
-import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mlc_package  # noqa: E402  (beside this script)
+import mlc_package  # beside this script: its folder is first on sys.path
 
 # The tiny shape: six decoder layers (every third one full attention, the last three sharing the
 # KV of earlier ones and with a double-wide MLP), a two-layer audio conformer.
@@ -224,18 +222,11 @@ def chat_config():
         "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
         "stop_str": ["<end_of_turn>"], "stop_token_ids": [2],
     }
-    return {
-        "version": "0.1.0", "model_type": "gemma4", "quantization": "q4f16_1",
-        "model_config": {"text_config": text, "audio_config": audio, "boa_token_id": BOA,
-                         "audio_token_id": AUDIO, "eoa_token_index": EOA,
-                         "context_window_size": context, "prefill_chunk_size": prefill,
-                         "sliding_window_size": -1, "tensor_parallel_shards": 1, "max_batch_size": 1},
-        "vocab_size": VOCAB, "context_window_size": context, "sliding_window_size": -1,
-        "prefill_chunk_size": prefill, "attention_sink_size": -1, "tensor_parallel_shards": 1,
-        "temperature": 0.7, "top_p": 0.95, "repetition_penalty": 1.0, "presence_penalty": 0.0,
-        "frequency_penalty": 0.0, "tokenizer_files": ["tokenizer.json"], "conv_template": template,
-        "bos_token_id": 1, "eos_token_id": 2,
-    }
+    model_config = {"text_config": text, "audio_config": audio, "boa_token_id": BOA,
+                    "audio_token_id": AUDIO, "eoa_token_index": EOA,
+                    "context_window_size": context, "prefill_chunk_size": prefill,
+                    "sliding_window_size": -1, "tensor_parallel_shards": 1, "max_batch_size": 1}
+    return mlc_package.chat_config("gemma4", "q4f16_1", model_config, VOCAB, context, prefill, template)
 
 
 def tasks():

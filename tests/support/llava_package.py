@@ -12,11 +12,9 @@ Usage:
 
     llava_package.py OUT_DIR TOKENIZER_JSON [--seed N] [--quantization q4f16_1|q0f16] [--tasks PATH]
 """
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mlc_package  # noqa: E402  (beside this script)
+import mlc_package  # beside this script: its folder is first on sys.path
 
 # The tiny shape: a two-layer llama decoder with grouped KV heads; a three-layer CLIP tower over
 # 28 x 28 images cut into 7 x 7 patches (16 image rows; the last layer is not run, since LLaVA
@@ -124,19 +122,12 @@ def chat_config(quantization):
         "roles": {"user": "USER", "assistant": "ASSISTANT"}, "seps": [" "],
         "role_content_sep": ": ", "role_empty_sep": ":", "stop_str": ["</s>"], "stop_token_ids": [2],
     }
-    return {
-        "version": "0.1.0", "model_type": "llava", "quantization": quantization,
-        "model_config": {"image_token_index": IMAGE_TOKEN, "text_config": text, "vision_config": vision,
-                         "vocab_size": VOCAB, "context_window_size": CONTEXT, "sliding_window_size": -1,
-                         "prefill_chunk_size": PREFILL, "tensor_parallel_shards": 1, "max_batch_size": 1,
-                         "text_architecture": "LlamaForCausalLM", "vision_feature_layer": -2,
-                         "vision_feature_select_strategy": "default", "projector_hidden_act": "gelu"},
-        "vocab_size": VOCAB, "context_window_size": CONTEXT, "sliding_window_size": -1,
-        "prefill_chunk_size": PREFILL, "attention_sink_size": -1, "tensor_parallel_shards": 1,
-        "temperature": 0.7, "top_p": 0.95, "repetition_penalty": 1.0, "presence_penalty": 0.0,
-        "frequency_penalty": 0.0, "tokenizer_files": ["tokenizer.json"], "conv_template": template,
-        "bos_token_id": 1, "eos_token_id": 2,
-    }
+    model_config = {"image_token_index": IMAGE_TOKEN, "text_config": text, "vision_config": vision,
+                    "vocab_size": VOCAB, "context_window_size": CONTEXT, "sliding_window_size": -1,
+                    "prefill_chunk_size": PREFILL, "tensor_parallel_shards": 1, "max_batch_size": 1,
+                    "text_architecture": "LlamaForCausalLM", "vision_feature_layer": -2,
+                    "vision_feature_select_strategy": "default", "projector_hidden_act": "gelu"}
+    return mlc_package.chat_config("llava", quantization, model_config, VOCAB, CONTEXT, PREFILL, template)
 
 
 def tasks():

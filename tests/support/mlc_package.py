@@ -2,7 +2,7 @@
 (gemma4_package.py, llava_package.py): MLC's 4-bit group quantization (q4f16_1), float32 records
 stored as bfloat16, the records of a parameter list drawn from one random stream, the
 params_shard_N.bin files with tensor-cache.json, and the command line plus files every writer
-ends with (mlc-chat-config.json, the tokenizer copied in, the optional tasks document).
+ends with (mlc-chat-config.json around the model's config, the tokenizer copied in, the optional tasks document).
 Written from MLC's format, independently of the project's own writer (src/runtime/cpu/writer.cc).
 """
 import argparse
@@ -107,6 +107,20 @@ def write_shards(out_dir, recs):
     close()
     total = sum(device_bytes(shape, dtype) for _, shape, dtype, _ in recs)
     return {"metadata": {"ParamSize": len(recs), "ParamBytes": float(total)}, "records": shards}
+
+
+def chat_config(model_type, quantization, model_config, vocab, context, prefill, template):
+    """mlc-chat-config.json: the converter's fields around the model's own config, MLC's sampling
+    defaults, the conversation template, ids 1 and 2 for begin and end of text."""
+    return {
+        "version": "0.1.0", "model_type": model_type, "quantization": quantization,
+        "model_config": model_config,
+        "vocab_size": vocab, "context_window_size": context, "sliding_window_size": -1,
+        "prefill_chunk_size": prefill, "attention_sink_size": -1, "tensor_parallel_shards": 1,
+        "temperature": 0.7, "top_p": 0.95, "repetition_penalty": 1.0, "presence_penalty": 0.0,
+        "frequency_penalty": 0.0, "tokenizer_files": ["tokenizer.json"], "conv_template": template,
+        "bos_token_id": 1, "eos_token_id": 2,
+    }
 
 
 def arguments(doc, argv, quantizations=None):
