@@ -15,7 +15,8 @@ import sys
 
 import numpy as np
 
-import mlc_package  # beside this script: its folder is first on sys.path
+sys.dont_write_bytecode = True  # the tests run it from the source tree: no __pycache__ there
+import mlc_package  # noqa: E402  (beside this script: its folder is first on sys.path)
 
 # The tiny shape: six decoder layers (every third one full attention, the last three sharing the
 # KV of earlier ones and with a double-wide MLP), a two-layer audio conformer.

@@ -14,7 +14,8 @@ Usage:
 """
 import sys
 
-import mlc_package  # beside this script: its folder is first on sys.path
+sys.dont_write_bytecode = True  # the tests run it from the source tree: no __pycache__ there
+import mlc_package  # noqa: E402  (beside this script: its folder is first on sys.path)
 
 # The tiny shape: a two-layer llama decoder with grouped KV heads; a three-layer CLIP tower over
 # 28 x 28 images cut into 7 x 7 patches (16 image rows; the last layer is not run, since LLaVA
