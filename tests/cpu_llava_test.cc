@@ -2,7 +2,8 @@
 // projector quantized, the llama decoder under language_model.), the image_embed adapter against
 // a float64 CLIP + projector written here from Hugging Face's definitions, image prompts end to end
 // through `run --messages` (equal greedy tokens across prefill chunk sizes), a batch equal to runs
-// alone, and bad inputs refused with errors naming them.
+// alone, bad inputs refused with errors naming them, and a package written by a separate tool
+// (tests/support/llava_package.py) answering an image question.
 #include <gtest/gtest.h>
 
 #include <algorithm>
