@@ -8,10 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
@@ -510,35 +508,10 @@ TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
   eo.batch.max_batch_size = 3;
   auto engine = Engine::Start(m->loaded, nullptr, eo);
   ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  struct Got {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<int32_t> tokens;
-    bool done = false;
-    std::string reason;
-  };
-  std::vector<std::unique_ptr<Got>> got;
-  for (const TurnInput& in : prompts) {
-    got.push_back(std::make_unique<Got>());
-    Got* g = got.back().get();
-    GenerationRequest req;
-    req.input = in;
-    req.max_tokens = 6;
-    ASSERT_TRUE((*engine)->Submit(req, [g](const StreamEvent& e) {
-      std::lock_guard<std::mutex> lock(g->mu);
-      g->tokens.insert(g->tokens.end(), e.tokens.begin(), e.tokens.end());
-      if (e.done) {
-        g->done = true;
-        g->reason = e.finish_reason;
-      }
-      g->cv.notify_all();
-    }).ok());
-  }
+  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 6);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    std::unique_lock<std::mutex> lock(got[i]->mu);
-    got[i]->cv.wait(lock, [&] { return got[i]->done; });
-    EXPECT_EQ(got[i]->reason, "length") << i;
-    EXPECT_EQ(got[i]->tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
+    EXPECT_EQ(got[i].finish_reason, "length") << i;
+    EXPECT_EQ(got[i].tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
   }
   (*engine)->Shutdown(true);
 }
