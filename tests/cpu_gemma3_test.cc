@@ -15,7 +15,7 @@
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/runtime.h"
 #include "runtime/cpu/decoder.h"
-#include "support/batch_util.h"
+#include "support/family_checks.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
 
@@ -23,6 +23,8 @@ namespace mlc {
 namespace {
 
 using test::Params64;
+using test::HeadNorm64;
+using test::Rotate64;
 using test::Vec;
 
 double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
@@ -50,32 +52,6 @@ cpu::ModelConfig ConfigOf(const std::string& pkg) {
   auto c = ParseChat(ChatJsonOf(pkg));
   EXPECT_TRUE(c) << FormatErrors(c.errors());
   return c ? *c : cpu::ModelConfig{};
-}
-
-double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
-
-// Each head of d values RMS-normalized times its gain.
-void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps) {
-  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
-    Vec head(x.begin() + static_cast<std::ptrdiff_t>(h * d), x.begin() + static_cast<std::ptrdiff_t>((h + 1) * d));
-    Vec n = test::RmsNorm(head, gain, eps);
-    std::copy(n.begin(), n.end(), x.begin() + static_cast<std::ptrdiff_t>(h * d));
-  }
-}
-
-// Rotate-half rotary over heads of d values at position pos / scale (linear scaling).
-void Rotate64(Vec& x, int64_t d, double theta, double scale, int64_t pos) {
-  const int64_t half = d / 2;
-  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
-    for (int64_t j = 0; j < half; ++j) {
-      const double a = static_cast<double>(pos) / scale * std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
-      double& x0 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j)];
-      double& x1 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j + half)];
-      const double a0 = x0, a1 = x1;
-      x0 = a0 * std::cos(a) - a1 * std::sin(a);
-      x1 = a1 * std::cos(a) + a0 * std::sin(a);
-    }
-  }
 }
 
 // A float64 Gemma 3 text decoder from Hugging Face's Gemma3TextModel, over the package's text_config
@@ -114,39 +90,14 @@ struct Gemma3Reference {
         Vec v = Lin(pre + "self_attn.v_proj", h, NKV * D, H);
         HeadNorm64(q, D, p.Floats(pre + "self_attn.q_norm.weight"), eps);
         HeadNorm64(k, D, p.Floats(pre + "self_attn.k_norm.weight"), eps);
-        Rotate64(q, D, global ? global_theta : local_theta, global ? global_scale : 1.0, pos);
-        Rotate64(k, D, global ? global_theta : local_theta, global ? global_scale : 1.0, pos);
+        const double theta = global ? global_theta : local_theta, scale = global ? global_scale : 1.0;
+        Rotate64(q, D, theta, D / 2, pos, scale);
+        Rotate64(k, D, theta, D / 2, pos, scale);
         keys[static_cast<size_t>(l)].push_back(k);
         values[static_cast<size_t>(l)].push_back(v);
-        Vec attn(static_cast<size_t>(NH * D), 0.0);
-        for (int64_t hq = 0; hq < NH; ++hq) {
-          const int64_t kvh = hq / (NH / NKV);
-          std::vector<std::pair<int64_t, double>> scores;
-          for (int64_t j = 0; j <= pos; ++j) {
-            if (!global && pos - j >= window) continue;
-            double s = 0;
-            for (int64_t e = 0; e < D; ++e) {
-              s += q[static_cast<size_t>(hq * D + e)] * keys[static_cast<size_t>(l)][static_cast<size_t>(j)][static_cast<size_t>(kvh * D + e)];
-            }
-            scores.emplace_back(j, s / std::sqrt(scalar));
-          }
-          double mx = -1e300, sum = 0;
-          for (auto& [j, s] : scores) mx = std::max(mx, s);
-          for (auto& [j, s] : scores) sum += std::exp(s - mx);
-          for (auto& [j, s] : scores) {
-            for (int64_t e = 0; e < D; ++e) {
-              attn[static_cast<size_t>(hq * D + e)] +=
-                  std::exp(s - mx) / sum * values[static_cast<size_t>(l)][static_cast<size_t>(j)][static_cast<size_t>(kvh * D + e)];
-            }
-          }
-        }
-        Vec o = test::RmsNorm(Lin(pre + "self_attn.o_proj", attn, H, NH * D), p.Floats(pre + "post_attention_layernorm.weight"), eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-        Vec gu = Lin(pre + "mlp.gate_up_proj", test::RmsNorm(x, p.Floats(pre + "pre_feedforward_layernorm.weight"), eps), 2 * I, H);
-        Vec act(static_cast<size_t>(I));
-        for (int64_t i = 0; i < I; ++i) act[static_cast<size_t>(i)] = GeluTanh64(gu[static_cast<size_t>(i)]) * gu[static_cast<size_t>(I + i)];
-        Vec m = test::RmsNorm(Lin(pre + "mlp.down_proj", act, H, I), p.Floats(pre + "post_feedforward_layernorm.weight"), eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
+        Vec attn = test::Attend64(q, keys[static_cast<size_t>(l)], values[static_cast<size_t>(l)], NH, NKV, D, pos,
+                                  1 / std::sqrt(scalar), [&](int64_t j) { return global || pos - j < window; });
+        test::GemmaAttnOutAndMlp64(x, attn, p, pre, I, eps, q8);
       }
       out.push_back(Lin(lm + "embed_tokens", test::RmsNorm(x, p.Floats(lm + "norm.weight"), eps), V, H));
     }
@@ -236,17 +187,9 @@ TEST_P(CpuGemma3Reference, LogitsMatchFloat64AtEveryChunkSplit) {
   Params64 p64(**params);
   const Json text = ChatJsonOf(pkg)["model_config"]["text_config"];
   std::vector<Vec> want = Gemma3Reference{text, p64, quant.rfind("q4", 0) == 0}.Run(ids);
-  for (size_t k : {size_t{1}, size_t{4}, size_t{9}, n}) {
-    std::vector<size_t> chunks;
-    for (size_t at = 0; at < n; at += k) chunks.push_back(std::min(k, n - at));
-    std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, chunks);
-    ASSERT_EQ(got.size(), chunks.size());
-    size_t end = 0;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      end += chunks[i];
-      EXPECT_LT(test::RelError(got[i], want[end - 1]), LogitTolerance(quant)) << "chunk " << k << ", position " << end - 1;
-    }
-  }
+  test::ExpectEveryChunkSplitMatches(
+      n, {1, 4, 9, n}, [&](const std::vector<size_t>& chunks) { return RunChunks(c, *w, embeds, chunks); }, want,
+      LogitTolerance(quant));
 }
 
 INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma3Reference, ::testing::Values("q0f32", "q4f16_1", "q4f32_1", "q0f16"),
@@ -271,42 +214,17 @@ TEST(CpuGemma3, TextModelTypeRunsTheSameDecoder) {
 // Continuous batching: each request's greedy tokens equal its run alone (sliding and global layers
 // of several sequences in one call).
 TEST(CpuGemma3Batch, RequestsInABatchMatchRunsAlone) {
-  test::LoadedPackage m;
-  FamilyModelOptions o;
-  o.family = "gemma3";
-  o.quantization = "q4f16_1";
-  o.seed = 6;
-  o.force = true;
-  ASSERT_TRUE(WriteFamilyModel(m.dir.path(), o));
-  test::LoadInto(m, OpenCpuLibrary(m.dir.path()));
-  ASSERT_TRUE(m.library);
-  std::vector<TurnInput> prompts = {test::Text(Prompt(13, 512)), test::Text({1, 60, 61}), test::Text(Prompt(19, 300))};
-  EngineOptions eo;
-  eo.batch.max_batch_size = 3;
-  auto engine = Engine::Start(m.loaded, nullptr, eo);
-  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 8);
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, test::Alone(m.loaded, prompts[i], 8)) << i;
-  (*engine)->Shutdown(true);
+  const FamilyModelOptions o = test::TinyOptions("gemma3", "q4f16_1", 6);
+  test::ExpectBatchMatchesRunsAlone(o, {test::Text(Prompt(13, 512)), test::Text({1, 60, 61}), test::Text(Prompt(19, 300))}, 8);
 }
 
 // `run --messages` on the tiny package: the conversation template, the same greedy tokens whatever
 // the prefill chunk.
 TEST(CpuGemma3Run, TextPromptTokensEqualAcrossPrefillChunks) {
   test::TempDir dir;
-  std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])");
-  std::vector<int32_t> first;
-  for (int64_t chunk : {64, 5}) {
-    FamilyModelOptions o;
-    o.prefill_chunk_size = chunk;
-    std::string pkg = WriteGemma3(dir, "q4f16_1", o);
-    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "8", "--temperature", "0", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::vector<int32_t> tokens = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
-    ASSERT_FALSE(tokens.empty());
-    if (first.empty()) first = tokens;
-    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
-  }
+  const FamilyModelOptions o = test::TinyOptions("gemma3", "q4f16_1", 5);
+  test::ExpectSameTokensAcrossPrefillChunks(
+      dir, o, dir.Write("m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])"), {64, 5});
 }
 
 // What the program refuses, each at its JSON Pointer: another rope scaling, bad layer types, a

@@ -92,4 +92,45 @@ double RelError(const std::vector<float>& a, const Vec& b) {
   return err / std::max(norm, 1e-9);
 }
 
+double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps) {
+  const Vec g = gain.empty() ? Vec(static_cast<size_t>(d), 1.0) : gain;
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    const auto begin = x.begin() + static_cast<std::ptrdiff_t>(h * static_cast<size_t>(d));
+    Vec n = RmsNorm(Vec(begin, begin + d), g, eps);
+    std::copy(n.begin(), n.end(), begin);
+  }
+}
+
+void Rotate64(Vec& x, int64_t d, double theta, int64_t pairs, int64_t pos, double scale) {
+  const int64_t half = d / 2;
+  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
+    for (int64_t j = 0; j < pairs; ++j) {
+      const double a = static_cast<double>(pos) / scale *
+                       std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+      double& x0 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j)];
+      double& x1 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j + half)];
+      const double a0 = x0, a1 = x1;
+      x0 = a0 * std::cos(a) - a1 * std::sin(a);
+      x1 = a1 * std::cos(a) + a0 * std::sin(a);
+    }
+  }
+}
+
+void GemmaAttnOutAndMlp64(Vec& x, const Vec& attn, const Params64& p, const std::string& pre, int64_t inter,
+                          double eps, bool q8) {
+  const int64_t h = static_cast<int64_t>(x.size()), qs = static_cast<int64_t>(attn.size());
+  auto lin = [&](const std::string& base, const Vec& in, int64_t rows, int64_t cols) {
+    return MatVec(p.Matrix(base, rows, cols), q8 ? RoundToQ8Blocks(in) : in, rows, cols);
+  };
+  Vec o = RmsNorm(lin(pre + "self_attn.o_proj", attn, h, qs), p.Floats(pre + "post_attention_layernorm.weight"), eps);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+  Vec gu = lin(pre + "mlp.gate_up_proj", RmsNorm(x, p.Floats(pre + "pre_feedforward_layernorm.weight"), eps), 2 * inter, h);
+  Vec act(static_cast<size_t>(inter));
+  for (size_t i = 0; i < act.size(); ++i) act[i] = GeluTanh64(gu[i]) * gu[i + act.size()];
+  Vec m = RmsNorm(lin(pre + "mlp.down_proj", act, h, inter), p.Floats(pre + "post_feedforward_layernorm.weight"), eps);
+  for (size_t i = 0; i < x.size(); ++i) x[i] += m[i];
+}
+
 }  // namespace mlc::test

@@ -104,47 +104,18 @@ void WriteConfig(const WriterShape& shape, Json& mc) {
   mc = out;
 }
 
-// MLC's gemma3_instruction conversation template over the reference vocabulary's begin and end ids.
-Json ConvTemplate() {
-  return {{"name", "gemma3_instruction"},
-          {"system_template", "{system_message}"},
-          {"system_message", ""},
-          {"system_prefix_token_ids", {1}},
-          {"add_role_after_system_message", true},
-          {"roles", {{"user", "<start_of_turn>user"}, {"assistant", "<start_of_turn>model"}}},
-          {"seps", {"<end_of_turn>\n"}},
-          {"role_content_sep", "\n"},
-          {"role_empty_sep", "\n"},
-          {"stop_str", {"<end_of_turn>"}},
-          {"stop_token_ids", {2}}};
-}
-
 FamilySpec Gemma3Spec(const char* model_type) {
   FamilySpec f;
   f.model_type = model_type;
   f.text_config = "text_config";
   f.default_rms_norm_eps = 1e-6;
-  Names& n = f.names;
-  const std::string root = "language_model.model.";
-  n.embed = root + "embed_tokens";
-  n.final_norm = root + "norm";
-  n.layer_root = root + "layers.";
-  n.q = "self_attn.q_proj";
-  n.k = "self_attn.k_proj";
-  n.v = "self_attn.v_proj";
-  n.o = "self_attn.o_proj";
-  n.q_norm = "self_attn.q_norm";
-  n.k_norm = "self_attn.k_norm";
-  n.attn_norm = "input_layernorm";
-  n.attn_out_norm = "post_attention_layernorm";
-  n.mlp_norm = "pre_feedforward_layernorm";
-  n.mlp_out_norm = "post_feedforward_layernorm";
+  SetGemmaNames(f.names, "language_model.model.");
   f.configure = Configure;
   f.params = DecoderParams;
   f.writer.tiny_kv_heads = 1;
   f.writer.tiny_head_dim = 64;
   f.writer.model_config = WriteConfig;
-  f.writer.conv_template = ConvTemplate;
+  f.writer.conv_template = [] { return GemmaInstructionTemplate("gemma3_instruction"); };
   return f;
 }
 
