@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <random>
 
 #include "mlc_manifest/json_grammar.h"
@@ -200,6 +201,25 @@ TEST(TokenVocabulary, BytesOfRealTokenizers) {
   auto special = (*phi)->TokenToId("<|endoftext|>");
   ASSERT_TRUE(special.has_value());
   EXPECT_TRUE(p->bytes(*special).empty());
+}
+
+// The matcher's mask over logits: stop ids (even past the tokenizer's vocabulary) only once the
+// value is complete; an advance the grammar refuses leaves the state as it was.
+TEST(GrammarMatcher, StopIdsOnlyWhenComplete) {
+  auto vocab = TokenVocabulary::FromBytes({"1", "}", "{", "\"a\"", ":", "2", ""});
+  GrammarMatcher m(JsonConstraint{Schema(R"({"type":"integer"})"), vocab});
+  const float inf = std::numeric_limits<float>::infinity();
+  const int32_t stops[] = {7};
+  std::vector<float> logits(8, 0.5f);
+  EXPECT_EQ(m.Constrain(logits, stops), 2u);  // "1", "2"
+  EXPECT_EQ(logits, (std::vector<float>{0.5f, -inf, -inf, -inf, -inf, 0.5f, -inf, -inf}));
+  EXPECT_FALSE(m.Advance(1));
+  EXPECT_FALSE(m.Advance(6));  // no bytes
+  EXPECT_TRUE(m.Advance(0));
+  EXPECT_TRUE(m.Accepting());
+  logits.assign(8, 0.5f);
+  EXPECT_EQ(m.Constrain(logits, stops), 3u);  // more digits or the stop id
+  EXPECT_EQ(logits, (std::vector<float>{0.5f, -inf, -inf, -inf, -inf, 0.5f, -inf, 0.5f}));
 }
 
 // The per-step mask time (figures in the README): the mean over the states met along a reply,

@@ -161,8 +161,6 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
   out.emplace_back(a.sink, std::move(e));
 }
 
-// A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
-// back unless the reply is complete.
 // A token among those the request's grammar allows, sampled in this sequence's own step (the
 // mask is this sequence's work only); -1 when the request ended instead.
 int32_t Engine::SampleConstrained(Active& a, const std::vector<float>& logits, Outbox& out) {
@@ -189,6 +187,8 @@ int32_t Engine::SampleConstrained(Active& a, const std::vector<float>& logits, O
   return token;
 }
 
+// A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
+// back unless the reply is complete.
 void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   int32_t token = a.grammar ? SampleConstrained(a, logits, out) : a.sampler->Sample(logits);
   if (a.finished) return;

@@ -175,16 +175,15 @@ GrammarMatcher::GrammarMatcher(JsonConstraint constraint)
 
 size_t GrammarMatcher::Constrain(std::span<float> logits, std::span<const int32_t> stop_ids) {
   constraint_.vocabulary->Allowed(*constraint_.grammar, state_, allowed_);
-  for (int32_t id : stop_ids) {
-    if (id >= 0 && static_cast<size_t>(id) < allowed_.size()) allowed_[static_cast<size_t>(id)] = 0;
-  }
+  allowed_.resize(std::max(allowed_.size(), logits.size()), 0);
+  // Stop ids (which may lie past the tokenizer's vocabulary) only once the value is complete.
   const bool done = Accepting();
   for (int32_t id : stop_ids) {
-    if (done && id >= 0 && static_cast<size_t>(id) < allowed_.size()) allowed_[static_cast<size_t>(id)] = 1;
+    if (id >= 0 && static_cast<size_t>(id) < allowed_.size()) allowed_[static_cast<size_t>(id)] = done;
   }
   size_t kept = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    if (i < allowed_.size() && allowed_[i]) {
+    if (allowed_[i]) {
       ++kept;
     } else {
       logits[i] = -std::numeric_limits<float>::infinity();
