@@ -522,5 +522,94 @@ TEST(Serve, LoadThirtyTwoStreamingClients) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Structured output (response_format): 100 replies sampled at temperature 1 (seeds 0..99, four
+// requests at a time so they share batches) per format all parse and validate with an
+// independent validator (python3-jsonschema); the openai client's json_schema request parses,
+// streamed and not; a keyword outside the subset is a 400 naming it.
+TEST(Serve, StructuredOutputAlwaysValidates) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--max-batch-size", "4", "--json-max-string-length", "12"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  test::TempDir dir;
+  const std::vector<std::string> formats = {
+      R"({"type": "json_object"})",
+      R"({"type": "json_schema", "json_schema": {"name": "record", "strict": true, "schema": {
+          "type": "object", "additionalProperties": false,
+          "properties": {"name": {"type": "string"}, "count": {"type": "integer"},
+                         "color": {"enum": ["red", "green", "blue"]},
+                         "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 3}},
+          "required": ["name", "count", "color", "tags"]}}})",
+      R"({"type": "json_schema", "json_schema": {"name": "nested", "schema": {
+          "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                              "required": ["x", "y"], "additionalProperties": false}},
+          "type": "object", "additionalProperties": false,
+          "properties": {"shape": {"type": "object", "additionalProperties": false,
+                                   "properties": {"kind": {"const": "polygon"},
+                                                  "points": {"type": "array", "items": {"$ref": "#/$defs/point"},
+                                                             "minItems": 1, "maxItems": 3},
+                                                  "closed": {"type": "boolean"},
+                                                  "label": {"type": ["string", "null"]}},
+                                   "required": ["kind", "points", "closed", "label"]},
+                         "note": {"type": "string"}},
+          "required": ["shape"]}}})"};
+  for (size_t i = 0; i < formats.size(); ++i) {
+    std::string file = dir.Write("format" + std::to_string(i) + ".json", formats[i]);
+    auto r = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/json_replies.py"),
+                               server.url(), file, "100", "4", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto doc = ParseJson(r.out);
+    ASSERT_TRUE(doc.ok()) << r.out;
+    std::cout << "format " << i << ": " << r.out;
+    EXPECT_EQ((*doc)["ok"], 100) << r.out;
+  }
+
+  // The official client, streamed and not.
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_json_client.mjs"), openai,
+                             server.url()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  for (const char* how : {"plain", "streamed"}) {
+    const Json& reply = (*doc)[how];
+    EXPECT_EQ(reply["finish"], "stop") << r.out;
+    auto person = ParseJson(reply["content"].get<std::string>());
+    ASSERT_TRUE(person.ok()) << r.out;
+    EXPECT_TRUE((*person)["name"].is_string()) << r.out;
+    EXPECT_TRUE((*person)["age"].is_number_integer()) << r.out;
+    EXPECT_TRUE((*person)["role"] == "admin" || (*person)["role"] == "user") << r.out;
+  }
+  EXPECT_EQ((*doc)["plain"]["content"], (*doc)["streamed"]["content"]);  // same seed, same reply
+
+  // max_tokens cuts a reply, as OpenAI does: finish_reason "length".
+  auto ask = [&](const std::string& format, int max_tokens) {
+    return Http(server.port(), "POST", "/v1/chat/completions",
+                R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": )" +
+                    std::to_string(max_tokens) + R"(, "response_format": )" + format + "}");
+  };
+  HttpReply cut = ask(formats[1], 3);
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(BodyJson(cut)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(BodyJson(cut)["usage"]["completion_tokens"], 3);
+  HttpReply text = ask(R"({"type": "text"})", 4);
+  EXPECT_EQ(text.status, 200) << text.body;
+
+  // Outside the subset: 400 naming the keyword and where it is.
+  HttpReply minimum = ask(R"({"type": "json_schema", "json_schema": {"name": "n", "schema": {
+      "type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}}}})", 8);
+  EXPECT_EQ(minimum.status, 400);
+  EXPECT_EQ(BodyJson(minimum)["error"]["param"], "/response_format/json_schema/schema/properties/age/minimum");
+  EXPECT_NE(ErrorMessage(minimum).find("\"minimum\" at /properties/age/minimum"), std::string::npos)
+      << minimum.body;
+  for (const char* bad : {R"({"type": "yaml"})", R"({"type": "json_schema"})", R"("json")",
+                          R"({"type": "json_schema", "json_schema": {"schema": {}}})"}) {
+    HttpReply r400 = ask(bad, 8);
+    EXPECT_EQ(r400.status, 400) << bad;
+    EXPECT_NE(ErrorMessage(r400), "") << bad;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 }  // namespace
 }  // namespace mlc

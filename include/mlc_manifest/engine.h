@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mlc_manifest/error.h"
+#include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/runtime.h"
 #include "mlc_manifest/tokenizer.h"
 
@@ -81,6 +82,9 @@ struct GenerationRequest {
   SamplerConfig sampler;
   std::vector<int32_t> stop_token_ids;
   std::vector<std::string> stop_strings;  // needs a tokenizer
+  // Structured output: each token is sampled among those the grammar allows (stop ids only
+  // once the value is complete); unset: free text.
+  std::optional<JsonConstraint> json;
 };
 
 // What the engine reports about a request, in order; the last one has done set.
@@ -132,6 +136,8 @@ class Engine {
   void AdmitWaiting(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunPrefill(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  int32_t SampleConstrained(Active& a, const std::vector<float>& logits,
+                            std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Accept(Active& a, const std::vector<float>& logits,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Finish(Active& a, StopReason reason, Errors errors,

@@ -34,6 +34,7 @@ struct ChatCompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema
 };
 
 // Parses the body of POST /v1/chat/completions (OpenAI's schema; unknown fields are ignored).
@@ -42,6 +43,14 @@ struct ChatCompletionRequest {
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
                                                          const ChatCompletionLimits& limits,
                                                          const SamplerConfig& defaults);
+
+// The grammar of the body's response_format (the body parsed again in key order, so that object
+// properties come in the schema's order): nullptr for none or {"type": "text"}, any JSON object
+// for {"type": "json_object"}, the schema for {"type": "json_schema", "json_schema": {"name",
+// "schema", "strict", "description"}}. A schema keyword outside the subset is kUnsupported at
+// /response_format/json_schema/schema/..., its message naming the keyword.
+Result<std::shared_ptr<const JsonGrammar>> ParseResponseFormat(const OrderedJson& body,
+                                                              const JsonGrammarOptions& options);
 
 // {"error": {"message", "type", "param", "code"}}: type "invalid_request_error" for kInvalid /
 // kUsage / kUnsupported, "rate_limit_error"-style names are given by the caller.
@@ -61,6 +70,7 @@ struct ServeOptions {
   int request_read_timeout_s = 30;  // a request's line, headers and body must arrive within this
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
+  int64_t json_max_string_length = 0;  // structured output: strings without maxLength; 0: unbounded
   EngineOptions engine;
 };
 

@@ -34,7 +34,25 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   g.stop_token_ids = package.stop_ids;
   g.stop_strings = package.stop_strings;
   g.stop_strings.insert(g.stop_strings.end(), r.stop.begin(), r.stop.end());
+  if (r.json) {
+    std::call_once(vocabulary_once,
+                   [&] { vocabulary = TokenVocabulary::FromTokenizer(*package.tokenizer); });
+    g.json = JsonConstraint{r.json, vocabulary};
+  }
   return g;
+}
+
+Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
+                                        ChatCompletionRequest& r) {
+  if (!doc.contains("response_format")) return Status::Ok();
+  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
+  if (ordered.is_discarded()) return Invalid("/response_format", "the body could not be read in key order");
+  JsonGrammarOptions o;
+  o.max_string_length = options.json_max_string_length;
+  auto grammar = ParseResponseFormat(ordered, o);
+  MLC_RETURN_IF_ERROR(grammar);
+  r.json = *grammar;
+  return Status::Ok();
 }
 
 void Server::Impl::ChatCompletions(std::string_view body, const Reply& res) {
@@ -67,6 +85,10 @@ void Server::Impl::ChatCompletions(std::string_view body, const Reply& res) {
   auto parsed = ParseChatCompletionRequest(*doc, options.request_limits, defaults);
   if (!parsed) {
     SendError(res, 400, OpenAiError(parsed.errors()));
+    return;
+  }
+  if (Status s = ReadResponseFormat(body, *doc, *parsed); !s) {
+    SendError(res, 400, OpenAiError(s.errors()));
     return;
   }
   auto gen = BuildRequest(*parsed);

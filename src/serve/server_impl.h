@@ -95,12 +95,16 @@ struct Server::Impl {
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
+  std::once_flag vocabulary_once;
+  std::shared_ptr<const TokenVocabulary> vocabulary;  // structured output; built on first use
   int port = 0;
 
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
   void Handle(serve::Route route, std::string_view body, const serve::Reply& res);
   void ChatCompletions(std::string_view body, const serve::Reply& res);
+  // The request's response_format into r.json (the body read again in key order).
+  Status ReadResponseFormat(std::string_view body, const Json& doc, ChatCompletionRequest& r);
   // Messages -> the engine's request (media decoded); errors are the client's.
   Result<GenerationRequest> BuildRequest(const ChatCompletionRequest& r);
   void Answer(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<serve::Channel> channel,
