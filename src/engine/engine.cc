@@ -49,6 +49,7 @@ Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, En
   if (options_.prefill_chunk_size <= 0) options_.prefill_chunk_size = batch_->limits().prefill_chunk_size;
   stats_.total_pages = batch_->kv().TotalPages();
   stats_.free_pages = batch_->kv().FreePages();
+  stats_.page_size = batch_->kv().PageSize();
   thread_ = std::thread([this] { Loop(); });
   prepare_thread_ = std::thread([this] { PrepareLoop(); });
 }
@@ -70,6 +71,9 @@ Engine::~Engine() { Shutdown(false); }
 Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
   MLC_RETURN_IF_ERROR(CheckSamplerConfig(request.sampler));
   if (request.max_tokens < 0) return Invalid("/max_tokens", "expected >= 0");
+  if (request.top_logprobs < -1 || request.top_logprobs > 20) {
+    return Invalid("/top_logprobs", "expected an integer in [0, 20]");
+  }
   if (!request.stop_strings.empty() && !tokenizer_) {
     return Error{ErrorCode::kUsage, "/stop", "stop strings need the package's tokenizer"};
   }
@@ -160,7 +164,9 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
 // A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
 // back unless the reply is complete.
 void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
-  int32_t token = a.sampler->Sample(logits);
+  const bool logprobs = a.request.top_logprobs >= 0;
+  TokenLogprobs lp;
+  int32_t token = a.sampler->Sample(logits, logprobs ? a.request.top_logprobs : 0, logprobs ? &lp : nullptr);
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     Finish(a, StopReason::kStopToken, {}, out);
@@ -169,6 +175,7 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   ++a.generated;
   StreamEvent e;
   e.tokens = {token};
+  if (logprobs) e.logprobs.push_back(std::move(lp));
   if (a.reply) e.text = a.reply->Push(token);
   e.prompt_tokens = a.prompt->plan.prompt_length;
   e.completion_tokens = a.generated;
