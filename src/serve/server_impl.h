@@ -1,6 +1,6 @@
 // The server's parts shared by its files (src/serve/): the state of a running server
 // (Server::Impl), the channel that carries a request's events from the engine to the HTTP thread,
-// and the OpenAI wire helpers.
+// the OpenAI wire helpers, and how a request's answer is shaped (ReplyFormat, Job).
 #pragma once
 
 #include <atomic>
@@ -133,6 +133,7 @@ struct Server::Impl {
   std::string dir;
   OpenedPackage package;  // library, model, tokenizer, template, stop ids and strings
   SamplerConfig defaults;
+  serve::Metrics metrics;  // before the engine and the HTTP server, whose threads record into it
   std::unique_ptr<Engine> engine;
   const MlcHttpBackend* http_backend = nullptr;
   MlcHttpHandler handler{};
@@ -142,7 +143,6 @@ struct Server::Impl {
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
   int port = 0;
-  serve::Metrics metrics;
 
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
