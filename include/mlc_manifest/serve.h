@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP front of the engine: POST /v1/chat/completions (plain JSON or
-// server-sent events with stream: true; text, input_audio and image_url content parts),
-// GET /v1/models and GET /health, with limits on body size, concurrent requests and time, every
+// server-sent events with stream: true; text, input_audio and image_url content parts; logprobs),
+// POST /v1/completions, GET /v1/models, GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size, concurrent requests and time, every
 // bad request answered with an OpenAI-style error object. Also the parser of a chat completion
 // request, usable on its own.
 #pragma once
@@ -35,6 +35,7 @@ struct ChatCompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema
+  int top_logprobs = -1;       // logprobs: -1 off; else top_logprobs (0..20)
 };
 
 // Parses the body of POST /v1/chat/completions (OpenAI's schema; unknown fields are ignored).
@@ -51,6 +52,23 @@ Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
 // /response_format/json_schema/schema/..., its message naming the keyword.
 Result<std::shared_ptr<const JsonGrammar>> ParseResponseFormat(const OrderedJson& body,
                                                               const JsonGrammarOptions& options);
+
+// The body of POST /v1/completions (the legacy API): one prompt, a string or token ids; echo and
+// several prompts are refused (400 naming the field); logprobs 0..20.
+struct CompletionRequest {
+  std::string model;
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  bool prompt_is_ids = false;
+  int64_t max_tokens = 16;  // OpenAI's default here
+  SamplerConfig sampler;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+  int top_logprobs = -1;  // logprobs: -1 off; else the alternatives per token (0..20)
+};
+Result<CompletionRequest> ParseCompletionRequest(const Json& doc, const ChatCompletionLimits& limits,
+                                                 const SamplerConfig& defaults);
 
 // {"error": {"message", "type", "param", "code"}}: type "invalid_request_error" for kInvalid /
 // kUsage / kUnsupported, "rate_limit_error"-style names are given by the caller.
