@@ -202,12 +202,18 @@ TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
   }
 }
 
-// The families of the embeddings pair, whose decoders Reference64 follows (Gemma 4, of the token
-// pair, has its own float64 model in cpu_gemma4_test).
+// The families whose decoders Reference64 follows: fused q/k/v, the embeddings pair (Gemma 3 and
+// Gemma 4, with unfused projections and per-head norms, have their own float64 models in
+// cpu_gemma3_test and cpu_gemma4_test).
+bool FollowedByReference64(const std::string& family) {
+  const cpu::FamilySpec* f = cpu::FindFamily(family);
+  return f->pair == GenerationPair::kEmbeds && !f->names.qkv.empty();
+}
+
 std::vector<FamilyCase> AllCases() {
   std::vector<FamilyCase> out;
   for (const std::string& f : CpuModelTypes()) {
-    if (cpu::FindFamily(f)->pair != GenerationPair::kEmbeds) continue;
+    if (!FollowedByReference64(f)) continue;
     for (const std::string& q : CpuQuantizations()) out.push_back({f + "_" + q, f, q});
   }
   return out;
@@ -250,7 +256,7 @@ TEST(CpuForward, SlidingWindowWithSinksKeepsTheWindowAndFreesPages) {
 TEST(CpuFamilies, LayerPlansFollowEachFamilysRules) {
   test::TempDir dir;
   for (const std::string& family : CpuModelTypes()) {
-    if (family == "gemma4") continue;  // its plan (types, shared KV) is cpu_gemma4_test's
+    if (!FollowedByReference64(family)) continue;  // their plans are cpu_gemma3_test's and cpu_gemma4_test's
     cpu::ModelConfig c = ConfigOf(WritePackage(dir, family, "q0f32"));
     ASSERT_EQ(c.layers.size(), static_cast<size_t>(c.num_layers)) << family;
     for (size_t l = 0; l < c.layers.size(); ++l) {

@@ -59,15 +59,21 @@ std::vector<bool> ReadFullLayers(ConfigReader& r, int64_t layers) {
 void Configure(ConfigReader& r, ModelConfig& c) {
   ConfigureGemma(r, c);
   c.tie_word_embeddings = true;
-  c.attn_logit_softcap = r.Number("attn_logit_softcapping", 0, 0);
-  c.final_logit_softcap = r.Number("final_logit_softcapping", 0, 0);
+  // MLC's Gemma3TextConfig keeps the Hugging Face fields it has no member for in text_config.kwargs:
+  // each of those is read from text_config, else from kwargs.
+  ConfigReader kwargs = r.Has("kwargs") ? r.Sub("kwargs") : r;
+  auto from = [&](const char* key) -> ConfigReader& { return r.Has(key) ? r : kwargs; };
+  c.attn_logit_softcap = from("attn_logit_softcapping").Number("attn_logit_softcapping", 0, 0);
+  c.final_logit_softcap = from("final_logit_softcapping").Number("final_logit_softcapping", 0, 0);
   c.query_pre_attn_scalar = r.Number("query_pre_attn_scalar", 1, 256);
   const char* window_key = r.Has("sliding_window_size") ? "sliding_window_size" : "sliding_window";
-  const int64_t window = r.Int(window_key, 1, int64_t{1} << 30);
-  const std::vector<bool> full = ReadFullLayers(r, c.num_layers);
+  const int64_t window = from(window_key).Int(window_key, 1, int64_t{1} << 30);
+  const bool typed = r.Has("layer_types") || kwargs.Has("layer_types");
+  const std::vector<bool> full = ReadFullLayers(from(typed ? "layer_types" : "sliding_window_pattern"), c.num_layers);
   Rope local = c.rope();
-  local.theta = r.Number("rope_local_base_freq", 1, 10000.0);
-  if (local.theta <= 1) r.Fail(r.Path("rope_local_base_freq"), "expected a number > 1");
+  ConfigReader& local_base = from("rope_local_base_freq");
+  local.theta = local_base.Number("rope_local_base_freq", 1, 10000.0);
+  if (local.theta <= 1) local_base.Fail(local_base.Path("rope_local_base_freq"), "expected a number > 1");
   ReadGlobalRopeScaling(r, c.rope());
   if (r.failed()) return;
   c.layer_sliding_window = window;
