@@ -2,7 +2,8 @@
 // projector quantized, the llama decoder under language_model.), the image_embed adapter against
 // a float64 CLIP + projector written here from Hugging Face's definitions, image prompts end to end
 // through `run --messages` (equal greedy tokens across prefill chunk sizes), a batch equal to runs
-// alone, and bad inputs refused with errors naming them.
+// alone, bad inputs refused with errors naming them, and a package written by a separate tool
+// (tests/support/llava_package.py) answering an image question.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/image.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/presets.h"
 #include "mlc_manifest/runtime.h"
@@ -28,13 +30,15 @@ namespace {
 using test::Params64;
 using test::Vec;
 
-std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {}) {
+std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {},
+                       FamilyModelReport* written = nullptr) {
   o.family = "llava";
   o.quantization = quant;
   o.seed = 5;
   std::string pkg = dir.File("llava-" + quant + "-" + std::to_string(o.prefill_chunk_size));
   auto report = WriteFamilyModel(pkg, o);
   EXPECT_TRUE(report) << report.error().ToString();
+  if (report && written) *written = *report;
   return pkg;
 }
 
@@ -172,6 +176,22 @@ NDArray PixelTensor(const std::vector<uint8_t>& px, int64_t s) {
   return t;
 }
 
+// image_embed's rows for `px` agree with the float64 CLIP and projector of the package's weights.
+void ExpectRowsMatchReference(const NDArray& rows, const Opened& o, const std::string& pkg,
+                              const std::vector<uint8_t>& px, const std::string& quant) {
+  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
+  for (int64_t i = 0; i < rows.Elements(); ++i) ASSERT_TRUE(std::isfinite(rows.data<float>()[i])) << i;
+  const bool q4 = quant.rfind("q4", 0) == 0;
+  std::vector<Vec> want = ClipReference(Params64(*o.params), ModelConfigOf(pkg), px, q4);
+  // Float weights: float32 rounding only; 4-bit: the projector's int8 activation steps (see
+  // cpu_model_test's LogitTolerance).
+  const double tolerance = q4 ? 3e-2 : 1e-3;
+  for (size_t t = 0; t < want.size(); ++t) {
+    std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
+    EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
+  }
+}
+
 const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
   for (const ParamSpec& p : params) {
     if (p.name == name) return &p;
@@ -280,16 +300,7 @@ TEST_P(CpuLlavaAdapter, RowsMatchFloat64Reference) {
   auto out = ImageEmbed(o, PixelTensor(px, 28));
   ASSERT_TRUE(out) << out.error().ToString();
   const NDArray& rows = std::get<NDArray>(out->front());
-  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
-  Params64 p64(*o.params);
-  std::vector<Vec> want = ClipReference(p64, ModelConfigOf(pkg), px, quant.rfind("q4", 0) == 0);
-  // Float weights: float32 rounding only; 4-bit: the projector's int8 activation steps (see
-  // cpu_model_test's LogitTolerance).
-  const double tolerance = quant.rfind("q4", 0) == 0 ? 3e-2 : 1e-3;
-  for (size_t t = 0; t < want.size(); ++t) {
-    std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
-    EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
-  }
+  ExpectRowsMatchReference(rows, o, pkg, px, quant);
   NDArray wide = NDArray::Empty({1, 28, 28, 3}, DlUInt32());
   for (size_t i = 0; i < px.size(); ++i) wide.data<uint32_t>()[i] = px[i];
   auto out32 = ImageEmbed(o, wide);
@@ -530,6 +541,73 @@ TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
     EXPECT_EQ(got[i]->tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
   }
   (*engine)->Shutdown(true);
+}
+
+// A LLaVA 1.5-layout package written by a separate tool (tests/support/llava_package.py: its own
+// parameter list, quantization and configs; legacy, given a manifest by `emit package`) declares
+// the parameter list and interface of the project's own writer, and answers an image question:
+// image_embed rows of a decoded PNG equal the float64 tower's, `run --messages` and `serve` take
+// the image as a data URL.
+TEST(CpuLlavaRun, SeparatelyWrittenPackageAnswersAnImageQuestion) {
+  test::TempDir dir;
+  const std::vector<uint8_t> px = Pixels(28);
+  RgbImage rgb;
+  rgb.width = 28;
+  rgb.height = 28;
+  rgb.pixels = px;
+  auto png = EncodePng(rgb);
+  ASSERT_TRUE(png.ok()) << png.error().ToString();
+  const std::string image = dir.Write("question.png", *png);
+  const std::string url = "data:image/png;base64," + test::Base64(*png);
+  for (const std::string quant : {"q4f16_1", "q0f16"}) {
+    SCOPED_TRACE(quant);
+    FamilyModelOptions o;
+    o.manifest = false;
+    FamilyModelReport own;
+    const std::string tokenizer = JoinPath(WriteLlava(dir, quant, o, &own), "tokenizer.json");
+    const std::string pkg = dir.File("separate-" + quant), tasks = dir.File("tasks-" + quant + ".json");
+    auto written = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/llava_package.py"), pkg,
+                                     tokenizer, "--seed", "11", "--quantization", quant, "--tasks", tasks});
+    ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
+    auto emitted = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
+    ASSERT_EQ(emitted.exit_code, 0) << emitted.out << emitted.err;
+    Json manifest = Json::parse(test::ReadText(JoinPath(pkg, kManifestFileName)));
+    EXPECT_EQ(manifest["weights"]["parameter_schema_id"], own.parameter_schema_id);
+    EXPECT_EQ(manifest["interface_id"], own.interface_id);
+
+    // The PNG decoded as the package's processor declares (28 x 28: no resize), then the tower.
+    Opened opened = Open(pkg);
+    ASSERT_TRUE(opened.params);
+    auto model = BindModel(pkg, *opened.lib);
+    ASSERT_TRUE(model) << model.error().ToString();
+    ASSERT_TRUE(model->contract.image);
+    auto prepared = PrepareImageFile(image, model->contract.image->processor);
+    ASSERT_TRUE(prepared.ok()) << prepared.error().ToString();
+    ASSERT_EQ(prepared->rgb.pixels, px);
+    auto out = ImageEmbed(opened, PixelTensor(prepared->rgb.pixels, 28));
+    ASSERT_TRUE(out) << out.error().ToString();
+    ExpectRowsMatchReference(std::get<NDArray>(out->front()), opened, pkg, px, quant);
+
+    std::string report;
+    EXPECT_FALSE(RunTokens(pkg, ImageMessages(dir, url), &report).empty()) << report;
+    EXPECT_GT(Json::parse(report)["prompt_length"].get<int64_t>(), 16) << report;
+
+    OrderedJson content = OrderedJson::array({{{"type", "image_url"}, {"image_url", {{"url", url}}}},
+                                              {{"type", "text"}, {"text", "What is in the picture?"}}});
+    OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
+                       {"max_tokens", 6},
+                       {"temperature", 0}};
+    const std::string body = dir.Write("body.json", req.dump());
+    auto served = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/serve_once.py"),
+                                    MLC_CLI_PATH, pkg, "/v1/chat/completions", body});
+    ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
+    Json reply = Json::parse(served.out);
+    ASSERT_EQ(reply["status"], 200) << served.out;
+    EXPECT_EQ(reply["exit_code"], 0) << served.out;
+    Json answer = Json::parse(reply["body"].get<std::string>());
+    EXPECT_GT(answer["usage"]["prompt_tokens"].get<int64_t>(), 16) << served.out;
+    EXPECT_GT(answer["usage"]["completion_tokens"].get<int64_t>(), 0) << served.out;
+  }
 }
 
 }  // namespace
