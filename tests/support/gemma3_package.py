@@ -7,9 +7,10 @@ q/k/v/o projections, the per-head q/k norms, the fused gate_up MLP and the four 
 as 1 + w as MLC's loader stores them), q4f16_1, tensor-cache.json and mlc-chat-config.json with
 model_config as the converter writes it (text_config nested with the Hugging Face fields MLC's
 Gemma3TextConfig does not name under its "kwargs"; the context, prefill and window sizes at both
-levels; the outer sliding_window_size alone differs: see chat_config) and the gemma3_instruction conversation template over the test tokenizer's ids. The shared
-parts are in mlc_package.py. A legacy package: no manifest; --tasks also writes the tasks
-document (text chat) that `mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
+levels; the outer sliding_window_size alone differs: see chat_config) and the gemma3_instruction
+conversation template over the test tokenizer's ids. The shared parts are in mlc_package.py. A
+legacy package: no manifest; --tasks also writes the tasks document (text chat) that
+`mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
 Usage:
 
     gemma3_package.py OUT_DIR TOKENIZER_JSON [--seed N] [--tasks PATH]
