@@ -365,7 +365,8 @@ Json TextConfigAsRead(const Json& model_config) {
 }
 
 // The float64 model's greedy continuation of the prompt, one token at a time.
-std::vector<int32_t> ReferenceGreedy(const Gemma3Reference& model, std::vector<int32_t> ids, int steps) {
+std::vector<int32_t> ReferenceGreedy(const Gemma3Reference& model, std::vector<int32_t> ids,
+                                     int steps) {
   std::vector<int32_t> out;
   for (int i = 0; i < steps; ++i) {
     const Vec last = model.Run(ids).back();
@@ -386,22 +387,26 @@ TEST(CpuGemma3Run, SeparatelyWrittenPackageMatchesLlamaCppAndFloat64) {
   test::TempDir dir;
   const std::string tokenizer = JoinPath(WriteGemma3(dir, "q0f32"), "tokenizer.json");
   const std::string pkg = dir.File("separate"), tasks = dir.File("tasks.json");
-  auto written = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/gemma3_package.py"), pkg,
-                                   tokenizer, "--seed", "13", "--tasks", tasks});
+  auto written =
+      test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/gemma3_package.py"),
+                        pkg, tokenizer, "--seed", "13", "--tasks", tasks});
   ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
   const cpu::ModelConfig c = ConfigOf(pkg);
   ASSERT_EQ(c.num_layers, 6);
-  for (size_t l = 0; l < c.layers.size(); ++l) EXPECT_EQ(c.layers[l].sliding_window, l == 5 ? 0 : 8) << "layer " << l;
+  for (size_t l = 0; l < c.layers.size(); ++l)
+    EXPECT_EQ(c.layers[l].sliding_window, l == 5 ? 0 : 8) << "layer " << l;
 
   // (a) The CPU program against the float64 model.
   const std::vector<int32_t> prompt = test::PromptIds(kPromptLength, c.vocab_size, 5);
-  const std::string request = dir.Write("request.json", R"({"turns": [[{"tokens": [)" + test::JoinIds(prompt) + "]}]]}");
-  auto r = test::RunCli({"run", pkg, "--request", request, "--max-tokens", std::to_string(kSteps), "--temperature", "0",
-                         "--json"});
+  const std::string request =
+      dir.Write("request.json", R"({"turns": [[{"tokens": [)" + test::JoinIds(prompt) + "]}]]}");
+  auto r = test::RunCli({"run", pkg, "--request", request, "--max-tokens", std::to_string(kSteps),
+                         "--temperature", "0", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::vector<int32_t> ours = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
   ASSERT_EQ(ours.size(), size_t{kSteps}) << r.out;
-  EXPECT_GT(std::set<int32_t>(ours.begin(), ours.end()).size(), 1u) << "a continuation of one repeated token";
+  EXPECT_GT(std::set<int32_t>(ours.begin(), ours.end()).size(), 1u)
+      << "a continuation of one repeated token";
   auto params = LoadParameters(pkg, cpu::ParamSpecs(c));
   ASSERT_TRUE(params) << params.error().ToString();
   Params64 p64(**params);
@@ -421,14 +426,16 @@ TEST(CpuGemma3Run, SeparatelyWrittenPackageMatchesLlamaCppAndFloat64) {
   }
 
   // (c) A conversation through the template, before and after the manifest.
-  const std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])");
+  const std::string messages = dir.Write(
+      "m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])");
   std::vector<std::vector<int32_t>> answers;
   for (bool manifest : {false, true}) {
     if (manifest) {
       auto emitted = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
       ASSERT_EQ(emitted.exit_code, 0) << emitted.out << emitted.err;
     }
-    auto m = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "6", "--temperature", "0", "--json"});
+    auto m = test::RunCli(
+        {"run", pkg, "--messages", messages, "--max-tokens", "6", "--temperature", "0", "--json"});
     ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
     Json j = Json::parse(m.out);
     EXPECT_EQ(j["legacy"], !manifest) << m.out;

@@ -54,7 +54,9 @@ inline double Cosine(const float* a, const float* b, int64_t n) {
   return ab / std::sqrt(aa * bb);
 }
 
-inline int32_t Argmax(const float* row, int64_t n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
+inline int32_t Argmax(const float* row, int64_t n) {
+  return static_cast<int32_t>(std::max_element(row, row + n) - row);
+}
 
 // The gap between the two best logits of a row, as a fraction of the row's standard deviation.
 inline double TopTwoGap(const float* row, int64_t n) {
@@ -84,17 +86,20 @@ inline std::string JoinIds(const std::vector<int32_t>& ids) {
 // Converts the package to GGUF and runs llama.cpp (node_llama_cpp: NpmPackage(kNodeLlamaCpp)) over
 // the prompt and a greedy continuation of `continuation` tokens. Failures are test failures; the
 // run is then empty.
-inline LlamaCppRun RunLlamaCpp(const std::string& node_llama_cpp, const std::string& package, const TempDir& tmp,
-                               const std::vector<int32_t>& prompt, int continuation) {
+inline LlamaCppRun RunLlamaCpp(const std::string& node_llama_cpp, const std::string& package,
+                               const TempDir& tmp, const std::vector<int32_t>& prompt,
+                               int continuation) {
   LlamaCppRun ref;
   const std::string gguf = tmp.File("model.gguf"), out = tmp.File("llama_cpp");
-  auto conv = RunProgram({"/usr/bin/python3", SourcePath("tests/support/mlc_to_gguf.py"), package, gguf});
+  auto conv =
+      RunProgram({"/usr/bin/python3", SourcePath("tests/support/mlc_to_gguf.py"), package, gguf});
   EXPECT_EQ(conv.exit_code, 0) << conv.out << conv.err;
   if (conv.exit_code != 0) return ref;
   // One thread: llama.cpp's threads spin at barriers, which on a shared machine costs far more
   // than the second thread gains for a model this small.
-  auto run = RunProgram({"timeout", "300", "node", SourcePath("tests/support/llama_cpp_logits.mjs"), node_llama_cpp, gguf,
-                         JoinIds(prompt), std::to_string(continuation), "1", out});
+  auto run =
+      RunProgram({"timeout", "300", "node", SourcePath("tests/support/llama_cpp_logits.mjs"),
+                  node_llama_cpp, gguf, JoinIds(prompt), std::to_string(continuation), "1", out});
   EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
   if (run.exit_code != 0) return ref;
   auto meta = ReadJsonFile(out + ".json");
@@ -103,8 +108,10 @@ inline LlamaCppRun RunLlamaCpp(const std::string& node_llama_cpp, const std::str
   ref.vocab = (*meta)["vocab"].get<int64_t>();
   for (const auto& t : (*meta)["generated"]) ref.generated.push_back(t.get<int32_t>());
   std::ifstream bin(out + ".bin", std::ios::binary);
-  ref.logits.resize((prompt.size() + static_cast<size_t>(continuation)) * static_cast<size_t>(ref.vocab));
-  bin.read(reinterpret_cast<char*>(ref.logits.data()), static_cast<std::streamsize>(ref.logits.size() * sizeof(float)));
+  ref.logits.resize((prompt.size() + static_cast<size_t>(continuation)) *
+                    static_cast<size_t>(ref.vocab));
+  bin.read(reinterpret_cast<char*>(ref.logits.data()),
+           static_cast<std::streamsize>(ref.logits.size() * sizeof(float)));
   EXPECT_TRUE(bin.good() && bin.peek() == EOF) << "llama.cpp logits file has the wrong size";
   return ref;
 }
