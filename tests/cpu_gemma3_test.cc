@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
@@ -16,6 +17,7 @@
 #include "mlc_manifest/runtime.h"
 #include "runtime/cpu/decoder.h"
 #include "support/family_checks.h"
+#include "support/llama_cpp_util.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
 
@@ -261,11 +263,117 @@ TEST(CpuGemma3, UnsupportedConfigurationsNameTheirField) {
     ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
     EXPECT_EQ(r->ropes[0].scaling, cpu::RopeScaling::kNone);
   }
+  // MLC keeps the Hugging Face fields it has no member for in text_config.kwargs, and gen_config
+  // restates the sliding layers' window at the top level: neither a sliding cache for every layer.
+  Json mlc = chat;
+  Json& text = mlc["model_config"]["text_config"];
+  text.erase("rope_local_base_freq");
+  text.erase("sliding_window_pattern");
+  text["kwargs"] = {{"rope_local_base_freq", 20000.0}, {"sliding_window_pattern", 1}};
+  mlc["sliding_window_size"] = 8;
+  auto from_kwargs = ParseChat(mlc);
+  ASSERT_TRUE(from_kwargs.ok()) << FormatErrors(from_kwargs.errors());
+  EXPECT_DOUBLE_EQ(from_kwargs->ropes[1].theta, 20000.0);
+  EXPECT_EQ(from_kwargs->layers[0].sliding_window, 0);  // pattern 1: every layer global
+  EXPECT_EQ(from_kwargs->sliding_window_size, -1);
   // layer_types, when given, decides which layers are global.
   auto typed = with("layer_types", Json::array({"full_attention", "sliding_attention"}));
   ASSERT_TRUE(typed.ok()) << FormatErrors(typed.errors());
   EXPECT_EQ(typed->layers[0].sliding_window, 0);
   EXPECT_EQ(typed->layers[1].sliding_window, 8);
+}
+
+// text_config as MLC's Gemma3Config reads it: the Hugging Face fields its converter wrote under
+// "kwargs" folded in, the outer vocab_size.
+Json TextConfigAsRead(const Json& model_config) {
+  Json text = model_config["text_config"];
+  if (text.contains("kwargs")) {
+    for (const auto& [key, value] : text["kwargs"].items()) text[key] = value;
+    text.erase("kwargs");
+  }
+  if (!text.contains("vocab_size")) text["vocab_size"] = model_config["vocab_size"];
+  return text;
+}
+
+// The float64 model's greedy continuation of the prompt, one token at a time.
+std::vector<int32_t> ReferenceGreedy(const Gemma3Reference& model, std::vector<int32_t> ids,
+                                     int steps) {
+  std::vector<int32_t> out;
+  for (int i = 0; i < steps; ++i) {
+    const Vec last = model.Run(ids).back();
+    out.push_back(static_cast<int32_t>(std::max_element(last.begin(), last.end()) - last.begin()));
+    ids.push_back(out.back());
+  }
+  return out;
+}
+
+// A package written without this project's writer (tests/support/gemma3_package.py, numpy: its own
+// parameter list, q4f16_1 quantization and mlc-chat-config.json, the Hugging Face fields under
+// text_config's kwargs as MLC's converter writes them for gemma-3-1b-it) of six layers, five
+// sliding and one global: the greedy tokens of a prompt three windows long through `run --request`
+// are the float64 model's, and llama.cpp's on its GGUF (a difference only where llama.cpp's best
+// two logits tie); `run --messages` answers, the same with the manifest `emit package` adds.
+TEST(CpuGemma3Run, SeparatelyWrittenPackageMatchesLlamaCppAndFloat64) {
+  constexpr int kPromptLength = 24, kSteps = 8;
+  test::TempDir dir;
+  const std::string tokenizer = JoinPath(WriteGemma3(dir, "q0f32"), "tokenizer.json");
+  const std::string pkg = dir.File("separate"), tasks = dir.File("tasks.json");
+  auto written =
+      test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/gemma3_package.py"),
+                        pkg, tokenizer, "--seed", "13", "--tasks", tasks});
+  ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
+  const cpu::ModelConfig c = ConfigOf(pkg);
+  ASSERT_EQ(c.num_layers, 6);
+  for (size_t l = 0; l < c.layers.size(); ++l)
+    EXPECT_EQ(c.layers[l].sliding_window, l == 5 ? 0 : 8) << "layer " << l;
+
+  // (a) The CPU program against the float64 model.
+  const std::vector<int32_t> prompt = test::PromptIds(kPromptLength, c.vocab_size, 5);
+  const std::string request =
+      dir.Write("request.json", R"({"turns": [[{"tokens": [)" + test::JoinIds(prompt) + "]}]]}");
+  auto r = test::RunCli({"run", pkg, "--request", request, "--max-tokens", std::to_string(kSteps),
+                         "--temperature", "0", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::vector<int32_t> ours = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
+  ASSERT_EQ(ours.size(), size_t{kSteps}) << r.out;
+  EXPECT_GT(std::set<int32_t>(ours.begin(), ours.end()).size(), 1u)
+      << "a continuation of one repeated token";
+  auto params = LoadParameters(pkg, cpu::ParamSpecs(c));
+  ASSERT_TRUE(params) << params.error().ToString();
+  Params64 p64(**params);
+  const Json text = TextConfigAsRead(ChatJsonOf(pkg)["model_config"]);
+  EXPECT_EQ(ours, ReferenceGreedy(Gemma3Reference{text, p64, true}, prompt, kSteps));
+
+  // (b) llama.cpp on the package converted to GGUF.
+  const std::string node_llama_cpp = test::NpmPackage(test::kNodeLlamaCpp);
+  ASSERT_FALSE(node_llama_cpp.empty());
+  test::LlamaCppRun theirs = test::RunLlamaCpp(node_llama_cpp, pkg, dir, prompt, kSteps);
+  ASSERT_EQ(theirs.vocab, c.vocab_size);
+  ASSERT_EQ(theirs.generated.size(), size_t{kSteps});
+  for (int t = 0; t < kSteps; ++t) {
+    if (ours[static_cast<size_t>(t)] == theirs.generated[static_cast<size_t>(t)]) continue;
+    test::ExpectTie(theirs, kPromptLength - 1 + t, t, ours[static_cast<size_t>(t)]);
+    break;
+  }
+
+  // (c) A conversation through the template, before and after the manifest.
+  const std::string messages = dir.Write(
+      "m.json", R"([{"role": "user", "content": "Tell me a story about the sea, please."}])");
+  std::vector<std::vector<int32_t>> answers;
+  for (bool manifest : {false, true}) {
+    if (manifest) {
+      auto emitted = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
+      ASSERT_EQ(emitted.exit_code, 0) << emitted.out << emitted.err;
+    }
+    auto m = test::RunCli(
+        {"run", pkg, "--messages", messages, "--max-tokens", "6", "--temperature", "0", "--json"});
+    ASSERT_EQ(m.exit_code, 0) << m.out << m.err;
+    Json j = Json::parse(m.out);
+    EXPECT_EQ(j["legacy"], !manifest) << m.out;
+    answers.push_back(j["tokens"].get<std::vector<int32_t>>());
+    EXPECT_FALSE(answers.back().empty()) << m.out;
+  }
+  EXPECT_EQ(answers[0], answers[1]);
 }
 
 }  // namespace

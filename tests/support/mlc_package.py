@@ -1,6 +1,6 @@
 """The parts of MLC's converted-package layout that the separate package writers share
-(gemma4_package.py, llava_package.py): MLC's 4-bit group quantization (q4f16_1), float32 records
-stored as bfloat16, the records of a parameter list drawn from one random stream, the
+(gemma4_package.py, llava_package.py, gemma3_package.py): MLC's 4-bit group quantization (q4f16_1),
+float32 records stored as bfloat16, the records of a parameter list drawn from one random stream, the
 params_shard_N.bin files with tensor-cache.json, and the command line plus files every writer
 ends with (mlc-chat-config.json around the model's config, the tokenizer copied in, the optional tasks document).
 Written from MLC's format, independently of the project's own writer (src/runtime/cpu/writer.cc).

@@ -182,6 +182,8 @@ class Dims:
         self.family = chat["model_type"]
         if self.family in ("gemma4", "gemma3", "gemma3_text"):
             mc = mc.get("text_config") or {}
+        # The Hugging Face fields MLC's config classes have no member for are in "kwargs".
+        mc = {**(mc.get("kwargs") or {}), **{k: v for k, v in mc.items() if k != "kwargs"}}
         # gemma3_text packages are llama.cpp's gemma3.
         self.arch = "gemma3" if self.family == "gemma3_text" else self.family
         self.quantization = chat["quantization"]
