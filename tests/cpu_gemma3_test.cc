@@ -263,19 +263,16 @@ TEST(CpuGemma3, UnsupportedConfigurationsNameTheirField) {
     ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
     EXPECT_EQ(r->ropes[0].scaling, cpu::RopeScaling::kNone);
   }
-  // MLC keeps the Hugging Face fields it has no member for in text_config.kwargs, and gen_config
-  // restates the sliding layers' window at the top level: neither a sliding cache for every layer.
+  // MLC keeps the Hugging Face fields it has no member for in text_config.kwargs.
   Json mlc = chat;
   Json& text = mlc["model_config"]["text_config"];
   text.erase("rope_local_base_freq");
   text.erase("sliding_window_pattern");
   text["kwargs"] = {{"rope_local_base_freq", 20000.0}, {"sliding_window_pattern", 1}};
-  mlc["sliding_window_size"] = 8;
   auto from_kwargs = ParseChat(mlc);
   ASSERT_TRUE(from_kwargs.ok()) << FormatErrors(from_kwargs.errors());
   EXPECT_DOUBLE_EQ(from_kwargs->ropes[1].theta, 20000.0);
   EXPECT_EQ(from_kwargs->layers[0].sliding_window, 0);  // pattern 1: every layer global
-  EXPECT_EQ(from_kwargs->sliding_window_size, -1);
   // layer_types, when given, decides which layers are global.
   auto typed = with("layer_types", Json::array({"full_attention", "sliding_attention"}));
   ASSERT_TRUE(typed.ok()) << FormatErrors(typed.errors());

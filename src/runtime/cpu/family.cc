@@ -246,12 +246,6 @@ Result<ModelConfig> ParseModelConfig(const ChatConfig& chat) {
   if (!r.failed() && family->configure) family->configure(r, c);
   CheckLayers(r, c);
   ReadContextFields(chat, c, errors);
-  // MLC's gen_config restates the window of a model's sliding layers (Gemma 2, Gemma 3) as the
-  // top-level sliding_window_size; beside a context window it describes those layers, not a
-  // sliding cache for every layer.
-  if (c.layer_sliding_window > 0 && c.sliding_window_size == c.layer_sliding_window && c.context_window_size > 0) {
-    c.sliding_window_size = -1;
-  }
   CheckQuantGroups(r, c);
   if (!errors.empty()) return InDocument(std::move(errors), kChatConfigFileName);
   return c;
