@@ -20,6 +20,7 @@
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
+#include "support/vit64.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -62,81 +63,23 @@ std::vector<Vec> ClipReference(const Params64& p, const Json& mc, const std::vec
   const int64_t layers = v["num_hidden_layers"], patch = v["patch_size"], s = v["image_size"];
   const int64_t th = mc["text_config"]["hidden_size"];
   const double eps = v["layer_norm_eps"];
-  const int64_t g = s / patch, np = g * g, d = hs / heads;
   const double mean[3] = {0.48145466, 0.4578275, 0.40821073}, std[3] = {0.26862954, 0.26130258, 0.27577711};
   const std::string r = "vision_tower.vision_model.";
-  auto pixel = [&](int64_t ch, int64_t y, int64_t x) {
-    return (px[static_cast<size_t>((y * s + x) * 3 + ch)] / 255.0 - mean[ch]) / std[ch];
-  };
-  Vec conv = p.Floats(r + "embeddings.patch_embedding.weight");
-  Vec cls = p.Floats(r + "embeddings.class_embedding");
-  Vec pos = p.Floats(r + "embeddings.position_embedding.weight");
-  std::vector<Vec> x(static_cast<size_t>(np + 1), Vec(static_cast<size_t>(hs)));
-  x[0] = cls;
-  for (int64_t gy = 0; gy < g; ++gy) {
-    for (int64_t gx = 0; gx < g; ++gx) {
-      Vec& row = x[static_cast<size_t>(1 + gy * g + gx)];
-      for (int64_t o = 0; o < hs; ++o) {
-        double acc = 0;
-        for (int64_t ch = 0; ch < 3; ++ch) {
-          for (int64_t ky = 0; ky < patch; ++ky) {
-            for (int64_t kx = 0; kx < patch; ++kx) {
-              acc += conv[static_cast<size_t>(((o * 3 + ch) * patch + ky) * patch + kx)] *
-                     pixel(ch, gy * patch + ky, gx * patch + kx);
-            }
-          }
-        }
-        row[static_cast<size_t>(o)] = acc;
-      }
-    }
+  std::vector<Vec> x = {p.Floats(r + "embeddings.class_embedding")};
+  for (Vec& row : test::PatchEmbeddings64(p.Floats(r + "embeddings.patch_embedding.weight"), {}, px, s, patch, hs, mean, std)) {
+    x.push_back(std::move(row));
   }
+  Vec pos = p.Floats(r + "embeddings.position_embedding.weight");
   for (size_t t = 0; t < x.size(); ++t) {
     for (int64_t i = 0; i < hs; ++i) x[t][static_cast<size_t>(i)] += pos[t * static_cast<size_t>(hs) + static_cast<size_t>(i)];
     x[t] = test::LayerNorm(x[t], p.Floats(r + "pre_layrnorm.weight"), p.Floats(r + "pre_layrnorm.bias"), eps);
   }
   auto linear = [&](const std::string& base, const Vec& in, int64_t out, int64_t width) {
-    Vec y = test::MatVec(p.Matrix(base, out, width), in, out, width);
-    Vec b = p.Floats(base + ".bias");
-    for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
-    return y;
+    return test::BiasedLinear64(p, base, in, out, width, /*q8=*/false);
   };
   // vision_feature_layer -2: the hidden state after all but the last layer.
-  for (int64_t l = 0; l + 1 < layers; ++l) {
-    const std::string pre = r + "encoder.layers." + std::to_string(l) + ".";
-    std::vector<Vec> q, k, vv;
-    for (const Vec& row : x) {
-      Vec h = test::LayerNorm(row, p.Floats(pre + "layer_norm1.weight"), p.Floats(pre + "layer_norm1.bias"), eps);
-      q.push_back(linear(pre + "self_attn.q_proj", h, hs, hs));
-      k.push_back(linear(pre + "self_attn.k_proj", h, hs, hs));
-      vv.push_back(linear(pre + "self_attn.v_proj", h, hs, hs));
-    }
-    std::vector<Vec> next = x;
-    for (size_t t = 0; t < x.size(); ++t) {
-      Vec attn(static_cast<size_t>(hs), 0.0);
-      for (int64_t h = 0; h < heads; ++h) {
-        std::vector<double> sc(x.size());
-        double mx = -1e300, sum = 0;
-        for (size_t j = 0; j < x.size(); ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e) dot += q[t][static_cast<size_t>(h * d + e)] * k[j][static_cast<size_t>(h * d + e)];
-          sc[j] = dot / std::sqrt(static_cast<double>(d));
-          mx = std::max(mx, sc[j]);
-        }
-        for (double& z : sc) sum += (z = std::exp(z - mx));
-        for (size_t j = 0; j < x.size(); ++j) {
-          for (int64_t e = 0; e < d; ++e) attn[static_cast<size_t>(h * d + e)] += sc[j] / sum * vv[j][static_cast<size_t>(h * d + e)];
-        }
-      }
-      Vec o = linear(pre + "self_attn.out_proj", attn, hs, hs);
-      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-      Vec h2 = test::LayerNorm(next[t], p.Floats(pre + "layer_norm2.weight"), p.Floats(pre + "layer_norm2.bias"), eps);
-      Vec m = linear(pre + "mlp.fc1", h2, inter, hs);
-      for (double& z : m) z = QuickGelu64(z);
-      Vec m2 = linear(pre + "mlp.fc2", m, hs, inter);
-      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += m2[static_cast<size_t>(i)];
-    }
-    x = std::move(next);
-  }
+  const test::VitLayer64 layer{hs, inter, heads, eps, QuickGelu64, /*q8=*/false};
+  for (int64_t l = 0; l + 1 < layers; ++l) layer.Run(p, r + "encoder.layers." + std::to_string(l) + ".", x);
   std::vector<Vec> out;
   for (size_t t = 1; t < x.size(); ++t) {  // the class row dropped
     Vec a = linear("multi_modal_projector.linear_1", q8 ? test::RoundToQ8Blocks(x[t]) : x[t], th, hs);

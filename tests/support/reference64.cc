@@ -29,12 +29,14 @@ Vec Params64::Matrix(const std::string& base, int64_t rows, int64_t cols) const 
   if (Has(base + ".weight")) return Floats(base + ".weight");
   const NDArray& q = *by_name_.at(base + ".q_weight");
   Vec scale = Floats(base + ".q_scale");
+  // Row strides from the stored shapes: whole groups, a partial last one padded.
+  const int64_t words = q.shape()[1], groups = by_name_.at(base + ".q_scale")->shape()[1];
   Vec out(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
-      uint32_t word = q.data<uint32_t>()[r * (cols / 8) + c / 8];
+      uint32_t word = q.data<uint32_t>()[r * words + c / 8];
       double v = static_cast<double>((word >> (4 * (c % 8))) & 15u) - 7.0;
-      out[static_cast<size_t>(r * cols + c)] = v * scale[static_cast<size_t>(r * (cols / 32) + c / 32)];
+      out[static_cast<size_t>(r * cols + c)] = v * scale[static_cast<size_t>(r * groups + c / 32)];
     }
   }
   return out;
@@ -70,12 +72,13 @@ Vec LayerNorm(const Vec& x, const Vec& g, const Vec& b, double eps) {
 
 Vec RoundToQ8Blocks(const Vec& x) {
   Vec out(x.size());
-  for (size_t b = 0; b + 32 <= x.size(); b += 32) {
+  for (size_t b = 0; b < x.size(); b += 32) {
+    const size_t len = std::min<size_t>(32, x.size() - b);  // a partial last block: its own values
     float amax = 0.0f;
-    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
+    for (size_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(static_cast<float>(x[b + i])));
     const float d = amax / 127.0f;
     const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
-    for (size_t i = 0; i < 32; ++i) {
+    for (size_t i = 0; i < len; ++i) {
       long q = std::clamp(std::lrint(static_cast<float>(x[b + i]) * inverse), -128L, 127L);
       out[b + i] = static_cast<double>(q) * static_cast<double>(d);
     }

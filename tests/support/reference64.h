@@ -41,7 +41,7 @@ Vec LayerNorm(const Vec& x, const Vec& g, const Vec& b, double eps);
 
 // The kernels round activations to int8 per block of 32 before a 4-bit product, as llama.cpp
 // does for Q4_0 (d = max|x| / 127 in float, q = nearest-even(x / d)); the references do the same
-// so that their tolerance can stay tight.
+// so that their tolerance can stay tight. A partial last block is rounded over its own values.
 Vec RoundToQ8Blocks(const Vec& x);
 
 // Relative max error of a against the float64 reference b (max |a - b| / max |b|).

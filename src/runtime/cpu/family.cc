@@ -257,8 +257,9 @@ void ParamListBuilder::Vector(const std::string& name, int64_t size) {
 
 void ParamListBuilder::Matrix(const std::string& base, int64_t out, int64_t in) {
   if (c_.quantized()) {
-    params_.push_back(ParamSpec{base + ".q_weight", {out, in / 8}, "uint32"});
-    params_.push_back(ParamSpec{base + ".q_scale", {out, in / kGroup}, c_.float_dtype()});
+    const int64_t groups = (in + kGroup - 1) / kGroup;  // a partial last group is stored whole
+    params_.push_back(ParamSpec{base + ".q_weight", {out, groups * (kGroup / 8)}, "uint32"});
+    params_.push_back(ParamSpec{base + ".q_scale", {out, groups}, c_.float_dtype()});
   } else {
     params_.push_back(ParamSpec{base + ".weight", {out, in}, c_.float_dtype()});
   }
@@ -317,14 +318,16 @@ std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
 std::vector<ParamSpec> ParamSpecs(const ModelConfig& c) { return c.family->params(c); }
 
 std::vector<MatrixSpec> Matrices(const ModelConfig& c) {
-  // Read back from the parameter list: a q_weight [out, in / 8] or a two-dimensional weight.
+  // Read back from the float form of the parameter list, where every matrix is a two-dimensional
+  // "<base>.weight" [out, in] (a q_weight's width is padded to whole groups, so it cannot say in).
+  ModelConfig unquantized = c;
+  unquantized.quant = Quant::kQ0F32;
   std::vector<MatrixSpec> out;
-  for (const ParamSpec& p : ParamSpecs(c)) {
+  for (const ParamSpec& p : ParamSpecs(unquantized)) {
     if (p.shape.size() != 2) continue;
     size_t dot = p.name.rfind('.');
     std::string base = p.name.substr(0, dot), leaf = p.name.substr(dot + 1);
     int64_t rows = std::get<int64_t>(p.shape[0]), cols = std::get<int64_t>(p.shape[1]);
-    if (leaf == "q_weight") out.push_back({base, rows, cols * 8});
     if (leaf == "weight") out.push_back({base, rows, cols});
   }
   return out;

@@ -152,7 +152,8 @@ struct Names {
 };
 
 // A matrix parameter [out, in] as the converter stores it: "<base>.weight", or "<base>.q_weight"
-// [out, in / 8] uint32 with "<base>.q_scale" [out, in / 32].
+// [out, ceil(in / 32) * 4] uint32 with "<base>.q_scale" [out, ceil(in / 32)] (a partial last group
+// padded, as MLC's group quantizer stores it).
 struct MatrixSpec {
   std::string base;
   int64_t out = 0;
