@@ -18,11 +18,12 @@
 #include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
+#include "support/family_checks.h"
 #include "support/gemma3_64.h"
 #include "support/reference64.h"
 #include "support/siglip64.h"
 #include "support/test_util.h"
-#include "support/vision_checks.h"
+#include "support/media_checks.h"
 
 namespace mlc {
 namespace {
@@ -281,16 +282,7 @@ TEST(CpuGemma3VBatch, ImageRequestsInABatchMatchRunsAlone) {
   ASSERT_TRUE(m->library);
   std::vector<TurnInput> prompts = {ImageTurn({1, 40, 41, 42}, Pixels(kImage), {50, 51}), test::Text({1, 60, 61}),
                                     ImageTurn({1, 70}, Pixels(kImage, 37), {52})};
-  EngineOptions eo;
-  eo.batch.max_batch_size = 3;
-  auto engine = Engine::Start(m->loaded, nullptr, eo);
-  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 6);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(got[i].finish_reason, "length") << i;
-    EXPECT_EQ(got[i].tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
-  }
-  (*engine)->Shutdown(true);
+  test::ExpectEngineMatchesRunsAlone(m->loaded, prompts, 6);
 }
 
 // An image question end to end: a PNG as a file and as a data URL through `run --messages` (the
@@ -319,7 +311,7 @@ TEST(CpuGemma3VRun, ImageQuestionRunsEndToEnd) {
     if (first.empty()) {
       first = tokens;
       EXPECT_EQ(RunImageTokens(pkg, ImageMessages(dir, url)), first);
-      test::ExpectServeAnswersImage(dir, pkg, url, kRows + 2);
+      test::ExpectServeAnswers(dir, pkg, test::ImageUrlPart(url), "What is in the picture?", kRows + 2);
     }
     EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
   }

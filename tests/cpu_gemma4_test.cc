@@ -21,6 +21,7 @@
 #include "runtime/cpu/decoder.h"
 #include "runtime/cpu/towers/gemma4_audio.h"
 #include "support/family_checks.h"
+#include "support/media_checks.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
@@ -492,22 +493,9 @@ TEST(CpuGemma4Run, SeparatelyWrittenPackageAnswersASpokenQuestion) {
   EXPECT_GT(j["timings"]["adapter_ms"].get<double>(), 0.0) << r.out;
   EXPECT_GT(j["prompt_length"].get<int64_t>(), rows) << r.out;
 
-  OrderedJson content = OrderedJson::array(
-      {{{"type", "input_audio"}, {"input_audio", {{"data", test::Base64(wav_bytes)}, {"format", "wav"}}}},
-       {{"type", "text"}, {"text", "What did you hear?"}}});
-  OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
-                     {"max_tokens", 6},
-                     {"temperature", 0}};
-  const std::string body = dir.Write("body.json", req.dump());
-  auto served = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/serve_once.py"), MLC_CLI_PATH, pkg,
-                                  "/v1/chat/completions", body});
-  ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
-  Json reply = Json::parse(served.out);
-  ASSERT_EQ(reply["status"], 200) << served.out;
-  EXPECT_EQ(reply["exit_code"], 0) << served.out;
-  Json answer = Json::parse(reply["body"].get<std::string>());
-  EXPECT_GT(answer["usage"]["prompt_tokens"].get<int64_t>(), rows) << served.out;
-  EXPECT_GT(answer["usage"]["completion_tokens"].get<int64_t>(), 0) << served.out;
+  const OrderedJson audio = {{"type", "input_audio"},
+                             {"input_audio", {{"data", test::Base64(wav_bytes)}, {"format", "wav"}}}};
+  test::ExpectServeAnswers(dir, pkg, audio, "What did you hear?", rows);
 }
 
 }  // namespace

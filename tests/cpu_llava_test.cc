@@ -19,8 +19,9 @@
 #include "mlc_manifest/presets.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
+#include "support/family_checks.h"
 #include "support/reference64.h"
-#include "support/vision_checks.h"
+#include "support/media_checks.h"
 #include "support/vit64.h"
 #include "support/test_util.h"
 
@@ -408,16 +409,7 @@ TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
     return in;
   };
   std::vector<TurnInput> prompts = {with_image(0), test::Text({1, 60, 61}), with_image(37)};
-  EngineOptions eo;
-  eo.batch.max_batch_size = 3;
-  auto engine = Engine::Start(m->loaded, nullptr, eo);
-  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 6);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(got[i].finish_reason, "length") << i;
-    EXPECT_EQ(got[i].tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
-  }
-  (*engine)->Shutdown(true);
+  test::ExpectEngineMatchesRunsAlone(m->loaded, prompts, 6);
 }
 
 // A LLaVA 1.5-layout package written by a separate tool (tests/support/llava_package.py: its own
@@ -469,7 +461,7 @@ TEST(CpuLlavaRun, SeparatelyWrittenPackageAnswersAnImageQuestion) {
     EXPECT_FALSE(RunImageTokens(pkg, ImageMessages(dir, url), &report).empty()) << report;
     EXPECT_GT(Json::parse(report)["prompt_length"].get<int64_t>(), 16) << report;
 
-    test::ExpectServeAnswersImage(dir, pkg, url, 16);
+    test::ExpectServeAnswers(dir, pkg, test::ImageUrlPart(url), "What is in the picture?", 16);
   }
 }
 

@@ -20,7 +20,7 @@
 #include "support/reference64.h"
 #include "support/siglip64.h"
 #include "support/tower_params.h"
-#include "support/vision_checks.h"
+#include "support/media_checks.h"
 #include "support/vit64.h"
 
 namespace mlc {

@@ -76,6 +76,19 @@ inline FamilyModelOptions TinyOptions(const std::string& family, const std::stri
   return o;
 }
 
+// Submits every prompt to an engine over the loaded model at once (a batch as wide as the prompts)
+// and expects each request's greedy tokens to equal its run alone.
+inline void ExpectEngineMatchesRunsAlone(const LoadedModel& model, const std::vector<TurnInput>& prompts,
+                                         int64_t max_tokens) {
+  EngineOptions eo;
+  eo.batch.max_batch_size = static_cast<int64_t>(prompts.size());
+  auto engine = Engine::Start(model, nullptr, eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  std::vector<EngineReply> got = SubmitAll(**engine, prompts, max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(model, prompts[i], max_tokens)) << i;
+  (*engine)->Shutdown(true);
+}
+
 // Writes the package of `o`, submits every prompt to an engine at once (a batch as wide as the
 // prompts) and expects each request's greedy tokens to equal its run alone.
 inline void ExpectBatchMatchesRunsAlone(FamilyModelOptions o, const std::vector<TurnInput>& prompts, int64_t max_tokens) {
@@ -85,13 +98,7 @@ inline void ExpectBatchMatchesRunsAlone(FamilyModelOptions o, const std::vector<
   ASSERT_TRUE(written) << written.error().ToString();
   LoadInto(m, OpenCpuLibrary(m.dir.path()));
   ASSERT_TRUE(m.library);
-  EngineOptions eo;
-  eo.batch.max_batch_size = static_cast<int64_t>(prompts.size());
-  auto engine = Engine::Start(m.loaded, nullptr, eo);
-  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  std::vector<EngineReply> got = SubmitAll(**engine, prompts, max_tokens);
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(m.loaded, prompts[i], max_tokens)) << i;
-  (*engine)->Shutdown(true);
+  ExpectEngineMatchesRunsAlone(m.loaded, prompts, max_tokens);
 }
 
 // `run --messages MESSAGES_FILE` (greedy, max_tokens) on the package of `o` written once per

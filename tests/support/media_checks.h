@@ -1,5 +1,6 @@
-// What the image families' tests (LLaVA, Gemma 3 vision) share: a package's CPU library with its
-// parameters, calls of its image_embed function, image prompts for `run --messages` and `serve`.
+// What the tests of families with media inputs (LLaVA, Gemma 3 vision, Gemma 4 audio) share: a
+// package's CPU library with its parameters, calls of its image_embed function, image prompts for
+// `run --messages`, a media question through `serve`.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,13 @@ std::string ImageMessages(const TempDir& dir, const std::string& image);
 // expectation failed); the adapter's time is expected above zero. `report`: the JSON printed.
 std::vector<int32_t> RunImageTokens(const std::string& pkg, const std::string& messages, std::string* report = nullptr);
 
-// One chat request with the image data URL and a question through `serve` (serve_once.py): expects
-// status 200 and a prompt longer than `min_prompt` tokens with a completion.
-void ExpectServeAnswersImage(const TempDir& dir, const std::string& pkg, const std::string& url, int64_t min_prompt);
+// One chat request of a media content part (an image_url or input_audio part) and `question`
+// through `serve` (serve_once.py): expects status 200 and a prompt longer than `min_prompt` tokens
+// with a completion.
+void ExpectServeAnswers(const TempDir& dir, const std::string& pkg, const OrderedJson& media_part,
+                        const std::string& question, int64_t min_prompt);
+
+// The image_url content part of a URL.
+OrderedJson ImageUrlPart(const std::string& url);
 
 }  // namespace mlc::test

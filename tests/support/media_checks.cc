@@ -1,5 +1,5 @@
-// The image families' shared test parts (see vision_checks.h).
-#include "support/vision_checks.h"
+// The shared parts of the media families' tests (see media_checks.h).
+#include "support/media_checks.h"
 
 #include <gtest/gtest.h>
 
@@ -54,9 +54,13 @@ std::vector<int32_t> RunImageTokens(const std::string& pkg, const std::string& m
   return j["tokens"].get<std::vector<int32_t>>();
 }
 
-void ExpectServeAnswersImage(const TempDir& dir, const std::string& pkg, const std::string& url, int64_t min_prompt) {
-  OrderedJson content = OrderedJson::array({{{"type", "image_url"}, {"image_url", {{"url", url}}}},
-                                            {{"type", "text"}, {"text", "What is in the picture?"}}});
+OrderedJson ImageUrlPart(const std::string& url) {
+  return {{"type", "image_url"}, {"image_url", {{"url", url}}}};
+}
+
+void ExpectServeAnswers(const TempDir& dir, const std::string& pkg, const OrderedJson& media_part,
+                        const std::string& question, int64_t min_prompt) {
+  OrderedJson content = OrderedJson::array({media_part, {{"type", "text"}, {"text", question}}});
   OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
                      {"max_tokens", 6},
                      {"temperature", 0}};
