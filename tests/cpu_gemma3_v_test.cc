@@ -20,15 +20,18 @@
 #include "support/batch_util.h"
 #include "support/family_checks.h"
 #include "support/gemma3_64.h"
+#include "support/media_checks.h"
 #include "support/reference64.h"
 #include "support/siglip64.h"
 #include "support/test_util.h"
-#include "support/media_checks.h"
+#include "support/tower_params.h"
 
 namespace mlc {
 namespace {
 
+using test::FindParam;
 using test::ImageEmbed;
+using test::ModelConfigOf;
 using test::ImageMessages;
 using test::OpenedPackage;
 using test::OpenPackage;
@@ -50,10 +53,6 @@ std::string WriteGemma3V(const test::TempDir& dir, const std::string& quant, Fam
   return pkg;
 }
 
-Json ModelConfigOf(const std::string& pkg) {
-  return Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"];
-}
-
 // text_config as the decoder reads it (the outer vocab_size when it has none).
 Json TextConfigOf(const Json& mc) {
   Json text = mc["text_config"];
@@ -72,19 +71,6 @@ std::vector<uint8_t> Pixels(int64_t s, int offset = 0) {
 std::vector<Vec> ReferenceRows(const Params64& p, const Json& mc, const std::vector<uint8_t>& px, bool q8) {
   return test::SiglipReference64{mc["vision_config"], p, q8, mc["mm_tokens_per_image"].get<int64_t>()}.Run(
       px, mc["text_config"]["hidden_size"].get<int64_t>());
-}
-
-const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
-  for (const ParamSpec& p : params) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
-std::vector<int64_t> ShapeOf(const ParamSpec& p) {
-  std::vector<int64_t> shape;
-  for (const auto& d : p.shape) shape.push_back(std::get<int64_t>(d));
-  return shape;
 }
 
 // MLC's order (language model, vision tower, projector) and shapes, a partial 4-bit group where the
@@ -122,7 +108,7 @@ TEST(CpuGemma3V, PackageFollowsMlcLayout) {
     const ParamSpec* p = FindParam(params, w.name);
     ASSERT_NE(p, nullptr) << w.name;
     EXPECT_EQ(p->dtype, w.dtype) << w.name;
-    EXPECT_EQ(ShapeOf(*p), w.shape) << w.name;
+    EXPECT_EQ(test::SpecShape(*p), w.shape) << w.name;
   }
   auto model = BindModel(pkg, *o.lib);
   ASSERT_TRUE(model) << model.error().ToString();
@@ -170,7 +156,7 @@ TEST(CpuGemma3V, RealShapesServeTheGemma3Preset) {
   int64_t tower = 0;
   for (const ParamSpec& p : *params) {
     int64_t n = 1;
-    for (int64_t d : ShapeOf(p)) n *= d;
+    for (int64_t d : test::SpecShape(p)) n *= d;
     if (p.name.rfind("vision_tower.", 0) == 0) tower += n;
   }
   EXPECT_EQ(tower, 416866032);
@@ -207,19 +193,6 @@ TEST_P(CpuGemma3VAdapter, RowsMatchFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma3VAdapter, ::testing::Values("q0f32", "q0f16", "q4f16_1", "q4f32_1"),
                          [](const auto& i) { return i.param; });
 
-// A tiny gemma3_v package written and loaded with its library (m->library empty after a failure).
-std::unique_ptr<test::LoadedPackage> LoadGemma3V(const std::string& quant, uint64_t seed) {
-  auto m = std::make_unique<test::LoadedPackage>();
-  FamilyModelOptions o;
-  o.family = "gemma3_v";
-  o.quantization = quant;
-  o.seed = seed;
-  o.force = true;
-  auto w = WriteFamilyModel(m->dir.path(), o);
-  EXPECT_TRUE(w) << (w ? "" : FormatErrors(w.errors()));
-  if (w) test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
-  return m;
-}
 
 // A turn: text, the image between its begin and end ids (the pixels as the adapter takes them),
 // text.
@@ -247,7 +220,7 @@ class CpuGemma3VRun : public ::testing::TestWithParam<std::string> {};
 TEST_P(CpuGemma3VRun, GreedyTokensMatchFloat64Reference) {
   const std::string quant = GetParam();
   const bool q4 = quant.rfind("q4", 0) == 0;
-  auto m = LoadGemma3V(quant, 9);
+  auto m = test::LoadFamilyPackage(test::TinyOptions("gemma3_v", quant, 9));
   ASSERT_TRUE(m->library);
   EXPECT_FALSE(m->loaded.limits.HasSlidingWindow()) << "the layers' window read as a sliding cache";
   const std::vector<int32_t> before = {1, 40, 41}, after = {50, 51};
@@ -278,7 +251,7 @@ INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma3VRun, ::testing::Values("q0f32"
 
 // Continuous batching with image prompts: each request's tokens equal its run alone.
 TEST(CpuGemma3VBatch, ImageRequestsInABatchMatchRunsAlone) {
-  auto m = LoadGemma3V("q4f16_1", 5);
+  auto m = test::LoadFamilyPackage(test::TinyOptions("gemma3_v", "q4f16_1", 5));
   ASSERT_TRUE(m->library);
   std::vector<TurnInput> prompts = {ImageTurn({1, 40, 41, 42}, Pixels(kImage), {50, 51}), test::Text({1, 60, 61}),
                                     ImageTurn({1, 70}, Pixels(kImage, 37), {52})};

@@ -417,6 +417,28 @@ TEST(CpuVector, SiluMulOnEveryPath) {
   }
 }
 
+TEST(CpuVector, ExpShiftedSumOnEveryPath) {
+  // Scores below, at and far below the shift (softmax numerators down to exp's clamp), tails.
+  std::vector<float> x;
+  for (float v = -120.0f; v <= 3.0f; v += 0.29f) x.push_back(v);
+  for (float v : {3.0f, 2.999f, -1e-30f, 0.0f}) x.push_back(v);
+  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512"}) {
+    KernelPath path(isa);
+    if (!path.ok()) continue;
+    for (size_t n : {x.size(), size_t{9}, size_t{1}}) {
+      std::vector<float> e(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
+      const float sum = ExpShiftedSum(e.data(), static_cast<int64_t>(n), 3.0f);
+      double want_sum = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double ref = std::exp(static_cast<double>(x[i]) - 3.0);
+        want_sum += ref;
+        ASSERT_NEAR(e[i], ref, 1e-6 * ref + 1e-37) << isa << " x " << x[i];
+      }
+      EXPECT_NEAR(sum, want_sum, 1e-6 * want_sum + 1e-35) << isa << " n " << n;
+    }
+  }
+}
+
 TEST(CpuLinear, UnknownPathIsRefused) {
   EXPECT_FALSE(SetKernelIsa("neon"));
   EXPECT_FALSE(SetKernelIsa(""));

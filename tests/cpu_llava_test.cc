@@ -28,7 +28,9 @@
 namespace mlc {
 namespace {
 
+using test::FindParam;
 using test::ImageEmbed;
+using test::ModelConfigOf;
 using test::ImageMessages;
 using test::OpenedPackage;
 using test::OpenPackage;
@@ -47,10 +49,6 @@ std::string WriteLlava(const test::TempDir& dir, const std::string& quant, Famil
   EXPECT_TRUE(report) << report.error().ToString();
   if (report && written) *written = *report;
   return pkg;
-}
-
-Json ModelConfigOf(const std::string& pkg) {
-  return Json::parse(test::ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"];
 }
 
 // A deterministic image of side s (RGB, NHWC).
@@ -111,13 +109,6 @@ void ExpectRowsMatchReference(const NDArray& rows, const OpenedPackage& o, const
     std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
     EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
   }
-}
-
-const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
-  for (const ParamSpec& p : params) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
 }
 
 TEST(CpuLlava, PackageFollowsMlcLayout) {
@@ -329,19 +320,6 @@ TEST(CpuLlavaRun, MissingOrMisshapenTowerTensorIsRefused) {
   }
 }
 
-// A tiny llava package written and loaded with its library (m->library empty after a failure).
-std::unique_ptr<test::LoadedPackage> LoadLlava(const std::string& quant, uint64_t seed) {
-  auto m = std::make_unique<test::LoadedPackage>();
-  FamilyModelOptions o;
-  o.family = "llava";
-  o.quantization = quant;
-  o.seed = seed;
-  o.force = true;
-  auto w = WriteFamilyModel(m->dir.path(), o);
-  EXPECT_TRUE(w) << (w ? "" : FormatErrors(w.errors()));
-  if (w) test::LoadInto(*m, OpenCpuLibrary(m->dir.path()));
-  return m;
-}
 
 // The tiny package's image input as a prompt piece: 16 rows at placeholder 511.
 MediaPiece ImagePiece() {
@@ -357,7 +335,7 @@ MediaPiece ImagePiece() {
 // Greedy tokens of an image prompt equal those of the float64 decoder fed the float64 tower's rows
 // between the text rows (float weights: no int8 activation steps to round apart).
 TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
-  auto m = LoadLlava("q0f32", 9);
+  auto m = test::LoadFamilyPackage(test::TinyOptions("llava", "q0f32", 9));
   ASSERT_TRUE(m->library);
   const MediaPiece image = ImagePiece();
   const std::vector<int32_t> before = {1, 40, 41}, after = {50, 51};
@@ -395,7 +373,7 @@ TEST(CpuLlavaRun, GreedyTokensMatchFloat64Reference) {
 
 // Continuous batching with image prompts: each request's tokens equal its run alone.
 TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
-  auto m = LoadLlava("q4f16_1", 5);
+  auto m = test::LoadFamilyPackage(test::TinyOptions("llava", "q4f16_1", 5));
   ASSERT_TRUE(m->library);
   const MediaPiece image = ImagePiece();
   auto with_image = [&](int seed_offset) {

@@ -20,6 +20,7 @@
 #include "support/reference64.h"
 #include "support/siglip64.h"
 #include "support/tower_params.h"
+#include "support/family_checks.h"
 #include "support/media_checks.h"
 #include "support/vit64.h"
 
@@ -52,13 +53,6 @@ using Built = test::ReadResult;
 
 Built Read(const Json& model_config, const cpu::ModelConfig& c) {
   return test::ReadTower(cpu::ReadSiglipTower, model_config, c);
-}
-
-const ParamSpec* Find(const std::vector<ParamSpec>& specs, const std::string& name) {
-  for (const ParamSpec& s : specs) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
 }
 
 // A deterministic image (RGB, NHWC).
@@ -155,7 +149,7 @@ TEST(CpuSiglip, DeclaresTheManifestInputAndParameterOrder) {
            {"vision_tower.vision_model.post_layernorm.weight", "float16", {48}},
            {"multi_modal_projector.mm_soft_emb_norm.weight", "float16", {48}},
            {"multi_modal_projector.mm_input_projection.q_weight", "uint32", {64, 8}}}) {
-    const ParamSpec* p = Find(t.specs, w.name);
+    const ParamSpec* p = test::FindParam(t.specs, w.name);
     ASSERT_NE(p, nullptr) << w.name;
     EXPECT_EQ(p->dtype, w.dtype) << w.name;
     EXPECT_EQ(test::SpecShape(*p), w.shape) << w.name;
@@ -177,7 +171,7 @@ TEST(CpuSiglip, DeclaresTheManifestInputAndParameterOrder) {
   // Float packages keep every matrix as a weight in the float dtype.
   TinyTower f = MakeTiny(cpu::Quant::kQ0F32, "q0f32");
   ASSERT_TRUE(f.tower);
-  const ParamSpec* pos = Find(f.specs, "vision_tower.vision_model.embeddings.position_embedding.weight");
+  const ParamSpec* pos = test::FindParam(f.specs, "vision_tower.vision_model.embeddings.position_embedding.weight");
   ASSERT_NE(pos, nullptr);
   EXPECT_EQ(pos->dtype, "float32");
   EXPECT_EQ(test::SpecShape(*pos), (std::vector<int64_t>{64, 48}));
@@ -202,12 +196,12 @@ TEST(CpuSiglip, RealShapesAreGemma3s) {
   EXPECT_EQ(image.num_embeddings, 256);
   std::vector<ParamSpec> specs = test::TowerSpecs(*b.tower, c);
   const std::string fc2 = "vision_tower.vision_model.encoder.layers.26.mlp.fc2.";
-  ASSERT_TRUE(Find(specs, fc2 + "q_weight") && Find(specs, fc2 + "q_scale"));
-  EXPECT_EQ(test::SpecShape(*Find(specs, fc2 + "q_weight")), (std::vector<int64_t>{1152, 540}));
-  EXPECT_EQ(test::SpecShape(*Find(specs, fc2 + "q_scale")), (std::vector<int64_t>{1152, 135}));
-  EXPECT_EQ(test::SpecShape(*Find(specs, "vision_tower.vision_model.embeddings.position_embedding.q_weight")),
+  ASSERT_TRUE(test::FindParam(specs, fc2 + "q_weight") && test::FindParam(specs, fc2 + "q_scale"));
+  EXPECT_EQ(test::SpecShape(*test::FindParam(specs, fc2 + "q_weight")), (std::vector<int64_t>{1152, 540}));
+  EXPECT_EQ(test::SpecShape(*test::FindParam(specs, fc2 + "q_scale")), (std::vector<int64_t>{1152, 135}));
+  EXPECT_EQ(test::SpecShape(*test::FindParam(specs, "vision_tower.vision_model.embeddings.position_embedding.q_weight")),
             (std::vector<int64_t>{4096, 144}));
-  EXPECT_EQ(test::SpecShape(*Find(specs, "multi_modal_projector.mm_input_projection.q_weight")),
+  EXPECT_EQ(test::SpecShape(*test::FindParam(specs, "multi_modal_projector.mm_input_projection.q_weight")),
             (std::vector<int64_t>{2560, 144}));
   // In float the vision model's values are SigLIP-so400m-patch14's at 896 pixels.
   cpu::ModelConfig f = TextConfig(cpu::Quant::kQ0F32, "q0f32", 2560, 262208);

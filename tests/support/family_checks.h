@@ -89,6 +89,30 @@ inline void ExpectEngineMatchesRunsAlone(const LoadedModel& model, const std::ve
   (*engine)->Shutdown(true);
 }
 
+// The package `o` describes (force set), written and loaded with its CPU library (library empty,
+// an expectation failed, on an error).
+inline std::unique_ptr<LoadedPackage> LoadFamilyPackage(FamilyModelOptions o) {
+  auto m = std::make_unique<LoadedPackage>();
+  o.force = true;
+  auto w = WriteFamilyModel(m->dir.path(), o);
+  EXPECT_TRUE(w) << (w ? "" : FormatErrors(w.errors()));
+  if (w) LoadInto(*m, OpenCpuLibrary(m->dir.path()));
+  return m;
+}
+
+// The parameter of that name in a list (nullptr: none).
+inline const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
+  for (const ParamSpec& p : params) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// The model_config of a package's mlc-chat-config.json.
+inline Json ModelConfigOf(const std::string& pkg) {
+  return Json::parse(ReadText(JoinPath(pkg, kChatConfigFileName)))["model_config"];
+}
+
 // Writes the package of `o`, submits every prompt to an engine at once (a batch as wide as the
 // prompts) and expects each request's greedy tokens to equal its run alone.
 inline void ExpectBatchMatchesRunsAlone(FamilyModelOptions o, const std::vector<TurnInput>& prompts, int64_t max_tokens) {

@@ -97,6 +97,9 @@ void GatedActivation(Activation act, const float* gate, const float* up, float* 
 
 namespace {
 
+// Query rows of DenseAttention scored at once: a [block, n] score matrix per head.
+constexpr int64_t kAttentionBlock = 256;
+
 // o (d floats) = the softmax over i of q . keys[i] * scale (soft-capped when softcap > 0) weighting
 // values[i]; scores is scratch.
 void AttendOne(const float* q, const std::vector<const float*>& keys, const std::vector<const float*>& values,
@@ -154,19 +157,45 @@ void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_laye
 
 void DenseAttention(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
                     int64_t heads, int64_t head_dim, float scale, float* out) {
+  // Per head, as matrix products on the float kernels: scores = q (k * scale)^T for a block of
+  // query rows, each row's softmax numerators, then numerators v, divided by the row's sum.
   const int64_t d = head_dim;
-  ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    std::vector<const float*> keys(static_cast<size_t>(n)), values(static_cast<size_t>(n));
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t t = task / heads, h = task % heads;
-      for (int64_t j = 0; j < n; ++j) {
-        keys[static_cast<size_t>(j)] = k + j * stride + h * d;
-        values[static_cast<size_t>(j)] = v + j * stride + h * d;
+  const int64_t block = std::min<int64_t>(n, kAttentionBlock);
+  std::vector<float> keys(static_cast<size_t>(n * d)), values_t(static_cast<size_t>(d * n));
+  std::vector<float> queries(static_cast<size_t>(block * d)), scores(static_cast<size_t>(block * n));
+  std::vector<float> sums(static_cast<size_t>(block)), heads_out(static_cast<size_t>(block * d));
+  const Weight key_rows{WeightFormat::kF32, n, d, keys.data(), nullptr};
+  const Weight value_cols{WeightFormat::kF32, d, n, values_t.data(), nullptr};
+  for (int64_t h = 0; h < heads; ++h) {
+    ParallelFor(n, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        for (int64_t i = 0; i < d; ++i) {
+          keys[static_cast<size_t>(j * d + i)] = k[j * stride + h * d + i] * scale;
+          values_t[static_cast<size_t>(i * n + j)] = v[j * stride + h * d + i];
+        }
       }
-      AttendOne(q + t * stride + h * d, keys, values, d, scale, 0.0f, scores, out + t * heads * d + h * d);
+    });
+    for (int64_t r0 = 0; r0 < n; r0 += block) {
+      const int64_t rows = std::min(block, n - r0);
+      for (int64_t t = 0; t < rows; ++t) {
+        std::copy_n(q + (r0 + t) * stride + h * d, d, queries.data() + t * d);
+      }
+      Linear(key_rows, queries.data(), rows, scores.data());
+      ParallelFor(rows, 4, [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          float* row = scores.data() + t * n;
+          const float max_s = *std::max_element(row, row + n);
+          sums[static_cast<size_t>(t)] = ExpShiftedSum(row, n, max_s);
+        }
+      });
+      Linear(value_cols, scores.data(), rows, heads_out.data());
+      for (int64_t t = 0; t < rows; ++t) {
+        const float inv = 1.0f / sums[static_cast<size_t>(t)];
+        float* o = out + (r0 + t) * heads * d + h * d;
+        for (int64_t i = 0; i < d; ++i) o[i] = heads_out[static_cast<size_t>(t * d + i)] * inv;
+      }
     }
-  });
+  }
 }
 
 std::vector<float> PatchRows(const float* chw, int64_t channels, int64_t height, int64_t width,

@@ -53,6 +53,10 @@ void AddScaled(float alpha, const float* x, float* y, int64_t n);
 // activation), vectorised where the CPU allows (exp within a few float32 ulps).
 void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 
+// x[i] = exp(x[i] - shift) for i < n, returning their sum (a softmax's numerators and
+// denominator), vectorised where the CPU allows (within a few float32 ulps of exp).
+float ExpShiftedSum(float* x, int64_t n, float shift);
+
 // Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
 void DequantizeRow(const Weight& w, int64_t row, float* out);
 

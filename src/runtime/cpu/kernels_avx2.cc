@@ -252,6 +252,26 @@ bool CpuHasF16c() {
 
 }  // namespace
 
+float ExpShiftedSumAvx2(float* x, int64_t n, float shift) {
+  const __m256 m = _mm256_set1_ps(shift);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float sum = 0;
+  for (float lane : lanes) sum += lane;
+  for (; i < n; ++i) {
+    x[i] = _mm256_cvtss_f32(Exp(_mm256_set1_ps(x[i] - shift)));
+    sum += x[i];
+  }
+  return sum;
+}
+
 const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
@@ -262,6 +282,7 @@ const KernelTable* Avx2Kernels() {
 #else
 
 const KernelTable* Avx2Kernels() { return nullptr; }
+float ExpShiftedSumAvx2(float* x, int64_t n, float shift) { return ExpShiftedSumPortable(x, n, shift); }
 
 #endif
 

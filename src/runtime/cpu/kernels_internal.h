@@ -44,6 +44,11 @@ struct KernelTable {
 // next call.
 uint8_t* ThreadScratch(size_t bytes);
 
+// ExpShiftedSum (kernels.h) with std::exp, and with AVX2's polynomial e^x (for CPUs with AVX2 and
+// FMA; a build without the AVX2 path forwards it to the portable one).
+float ExpShiftedSumPortable(float* x, int64_t n, float shift);
+float ExpShiftedSumAvx2(float* x, int64_t n, float shift);
+
 const KernelTable& PortableKernels();
 // Null when the build has no such path (non-x86 compilers) or the CPU cannot run it.
 const KernelTable* Avx2Kernels();

@@ -95,6 +95,15 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
 
 }  // namespace
 
+float ExpShiftedSumPortable(float* x, int64_t n, float shift) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - shift);
+    sum += x[i];
+  }
+  return sum;
+}
+
 const KernelTable& PortableKernels() {
   static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul};
   return table;
