@@ -152,7 +152,7 @@ void KernelBench() {
   const std::string chosen = mlc::cpu::KernelIsa();
   double chosen_ms[3] = {0, 0, 0};
   const int64_t sizes[3] = {8, 16, 64};
-  for (const char* isa : {"auto", "avx512", "avxvnni", "avx2"}) {
+  for (const char* isa : {"auto", "amx", "avx512", "avxvnni", "avx2"}) {
     if (std::string(isa) == chosen || !mlc::cpu::SetKernelIsa(isa)) continue;
     for (int k = 0; k < 3; ++k) {
       const int64_t n = sizes[k];
