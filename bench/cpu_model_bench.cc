@@ -57,6 +57,26 @@ double NowMs() {
 
 std::string LoadAverage();
 
+// The CPU's model name and the vector extensions the kernels care about, from /proc/cpuinfo.
+std::string CpuDescription() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model = "unknown CPU", flags;
+  while (std::getline(in, line) && (model == "unknown CPU" || flags.empty())) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") model = value;
+    if (key == "flags") flags = " " + value + " ";
+  }
+  std::string found;
+  for (const char* f : {"avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                        "avx512_bf16", "avx512_fp16", "amx_tile", "amx_int8", "amx_bf16"}) {
+    if (flags.find(" " + std::string(f) + " ") != std::string::npos) found += (found.empty() ? "" : " ") + std::string(f);
+  }
+  return model + "; extensions: " + (found.empty() ? "none of avx2/avx512/amx" : found);
+}
+
 // ---- part 1: kernels --------------------------------------------------------------------------
 
 struct Q4Matrix {
@@ -121,6 +141,7 @@ void KernelBench() {
     for (const Q4Matrix& m : layers) mlc::cpu::Linear(m.weight, x.data(), 1, y.data());
     mlc::cpu::Linear(head.weight, x.data(), 1, y.data());
   });
+  std::printf("cpu: %s; kernel path: %s\n", CpuDescription().c_str(), mlc::cpu::KernelIsa());
   std::printf("kernels (%s, %d threads, load average %s): one token's 4-bit weights %.0f MB\n",
               mlc::cpu::KernelIsa(), mlc::cpu::ThreadCount(), LoadAverage().c_str(), bytes / 1e6);
   std::printf("  memcpy (1 thread)          %7.2f GB/s\n", bytes / copy_ms / 1e6);
@@ -131,7 +152,7 @@ void KernelBench() {
   const std::string chosen = mlc::cpu::KernelIsa();
   double chosen_ms[3] = {0, 0, 0};
   const int64_t sizes[3] = {8, 16, 64};
-  for (const char* isa : {"auto", "avx512", "avxvnni", "avx2"}) {
+  for (const char* isa : {"auto", "amx", "avx512", "avxvnni", "avx2"}) {
     if (std::string(isa) == chosen || !mlc::cpu::SetKernelIsa(isa)) continue;
     for (int k = 0; k < 3; ++k) {
       const int64_t n = sizes[k];
@@ -180,6 +201,7 @@ struct Speed {
   double prefill_tps = 0, decode_tps = 0;
   long peak_rss_kb = 0;
   bool ok = false;
+  mlc::Json phases;  // ours: the timed turn's cpu_phases (MLC_CPU_PHASES=1)
 };
 
 std::string Ids(const std::vector<int>& ids) {
@@ -193,6 +215,7 @@ Speed OursSpeed(const fs::path& package, const std::vector<int>& prompt, int dec
   const fs::path request = work / "request.json";
   std::ofstream(request) << "{\"turns\": [[{\"tokens\": [" << Ids({prompt.begin(), prompt.begin() + 8})
                          << "]}], [{\"tokens\": [" << Ids(prompt) << "]}]]}\n";
+  setenv("MLC_CPU_PHASES", "1", 1);  // the per-phase breakdown in the turn's JSON
   ChildResult r = RunChild({MLC_CLI_PATH, "run", package.string(), "--request", request.string(),
                             "--temperature", "0", "--max-tokens", std::to_string(decode), "--json"},
                            work / "ours.json");
@@ -206,6 +229,7 @@ Speed OursSpeed(const fs::path& package, const std::vector<int>& prompt, int dec
   const auto& t = (*j)["turns"][1]["timings"];
   s.prefill_tps = t["prefill_positions_per_s"].get<double>();
   s.decode_tps = t["decode_steps_per_s"].get<double>();
+  if ((*j)["turns"][1].contains("cpu_phases")) s.phases = (*j)["turns"][1]["cpu_phases"];
   s.ok = true;
   return s;
 }
@@ -226,6 +250,31 @@ Speed LlamaSpeed(const fs::path& node_pkg, const fs::path& gguf, const std::vect
   s.decode_tps = (*j)["decode_steps"].get<double>() * 1000.0 / (*j)["decode_ms"].get<double>();
   s.ok = true;
   return s;
+}
+
+// Where our decode's and prefill's time went (the timed turn's cpu_phases): per decoded token, and
+// per prefilled position, in ms. The rest is the step's time outside the named phases (the
+// decoder's buffers, the KV cache's bookkeeping); the pool line is the time the driving thread
+// waited for the other one inside the phases (hand-offs and imbalance).
+void PrintBreakdown(const mlc::Json& phases) {
+  for (const char* kind : {"decode", "prefill"}) {
+    if (!phases.contains(kind)) continue;
+    const mlc::Json& p = phases[kind];
+    const bool decode = std::string(kind) == "decode";
+    const double per = decode ? p["steps"].get<double>() : p["rows"].get<double>();
+    if (per <= 0) continue;
+    auto ms = [&](const char* name) { return p[name].get<double>() / per; };
+    const double step = ms("step_ms"), layers = ms("layer_products_ms"), head = ms("lm_head_ms"),
+                 attention = ms("attention_ms"), norms = ms("norms_rotary_activations_ms");
+    std::printf("  %-8s ours, ms per %s: step %.3f = layer products %.3f + LM head %.3f + attention %.3f + "
+                "norms/rotary/activations %.3f + rest %.3f; outside the step: embedding %.3f, sampling %.3f\n",
+                kind, decode ? "token" : "position", step, layers, head, attention, norms,
+                step - layers - head - attention - norms, ms("embedding_ms"), ms("sampling_ms"));
+    std::printf("           thread pool: %.1f jobs per %s, the driving thread waiting for the other(s) %.3f ms "
+                "(within the phases), %lld worker sleeps\n",
+                p["pool_jobs"].get<double>() / per, decode ? "token" : "position", ms("pool_caller_wait_ms"),
+                static_cast<long long>(p["pool_worker_sleeps"].get<int64_t>()));
+  }
 }
 
 // node-llama-cpp with its prebuilt linux-x64 libraries, installed once under the build folder
@@ -375,6 +424,7 @@ int ModelBench(const std::string& family, const std::string& shape, int prompt_l
             << " cores\n";
   PrintRatio("decode", ours.decode_tps, theirs.decode_tps, 0.8);
   PrintRatio("prefill", ours.prefill_tps, theirs.prefill_tps, 0.5);
+  if (!ours.phases.is_null()) PrintBreakdown(ours.phases);
   std::printf("  peak RSS: ours %.0f MB, llama.cpp (node process) %.0f MB\n", ours.peak_rss_kb / 1024.0,
               theirs.peak_rss_kb / 1024.0);
   const double bytes = DecodeWeightBytes(package);

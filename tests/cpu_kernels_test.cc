@@ -1,5 +1,5 @@
 // The CPU program's kernels (src/runtime/cpu/kernels.h): every weight format on every kernel path
-// (portable, AVX2, AVX-VNNI, AVX-512 VNNI, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
+// (portable, AVX2, AVX-VNNI, AVX-512 VNNI, AMX, each forced) against a float64 reference over odd shapes (tails in rows, tokens and inputs), the paths
 // against each other, half / bfloat16 conversions (exhaustive round trip, subnormals, infinities,
 // NaN, rounding to nearest even), and the thread pool's coverage, nesting and concurrent callers.
 #include <gtest/gtest.h>
@@ -307,6 +307,27 @@ TEST(CpuLinear, Avx512PathMatchesFloat64) {
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
 }
 
+// Why the AMX path cannot run here, for the skip message.
+const char* NoAmxReason() {
+#if !defined(__x86_64__)
+  return "not an x86-64 build";
+#else
+  if (!SetKernelIsa("avx512")) return "this CPU lacks AVX-512 F/BW/VL/VNNI, which the AMX path builds on";
+  SetKernelIsa("auto");
+  return "this CPU lacks AMX-TILE/AMX-INT8 (CPUID leaf 7 EDX bits 24, 25), or Linux refused the tile data "
+         "state (arch_prctl ARCH_REQ_XCOMP_PERM), or the compiler had no -mamx-int8";
+#endif
+}
+
+TEST(CpuLinear, AmxPathMatchesFloat64) {
+  KernelPath path("amx");
+  if (!path.ok()) GTEST_SKIP() << NoAmxReason();
+  EXPECT_STREQ(KernelIsa(), "amx");
+  CheckEveryFormat();
+  CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
+  CheckLinear(WeightFormat::kQ4F32, 35, 896, 130, false, 32);
+}
+
 // The paths round activations the same way and sum each block exactly, so they differ only by
 // float32 rounding order.
 void CheckPathAgainstPortable(const std::string& isa) {
@@ -332,9 +353,36 @@ void CheckPathAgainstPortable(const std::string& isa) {
   }
 }
 
+// The AMX path against the portable one for every token count 1 .. 200 (the tile's 16 tokens,
+// their tails, the AVX-512 fallback below the threshold), with rows past a multiple of 16.
+TEST(CpuLinear, AmxPathAgreesWithPortableForEveryTokenCount) {
+  if (!SetKernelIsa("amx")) GTEST_SKIP() << NoAmxReason();
+  SetKernelIsa("auto");
+  uint32_t seed = 500;
+  for (const Shape& s : {Shape{37, 96, 0}, Shape{16, 64, 0}, Shape{130, 288, 0}}) {
+    for (int64_t n = 1; n <= 200; n += (s.out == 37 ? 1 : 7)) {
+      std::vector<float> amx, portable;
+      {
+        KernelPath path("amx");
+        CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed, &amx);
+      }
+      {
+        KernelPath path("portable");
+        CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed, &portable);
+      }
+      ASSERT_EQ(amx.size(), portable.size());
+      for (size_t k = 0; k < amx.size(); ++k) {
+        ASSERT_NEAR(amx[k], portable[k], 1e-4f * (1.0f + std::fabs(portable[k])))
+            << "out " << s.out << " in " << s.in << " n " << n << " element " << k;
+      }
+      ++seed;
+    }
+  }
+}
+
 TEST(CpuLinear, VectorPathsAgreeWithPortable) {
   int checked = 0;
-  for (const char* isa : {"avx2", "avxvnni", "avx512"}) {
+  for (const char* isa : {"avx2", "avxvnni", "avx512", "amx"}) {
     if (!SetKernelIsa(isa)) continue;
     CheckPathAgainstPortable(isa);
     ++checked;
@@ -374,7 +422,7 @@ TEST(CpuLinear, DequantizeRowDecodesEveryFormat) {
 TEST(CpuVector, DotAndAddScaledOnEveryPath) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal;
-  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512"}) {
+  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512", "amx"}) {
     KernelPath path(isa);
     if (!path.ok()) continue;
     for (int64_t n : {0, 1, 7, 8, 9, 16, 17, 64, 100}) {
@@ -403,7 +451,7 @@ TEST(CpuVector, SiluMulOnEveryPath) {
   for (float g = -100.0f; g <= 100.0f; g += 0.37f) gate.push_back(g);
   for (float g : {-1e-30f, 0.0f, 1e-30f, 1e-3f, -1e-3f, 87.0f, -87.0f, 89.0f, -89.0f}) gate.push_back(g);
   for (size_t i = 0; i < gate.size(); ++i) up.push_back(0.5f + static_cast<float>(i % 7) - 3.0f);
-  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512"}) {
+  for (const char* isa : {"portable", "avx2", "avxvnni", "avx512", "amx"}) {
     KernelPath path(isa);
     if (!path.ok()) continue;
     for (size_t n : {gate.size(), size_t{7}, size_t{1}}) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -554,6 +555,49 @@ std::vector<FamilyCase> CliCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CpuRunCli, ::testing::ValuesIn(CliCases()), test::CaseName());
+
+// MLC_CPU_PHASES=1: each turn's JSON says where the CPU program's time went, decode and prefill
+// apart; without it there is no breakdown.
+TEST(CpuPhaseClock, RunJsonBreaksEachTurnDown) {
+  test::TempDir dir;
+  std::string pkg = dir.File("pkg");
+  auto w = test::RunCli({"reference-model", pkg, "--family", "qwen2", "--quantization", "q4f16_1"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  std::string req = dir.Write("req.json", R"({"turns": [[{"tokens": [1, 40, 41, 42, 43]}], [{"tokens": [7, 8]}]]})");
+  const std::vector<std::string> args = {"run", pkg, "--request", req, "--temperature", "0", "--max-tokens", "6",
+                                         "--json"};
+  Json plain = RunJson(args);
+  ASSERT_TRUE(plain.is_object());
+  EXPECT_FALSE(plain["turns"][0].contains("cpu_phases"));
+  setenv("MLC_CPU_PHASES", "1", 1);
+  Json j = RunJson(args);
+  unsetenv("MLC_CPU_PHASES");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["tokens"], plain["tokens"]);  // the clock changes no result
+  for (int turn : {0, 1}) {
+    const Json& p = j["turns"][turn]["cpu_phases"];
+    ASSERT_TRUE(p.is_object()) << j.dump();
+    // Six tokens: the first from the prefill's logits, then five decode steps of one row each;
+    // the second turn prefills the first turn's last token and its own two (each turn is counted alone).
+    EXPECT_EQ(p["decode"]["steps"], 5) << p.dump();
+    EXPECT_EQ(p["decode"]["rows"], 5) << p.dump();
+    EXPECT_EQ(p["prefill"]["steps"], 1) << p.dump();
+    EXPECT_EQ(p["prefill"]["rows"], turn == 0 ? 5 : 3) << p.dump();
+    for (const char* kind : {"decode", "prefill"}) {
+      const Json& k = p[kind];
+      const double step = k["step_ms"].get<double>();
+      EXPECT_GT(step, 0.0) << kind;
+      EXPECT_GT(k["layer_products_ms"].get<double>(), 0.0) << kind;
+      EXPECT_GT(k["lm_head_ms"].get<double>(), 0.0) << kind;
+      double inside = 0;
+      for (const char* phase : {"layer_products_ms", "lm_head_ms", "attention_ms", "norms_rotary_activations_ms"}) {
+        EXPECT_GE(k[phase].get<double>(), 0.0) << kind << " " << phase;
+        inside += k[phase].get<double>();
+      }
+      EXPECT_LE(inside, step + 0.01) << kind << ": the phases lie inside the step";
+    }
+  }
+}
 
 TEST(CpuRunCliErrors, BrokenPackagesFailBeforeAnyToken) {
   test::TempDir dir;

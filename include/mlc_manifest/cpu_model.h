@@ -11,6 +11,7 @@
 
 #include "mlc_manifest/contract.h"
 #include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/runtime.h"
 
@@ -49,6 +50,17 @@ Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& pack
 // again; a registered kind opens from the folder).
 Result<std::unique_ptr<ModelLibrary>> OpenPackageLibrary(const std::string& package_dir,
                                                          const ChatConfig& config);
+
+// ---- Where the CPU program's time goes (MLC_CPU_PHASES=1) ----
+
+// True when the environment has MLC_CPU_PHASES=1: the CPU program then times its phases (weight
+// products, LM head, attention, norms/rotary/activations, embedding, sampling, the thread pool's
+// hand-offs) for decode and prefill steps apart.
+bool CpuPhaseClockOn();
+// Zeroes the totals (before a turn).
+void ResetCpuPhases();
+// The totals since the last reset: {"decode": {steps, rows, *_ms, pool_*}, "prefill": {...}}.
+OrderedJson CpuPhasesJson();
 
 // ---- Random-weight packages of the CPU families ----
 

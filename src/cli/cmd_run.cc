@@ -136,6 +136,7 @@ int Run(const RunArgs& a) {
         return !text->stopped();
       };
     }
+    if (CpuPhaseClockOn()) ResetCpuPhases();
     auto result = session.Generate(*input, options);
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
     if (text) {
@@ -154,6 +155,8 @@ int Run(const RunArgs& a) {
                      {"stop_reason", result->stop_reason},
                      {"text", text ? OrderedJson(text->text()) : OrderedJson()},
                      {"timings", PhaseTimingsJson(result->timings)}});
+    // MLC_CPU_PHASES=1: where the CPU program's time went in this turn (cpu_model_bench reads it).
+    if (CpuPhaseClockOn()) turns.back()["cpu_phases"] = CpuPhasesJson();
   }
   if (!a.json) {
     report << "load " << Ms(model->load_ms) << "; KV cache holds " << session.KvLength()

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "mlc_manifest/runtime.h"
+#include "runtime/cpu/phase_clock.h"
 #include "runtime/model_runner.h"
 
 namespace mlc {
@@ -79,7 +80,11 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
   Sampler sampler(options.sampler);
   StopReason reason = StopReason::kLength;
   while (static_cast<int64_t>(result.tokens.size()) < options.max_tokens) {
-    int32_t token = sampler.Sample(logits);
+    int32_t token;
+    {
+      cpu::PhaseScope clock(cpu::StepKind::kDecode, cpu::Phase::kSampling);
+      token = sampler.Sample(logits);
+    }
     if (std::find(options.stop_token_ids.begin(), options.stop_token_ids.end(), token) !=
         options.stop_token_ids.end()) {
       reason = StopReason::kStopToken;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/cpu/phase_clock.h"
 #include "runtime/cpu/weights.h"
 
 namespace mlc::cpu {
@@ -182,6 +183,7 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
   }
   const int64_t width = c.embed_width();
   const float scale = static_cast<float>(c.embed_scale);
+  PhaseScope clock(ids.size() == 1 ? StepKind::kDecode : StepKind::kPrefill, Phase::kEmbedding);
   ParallelFor(static_cast<int64_t>(ids.size()), 8, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float* row = out + i * width;
@@ -201,14 +203,17 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   if (kv.shape().layers != KvPlan(c)) {
     return Invalid("", "kv_cache: the KV cache was made for another model");
   }
+  auto segments = kv.Prepare(function, n);
+  MLC_RETURN_IF_ERROR(segments);
+  // Decode: one row per sequence.
+  PhaseLap lap(n == static_cast<int64_t>(segments->size()) ? StepKind::kDecode : StepKind::kPrefill, n);
   std::vector<float> per_layer;  // [n, layers * width]
   if (c.per_layer.width > 0) {
     auto inputs = PerLayerInputs(c, w, embeds, n, tokens, function);
     MLC_RETURN_IF_ERROR(inputs);
     per_layer = std::move(*inputs);
+    lap.Mark(Phase::kLayerProducts);
   }
-  auto segments = kv.Prepare(function, n);
-  MLC_RETURN_IF_ERROR(segments);
   std::vector<RowPlace> places;
   for (const PagedKvCache::Segment& s : *segments) {
     for (int64_t t = 0; t < s.length; ++t) places.push_back(RowPlace{s.seq_id, s.start + t});
@@ -221,15 +226,18 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   std::vector<float> attn(static_cast<size_t>(n * c.max_q_size()));
   std::vector<float> gu(static_cast<size_t>(n * 2 * c.max_intermediate_size()));
   std::vector<float> act(static_cast<size_t>(n * std::max(c.max_intermediate_size(), plw)));
+  lap.Skip();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& plan = c.layers[static_cast<size_t>(l)];
     const RopeTable& rope = w.ropes[plan.rope];
     const bool own = plan.kv == KvUse::kOwn;
     RmsNormRows(x.data(), lw.attn_norm, n, hs, c.rms_norm_eps, h.data());
+    lap.Mark(Phase::kNormsRotaryActs);
     // Queries, keys and values of each row: one fused product, or three (keys and values only
     // where the layer keeps its own).
     const QkvRows rows = ProjectQkv(plan, lw, fused, h.data(), n, qkv.data());
+    lap.Mark(Phase::kLayerProducts);
     ParallelFor(n, 8, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t = t_begin; t < t_end; ++t) {
         const RowPlace& at = places[static_cast<size_t>(t)];
@@ -247,12 +255,17 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
         std::memcpy(kv.Value(at.seq_id, l, at.pos), v, bytes);
       }
     });
+    lap.Mark(Phase::kNormsRotaryActs);
     PagedAttention(AttentionOf(c, plan), kv, l, rows.q, rows.q_stride, places, attn.data());
+    lap.Mark(Phase::kAttention);
     Linear(lw.o, attn.data(), n, o.data());
+    lap.Mark(Phase::kLayerProducts);
     if (!lw.attn_out_norm.empty()) RmsNormRows(o.data(), lw.attn_out_norm, n, hs, c.rms_norm_eps, o.data());
     AddInto(x, o);
     RmsNormRows(x.data(), lw.mlp_norm, n, hs, c.rms_norm_eps, h.data());
+    lap.Mark(Phase::kNormsRotaryActs);
     Linear(lw.gate_up, h.data(), n, gu.data());
+    lap.Mark(Phase::kLayerProducts);
     const int64_t inter = plan.intermediate_size;
     ParallelFor(n, 1, [&](int64_t t_begin, int64_t t_end) {
       for (int64_t t = t_begin; t < t_end; ++t) {
@@ -260,9 +273,12 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
         GatedActivation(c.activation, gate, gate + inter, act.data() + t * inter, inter);
       }
     });
+    lap.Mark(Phase::kNormsRotaryActs);
     Linear(lw.down, act.data(), n, o.data());
+    lap.Mark(Phase::kLayerProducts);
     if (!lw.mlp_out_norm.empty()) RmsNormRows(o.data(), lw.mlp_out_norm, n, hs, c.rms_norm_eps, o.data());
     AddInto(x, o);
+    lap.Mark(Phase::kNormsRotaryActs);
     if (plw > 0) {  // the per-layer input: gate(x) * input, projected, normalized, added
       Linear(lw.per_layer_gate, x.data(), n, act.data());
       ParallelFor(n, 1, [&](int64_t t_begin, int64_t t_end) {
@@ -275,10 +291,12 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
       Linear(lw.per_layer_projection, act.data(), n, o.data());
       RmsNormRows(o.data(), lw.per_layer_norm, n, hs, c.rms_norm_eps, o.data());
       AddInto(x, o);
+      lap.Mark(Phase::kLayerProducts);  // the per-layer input's gate and projection, mostly
     }
     if (lw.layer_scalar != 1.0f) {
       for (float& v : x) v *= lw.layer_scalar;
     }
+    lap.Mark(Phase::kNormsRotaryActs);
   }
   // Each sequence's last row through the final norm and the LM head, in one product.
   const int64_t rows = static_cast<int64_t>(segments->size());
@@ -289,12 +307,14 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     end += seg.length;
     RmsNorm(x.data() + (end - 1) * hs, w.final_norm.data(), hs, c.rms_norm_eps, h.data() + s * hs);
   }
+  lap.Mark(Phase::kNormsRotaryActs);
   std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
   Linear(w.lm_head, h.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {
     const float cap = static_cast<float>(c.final_logit_softcap);
     for (float& v : logits) v = cap * std::tanh(v / cap);
   }
+  lap.Mark(Phase::kLmHead);
   return logits;
 }
 

@@ -5,7 +5,7 @@
 // per-thread panel whose 64-byte vectors hold four consecutive block inputs of each of the 16 rows,
 // so one vpdpbusd against four broadcast activation bytes advances 16 rows of one token, and a
 // block costs 8 vpdpbusd + 3 float operations per token over 16 rows; tiles are 16 rows x 8
-// tokens. One token goes through kernels_x86_q4.h's matrix-vector product (vpdpbusd on ymm).
+// tokens. One token goes through a matrix-vector product on zmm (two blocks per vpdpbusd).
 // Activation rounding, the float formats and the vector helpers are the AVX2 path's.
 // No standard-library template is instantiated here (see kernels_avx2.cc).
 #include "runtime/cpu/kernels_internal.h"
@@ -34,61 +34,14 @@ struct Vnni256Dot {
   static __m256i Block(__m256i w, __m256i x) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x); }
 };
 
-constexpr int kPanelRows = 16;
+#include "runtime/cpu/kernels_avx512_panel.h"
+
 constexpr int kTileTokens = 8;
-// One block of a panel: 8 groups of 4 inputs x 16 rows x 4 bytes.
-constexpr int64_t kPanelBlockBytes = 8 * kPanelRows * 4;
 
 int32_t LoadInt32(const void* p) {
   int32_t v;
   __builtin_memcpy(&v, p, sizeof v);
   return v;
-}
-
-// Rows o0 .. o0 + 15 unpacked into panel ([blocks][8 groups][16 rows][4 bytes]) with their
-// scales ([blocks][16], zero for rows at and past `valid`, which repeat row o0's weights).
-// Group g < 4 of a block holds activation positions 4g .. 4g + 3: the low nibbles of the row's
-// packed dword g; group g >= 4 the high nibbles of dword g - 4 (see Q8Activations' order).
-void UnpackPanel(const Weight& w, int64_t blocks, int64_t o0, int valid, uint8_t* panel, float* scales,
-                 float* row_scale) {
-  const auto* data = static_cast<const uint8_t*>(w.data);
-  const uint8_t* rows[kPanelRows];
-  for (int r = 0; r < kPanelRows; ++r) rows[r] = data + (o0 + (r < valid ? r : 0)) * blocks * 16;
-  const __m512i low = _mm512_set1_epi8(0x0F);
-  auto load = [](const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); };
-  for (int64_t b = 0; b < blocks; ++b) {
-    if ((b & 3) == 0 && b + 8 < blocks) {  // 16 streams, more than the hardware follows: the line after next
-      for (int r = 0; r < kPanelRows; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows[r] + (b + 8) * 16), _MM_HINT_T0);
-      }
-    }
-    // z[j], 128-bit lane L: row 4L + j's block (dwords D0 .. D3).
-    __m512i z[4];
-    for (int j = 0; j < 4; ++j) {
-      __m512i v = _mm512_castsi128_si512(load(rows[j] + b * 16));
-      v = _mm512_inserti32x4(v, load(rows[4 + j] + b * 16), 1);
-      v = _mm512_inserti32x4(v, load(rows[8 + j] + b * 16), 2);
-      z[j] = _mm512_inserti32x4(v, load(rows[12 + j] + b * 16), 3);
-    }
-    // A 4 x 4 dword transpose in each lane: d[k] holds dword k of rows 0 .. 15 in order.
-    const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]), t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-    const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]), t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-    const __m512i d[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),
-                          _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};
-    auto* dst = reinterpret_cast<__m512i*>(panel + b * kPanelBlockBytes);
-    for (int k = 0; k < 4; ++k) {
-      _mm512_storeu_si512(dst + k, _mm512_and_si512(d[k], low));
-      _mm512_storeu_si512(dst + 4 + k, _mm512_and_si512(_mm512_srli_epi16(d[k], 4), low));
-    }
-  }
-  for (int r = 0; r < kPanelRows; ++r) {
-    if (r < valid) {
-      RowScales(w, o0 + r, blocks, row_scale);
-      for (int64_t b = 0; b < blocks; ++b) scales[b * kPanelRows + r] = row_scale[b];
-    } else {
-      for (int64_t b = 0; b < blocks; ++b) scales[b * kPanelRows + r] = 0.0f;
-    }
-  }
 }
 
 // The panel's 16 rows against T tokens from t0: y[t][o0 + r] for r < valid. Each block's int32
@@ -153,10 +106,70 @@ void MatMulQ4Panels(const Weight& w, const Q8Activations& x, int64_t n, float* y
   }
 }
 
+// One token on zmm: two blocks per vpdpbusd. A row's 32 bytes of two blocks unpack to the 128-bit
+// lanes (first block's low nibbles, second's low nibbles, first's high, second's high); the
+// token's blocks are reordered once per call to match (pairs [lo0, lo1, hi0, hi1], 16 bytes each).
+// The int32 lanes 0-3 and 8-11 are the first block's partial sums, 4-7 and 12-15 the second's, so
+// the pair's two scales are spread over the lanes by one permute. An odd last block takes the ymm
+// product.
+void MatVecQ4Zmm(const Weight& w, const Q8Activations& x, float* y, const float* bias, int64_t o_begin,
+                 int64_t o_end) {
+  const int64_t blocks = x.blocks, pairs = blocks / 2;
+  uint8_t* scratch = ThreadScratch(static_cast<size_t>(pairs * 64 + blocks * 4 + 64));
+  auto* xr = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  float* scale = reinterpret_cast<float*>(xr + pairs * 64);
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m512i v = _mm512_loadu_si512(x.q + p * 64);  // lo0 hi0 lo1 hi1
+    _mm512_store_si512(xr + p * 64, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
+  }
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  const __m256i low256 = _mm256_set1_epi8(0x0F);
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    RowScales(w, o, blocks, scale);
+    const float offset = TokenScales(x, blocks, scale);
+    const uint8_t* row = data + o * blocks * 16;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    int64_t p = 0;
+    for (; p + 2 <= pairs; p += 2) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + p * 32));
+      const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + p * 32 + 32));
+      const __m512i z0 = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(w0), _mm256_srli_epi16(w0, 4), 1), low);
+      const __m512i z1 = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(w1), _mm256_srli_epi16(w1, 4), 1), low);
+      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), z0, _mm512_load_si512(xr + p * 64));
+      const __m512i d1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), z1, _mm512_load_si512(xr + p * 64 + 64));
+      const __m512 s01 = _mm512_castps128_ps512(_mm_loadu_ps(scale + p * 2));  // s0 s1 s2 s3
+      const __m512 sc0 = _mm512_permutexvar_ps(spread, s01);
+      const __m512 sc1 = _mm512_permutexvar_ps(_mm512_add_epi32(spread, _mm512_set1_epi32(2)), s01);
+      acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), sc0, acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d1), sc1, acc1);
+    }
+    for (; p < pairs; ++p) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + p * 32));
+      const __m512i z0 = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(w0), _mm256_srli_epi16(w0, 4), 1), low);
+      const __m512i d0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), z0, _mm512_load_si512(xr + p * 64));
+      const __m512 s01 = _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(scale + p * 2))));
+      acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d0), _mm512_permutexvar_ps(spread, s01), acc0);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+    if (blocks % 2 == 1) {
+      const int64_t b = blocks - 1;
+      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
+      const __m256i p0 = Vnni256Dot::Block(UnpackBlock(row + b * 16, low256), x0);
+      sum += HorizontalSum(_mm256_cvtepi32_ps(p0)) * scale[b];
+    }
+    y[o] = sum - offset + (bias ? bias[o] : 0.0f);
+  }
+}
+
 void LinearQ4Avx512(const Weight& w, const Q8Activations& x, int64_t n, float* y, const float* bias,
                     int64_t o_begin, int64_t o_end) {
   if (n == 1) {
-    MatVecQ4<Vnni256Dot>(w, x, y, bias, o_begin, o_end);
+    MatVecQ4Zmm(w, x, y, bias, o_begin, o_end);
   } else {
     MatMulQ4Panels(w, x, n, y, bias, o_begin, o_end);
   }

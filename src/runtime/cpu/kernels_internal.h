@@ -1,5 +1,5 @@
 // Internal seam between the kernel dispatcher (kernels.cc) and its instruction-set paths
-// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc, kernels_avx512.cc): the int8 activation blocks the 4-bit products use and
+// (kernels_portable.cc, kernels_avx2.cc, kernels_avxvnni.cc, kernels_avx512.cc, kernels_amx.cc): the int8 activation blocks the 4-bit products use and
 // one table of entry points per path. Not for the model families: they call kernels.h.
 #pragma once
 
@@ -54,5 +54,6 @@ const KernelTable& PortableKernels();
 const KernelTable* Avx2Kernels();
 const KernelTable* AvxVnniKernels();
 const KernelTable* Avx512Kernels();
+const KernelTable* AmxKernels();
 
 }  // namespace mlc::cpu::detail

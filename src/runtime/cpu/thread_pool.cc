@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/phase_clock.h"
 
 namespace mlc::cpu {
 namespace {
@@ -54,6 +55,7 @@ class ThreadPool {
     generation_.store(static_cast<uint32_t>(generation), std::memory_order_release);
     generation_.notify_all();
     RunChunks(generation);
+    const int64_t waited_from = PhaseClockOn() ? ClockNs() : 0;
     for (int spin = 0; done_.load(std::memory_order_acquire) < chunks_; ++spin) {
       if (spin < kSpins) {
         CpuRelax();
@@ -61,6 +63,10 @@ class ThreadPool {
         int64_t seen = done_.load(std::memory_order_acquire);
         if (seen < chunks_) done_.wait(seen, std::memory_order_acquire);
       }
+    }
+    if (waited_from != 0) {
+      AddPoolWait(ClockNs() - waited_from);
+      AddPoolJob();
     }
   }
 
@@ -70,8 +76,12 @@ class ThreadPool {
     for (;;) {
       uint32_t now = seen;
       for (int spin = 0; now == seen; ++spin) {
-        if (spin >= kSpins) generation_.wait(seen, std::memory_order_acquire);
-        else CpuRelax();
+        if (spin >= kSpins) {
+          AddWorkerSleep();
+          generation_.wait(seen, std::memory_order_acquire);
+        } else {
+          CpuRelax();
+        }
         now = generation_.load(std::memory_order_acquire);
       }
       seen = now;
