@@ -10,13 +10,13 @@ export interface MlcErrorItem {
   message: string;
 }
 
-/** Thrown by every function on failure: the first error's fields, and the whole list. */
+/** Thrown by every function on failure: the first error's fields (message included), the C
+ * API's status number, and the whole list. */
 export class MlcError extends Error {
   code: MlcErrorItem['code'];
   status: number;
   document: string;
   path: string;
-  detail: string;
   errors: MlcErrorItem[];
 }
 

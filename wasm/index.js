@@ -1,9 +1,9 @@
 // mlc-manifest's frontend for browsers and Node: the WebAssembly build of the library
 // (mlc_manifest.mjs, cmake/wasm.cmake) behind a JavaScript API over its C API
 // (include/mlc_manifest/mlc_manifest.h). Every function is synchronous once the module has loaded
-// (this file awaits it at the top level). A failure throws an MlcError carrying the C API's
-// error list: code ("invalid", "usage", "io", ...), document, path (JSON Pointer or position),
-// message.
+// (this file awaits it at the top level). A failure throws an MlcError with the first error of
+// the C API's list as code ("invalid", "usage", "io", ...), document, path (JSON Pointer or
+// position) and message, and the whole list as errors.
 import createMlcManifest from './mlc_manifest.mjs';
 
 const M = await createMlcManifest();
@@ -11,14 +11,15 @@ const C = new Proxy({}, { get: (_, name) => M[`_mlc_${name}`] });
 
 export class MlcError extends Error {
   constructor(errors, status) {
-    const first = errors[0] ?? { code: 'internal', document: '', path: '', message: `failed (status ${status})` };
-    super(first.document || first.path ? `${first.document}${first.path ? ` ${first.path}` : ''}: ${first.message}` : first.message);
+    // Calls that keep no error list (tokenize, detokenize) give their status alone.
+    const name = M.UTF8ToString(C.status_name(status));
+    const first = errors[0] ?? { code: name, document: '', path: '', message: `failed: ${name}` };
+    super(first.message);
     this.name = 'MlcError';
     this.code = first.code;
     this.status = status;
     this.document = first.document;
     this.path = first.path;
-    this.detail = first.message;
     this.errors = errors;
   }
 }
