@@ -8,7 +8,7 @@
 // WEBLLM_DIR is where scripts/deps wasm installed @mlc-ai/web-llm@0.2.86 (build/npm); the bench
 // appends an export of the internal decodeAudioInput to a copy of its lib/index.js, as
 // bench/audio_bench.cc does. (The canvas drawImage side of the image comparison needs a browser:
-// the example page, wasm/example/, shows it.)
+// bench/wasm_resize_chromium.mjs runs that comparison in headless Chromium.)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
