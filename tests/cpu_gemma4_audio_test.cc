@@ -23,12 +23,14 @@
 #include "runtime/cpu/weights.h"
 #include "runtime/splitmix.h"
 #include "support/reference64.h"
+#include "support/tower_params.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
 
 using cpu::Gemma4AudioConfig;
+using test::EndsWith;
 using test::Params64;
 using test::Vec;
 
@@ -39,93 +41,25 @@ Json TopConfig(Json audio) {
 }
 
 cpu::ModelConfig TextConfig(cpu::Quant quant, const std::string& name, int64_t hidden = kTextHidden) {
-  cpu::ModelConfig c;
-  c.quant = quant;
-  c.quantization = name;
-  c.hidden_size = hidden;
-  c.vocab_size = 512;
-  return c;
+  return test::TowerTextConfig(quant, name, hidden);
 }
 
-struct Built {
-  std::shared_ptr<const cpu::Tower> tower;
-  Errors errors;
-};
+using Built = test::ReadResult;
 
 Built Read(const Json& model_config, const cpu::ModelConfig& c) {
-  ChatConfig chat;
-  chat.model_config = model_config;
-  Built b;
-  cpu::ConfigReader top(chat, &b.errors);
-  b.tower = cpu::ReadGemma4AudioTower(top, c);
-  return b;
+  return test::ReadTower(cpu::ReadGemma4AudioTower, model_config, c);
 }
 
-std::vector<ParamSpec> SpecsOf(const cpu::Tower& tower, const cpu::ModelConfig& c) {
-  cpu::ParamListBuilder b(c);
-  tower.AppendParams(b);
-  return b.Take();
-}
-
-std::vector<int64_t> ShapeOf(const ParamSpec& s) {
-  std::vector<int64_t> shape;
-  for (const auto& d : s.shape) shape.push_back(std::get<int64_t>(d));
-  return shape;
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// Random parameters in their dtypes: 4-bit words and positive group scales, norms near 1, small
-// biases and per_dim_scale, fan-in scaled float matrices and convolutions; the fixed tables from
-// the tower; clip bounds tight enough to clip some values (`clip` > 0) or wide.
+// Random parameters in their dtypes (test::RandomTowerParams) with the fixed tables from the
+// tower and clip bounds tight enough to clip some values (`clip` > 0) or wide.
 ParameterSet MakeParams(const cpu::Tower& tower, const std::vector<ParamSpec>& specs, uint64_t seed, float clip) {
-  ParameterSet set;
-  for (const ParamSpec& s : specs) {
-    SplitMix64 rng(seed ^ std::hash<std::string>{}(s.name));
-    std::vector<int64_t> shape = ShapeOf(s);
-    NDArray t = NDArray::Empty(shape, *ParseDlDtype(s.dtype));
-    const int64_t n = t.Elements();
-    if (s.dtype == "uint32") {
-      for (int64_t i = 0; i < n; ++i) {
-        uint32_t word = 0;
-        for (int k = 0; k < 8; ++k) word |= static_cast<uint32_t>(rng.Next() % 15) << (4 * k);
-        t.data<uint32_t>()[i] = word;
-      }
-    } else {
-      const int64_t fan_in = shape.size() >= 2 ? n / shape[0] : 1;
-      std::vector<float> v(static_cast<size_t>(n));
-      std::optional<std::vector<float>> stored = tower.StoredValues(s.name);
-      const bool bound = EndsWith(s.name, "_min") || EndsWith(s.name, "_max");
-      if (bound && clip > 0) {
-        const float b = EndsWith(s.name, "input_min") || EndsWith(s.name, "input_max") ? 2.5f * clip : clip;
-        v[0] = EndsWith(s.name, "_min") ? -b : b;
-      } else if (stored) {
-        v = *stored;
-      } else if (EndsWith(s.name, ".q_scale")) {
-        const int64_t in = shape[1] * 32;
-        for (float& x : v) x = (1.0f + 0.5f * rng.Symmetric()) * 1.7320508f / std::sqrt(static_cast<float>(in)) / 7.0f;
-      } else if (s.name.find("norm") != std::string::npos) {
-        for (float& x : v) x = 1.0f + 0.2f * rng.Symmetric();
-      } else if (EndsWith(s.name, ".bias") || EndsWith(s.name, "per_dim_scale")) {
-        for (float& x : v) x = 0.3f * rng.Symmetric();
-      } else {
-        for (float& x : v) x = 1.7320508f / std::sqrt(static_cast<float>(fan_in)) * rng.Symmetric();
-      }
-      EXPECT_EQ(static_cast<int64_t>(v.size()), n) << s.name;
-      for (int64_t i = 0; i < n; ++i) {
-        if (s.dtype == "float32") {
-          t.data<float>()[i] = v[static_cast<size_t>(i)];
-        } else {
-          t.data<uint16_t>()[i] = cpu::FloatToHalf(v[static_cast<size_t>(i)]);
-        }
-      }
+  return test::RandomTowerParams(specs, seed, [&](const ParamSpec& s) -> std::optional<std::vector<float>> {
+    if ((EndsWith(s.name, "_min") || EndsWith(s.name, "_max")) && clip > 0) {
+      const float b = EndsWith(s.name, "input_min") || EndsWith(s.name, "input_max") ? 2.5f * clip : clip;
+      return std::vector<float>{EndsWith(s.name, "_min") ? -b : b};
     }
-    set.names.push_back(s.name);
-    set.tensors.push_back(t);
-  }
-  return set;
+    return tower.StoredValues(s.name);
+  });
 }
 
 // A deterministic clip: two tones and a little noise.
@@ -411,32 +345,18 @@ struct Reference {
   }
 };
 
-struct TinyTower {
-  Json mc;
-  cpu::ModelConfig c;
-  std::shared_ptr<const cpu::Tower> tower;
-  std::vector<ParamSpec> specs;
-  ParameterSet params;
-};
+using TinyTower = test::TowerCase;
 
 TinyTower MakeTiny(cpu::Quant quant, const std::string& quant_name, float clip) {
-  TinyTower t;
-  t.mc = TopConfig(cpu::Gemma4AudioConfigJson(true));
-  t.c = TextConfig(quant, quant_name);
-  Built b = Read(t.mc, t.c);
-  EXPECT_TRUE(b.errors.empty()) << ErrorsJson(b.errors).dump();
-  t.tower = b.tower;
-  if (!t.tower) return t;
-  t.specs = SpecsOf(*t.tower, t.c);
-  t.params = MakeParams(*t.tower, t.specs, 11, clip);
-  return t;
+  return test::MakeTowerCase(cpu::ReadGemma4AudioTower, TopConfig(cpu::Gemma4AudioConfigJson(true)),
+                             TextConfig(quant, quant_name),
+                             [clip](const cpu::Tower& tower, const std::vector<ParamSpec>& specs) {
+                               return MakeParams(tower, specs, 11, clip);
+                             });
 }
 
 std::unique_ptr<cpu::BoundTower> BindTiny(const TinyTower& t) {
-  auto index = cpu::ParamIndex::Make(t.specs, t.params);
-  EXPECT_TRUE(index) << index.error().ToString();
-  if (!index) return nullptr;
-  auto bound = t.tower->Bind(t.c, *index);
+  auto bound = test::BindTower(t, t.specs, t.params);
   EXPECT_TRUE(bound) << bound.error().ToString();
   return bound ? std::move(*bound) : nullptr;
 }
@@ -535,7 +455,7 @@ TEST(CpuGemma4Audio, DeclaresTheManifestInputAndParameterOrder) {
   EXPECT_EQ(t.specs.front().name, "audio_preprocessor.dft_matrix");
   EXPECT_EQ(t.specs.front().dtype, "float32");
   EXPECT_EQ(t.specs[1].name, "audio_preprocessor.mel_filters");
-  EXPECT_EQ(ShapeOf(t.specs[1]), (std::vector<int64_t>{257, 16}));
+  EXPECT_EQ(test::SpecShape(t.specs[1]), (std::vector<int64_t>{257, 16}));
   EXPECT_EQ(t.specs.back().name, "embed_audio.embedding_projection.q_scale");
   for (const ParamSpec& s : t.specs) {
     if (EndsWith(s.name, "input_min")) {
@@ -553,7 +473,7 @@ TEST(CpuGemma4Audio, ParameterListIsTheRealPackages) {
   c.vocab_size = mc["text_config"]["vocab_size"].get<int64_t>();
   Built b = Read(mc, c);
   ASSERT_TRUE(b.tower) << ErrorsJson(b.errors).dump();
-  std::vector<ParamSpec> ours = SpecsOf(*b.tower, c);
+  std::vector<ParamSpec> ours = test::TowerSpecs(*b.tower, c);
   auto all = ParseParamSpecs(Json::parse(test::ReadText(dir + "params-q4f16_1.json")));
   ASSERT_TRUE(all) << all.error().ToString();
   auto first = std::find_if(all->begin(), all->end(), [](const ParamSpec& p) { return p.name == "audio_preprocessor.dft_matrix"; });
@@ -685,7 +605,7 @@ TEST(CpuGemma4Audio, DISABLED_RealShapeSpeed) {
   c.vocab_size = 262144;
   Built b = Read(mc, c);
   ASSERT_TRUE(b.tower) << ErrorsJson(b.errors).dump();
-  std::vector<ParamSpec> specs = SpecsOf(*b.tower, c);
+  std::vector<ParamSpec> specs = test::TowerSpecs(*b.tower, c);
   ParameterSet params = MakeParams(*b.tower, specs, 5, 0);
   auto index = cpu::ParamIndex::Make(specs, params);
   ASSERT_TRUE(index);

@@ -9,10 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
@@ -22,7 +20,7 @@
 #include "base/hash.h"
 #include "runtime/cpu/decoder.h"
 #include "runtime/cpu/towers/gemma4_audio.h"
-#include "support/batch_util.h"
+#include "support/family_checks.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
@@ -31,6 +29,9 @@ namespace mlc {
 namespace {
 
 using test::Params64;
+using test::GeluTanh64;
+using test::HeadNorm64;
+using test::Rotate64;
 using test::Vec;
 
 double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
@@ -57,35 +58,6 @@ std::shared_ptr<ParameterSet> ParamsOf(const std::string& pkg, const cpu::ModelC
   auto params = LoadParameters(pkg, cpu::ParamSpecs(c));
   EXPECT_TRUE(params) << params.error().ToString();
   return params ? *params : nullptr;
-}
-
-double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
-
-// Each head of d values RMS-normalized, times gain (empty: 1).
-void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps) {
-  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
-    Vec head(x.begin() + static_cast<std::ptrdiff_t>(h * d), x.begin() + static_cast<std::ptrdiff_t>((h + 1) * d));
-    Vec g = gain.empty() ? Vec(static_cast<size_t>(d), 1.0) : gain;
-    Vec n = test::RmsNorm(head, g, eps);
-    std::copy(n.begin(), n.end(), x.begin() + static_cast<std::ptrdiff_t>(h * d));
-  }
-}
-
-// Hugging Face's rotate-half rotary over heads of d values: pair (j, j + d / 2) turns at
-// theta^(-2j / d) for j < pairs (the proportional rotary of full layers turns the first
-// partial_rotary_factor * d / 2 pairs only).
-void Rotate64(Vec& x, int64_t d, double theta, int64_t pairs, int64_t pos) {
-  const int64_t half = d / 2;
-  for (size_t h = 0; h * static_cast<size_t>(d) < x.size(); ++h) {
-    for (int64_t j = 0; j < pairs; ++j) {
-      const double a = static_cast<double>(pos) * std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
-      double& x0 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j)];
-      double& x1 = x[h * static_cast<size_t>(d) + static_cast<size_t>(j + half)];
-      const double a0 = x0, a1 = x1;
-      x0 = a0 * std::cos(a) - a1 * std::sin(a);
-      x1 = a1 * std::cos(a) + a0 * std::sin(a);
-    }
-  }
 }
 
 // A float64 Gemma 4 text decoder from Hugging Face's Gemma4TextModel, over the package's config
@@ -172,35 +144,10 @@ struct Gemma4Reference {
           keys[static_cast<size_t>(l)].push_back(k);
           values[static_cast<size_t>(l)].push_back(v);
         }
-        Vec attn(static_cast<size_t>(NH * d), 0.0);
-        for (int64_t hq = 0; hq < NH; ++hq) {
-          const int64_t kvh = hq / (NH / NKV);
-          std::vector<std::pair<int64_t, double>> scores;
-          for (int64_t j = 0; j <= pos; ++j) {
-            if (!is_full && pos - j >= window) continue;
-            double s = 0;  // attention scale 1
-            for (int64_t e = 0; e < d; ++e) {
-              s += q[static_cast<size_t>(hq * d + e)] * keys[static_cast<size_t>(src)][static_cast<size_t>(j)][static_cast<size_t>(kvh * d + e)];
-            }
-            scores.emplace_back(j, s);
-          }
-          double mx = -1e300, sum = 0;
-          for (auto& [j, s] : scores) mx = std::max(mx, s);
-          for (auto& [j, s] : scores) sum += std::exp(s - mx);
-          for (auto& [j, s] : scores) {
-            for (int64_t e = 0; e < d; ++e) {
-              attn[static_cast<size_t>(hq * d + e)] +=
-                  std::exp(s - mx) / sum * values[static_cast<size_t>(src)][static_cast<size_t>(j)][static_cast<size_t>(kvh * d + e)];
-            }
-          }
-        }
-        Vec o = test::RmsNorm(Lin(pre + "self_attn.o_proj", attn, H, NH * d), p.Floats(pre + "post_attention_layernorm.weight"), eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-        Vec gu = Lin(pre + "mlp.gate_up_proj", test::RmsNorm(x, p.Floats(pre + "pre_feedforward_layernorm.weight"), eps), 2 * inter, H);
-        Vec act(static_cast<size_t>(inter));
-        for (int64_t i = 0; i < inter; ++i) act[static_cast<size_t>(i)] = GeluTanh64(gu[static_cast<size_t>(i)]) * gu[static_cast<size_t>(inter + i)];
-        Vec m = test::RmsNorm(Lin(pre + "mlp.down_proj", act, H, inter), p.Floats(pre + "post_feedforward_layernorm.weight"), eps);
-        for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
+        // Attention scale 1: q and k are normalized per head.
+        Vec attn = test::Attend64(q, keys[static_cast<size_t>(src)], values[static_cast<size_t>(src)], NH, NKV, d, pos, 1.0,
+                                  [&](int64_t j) { return is_full || pos - j < window; });
+        test::GemmaAttnOutAndMlp64(x, attn, p, pre, inter, eps, q8);
         // The per-layer input: gate (kept in float: no int8 steps), product, projection, norm.
         Vec g = test::MatVec(p.Matrix(pre + "per_layer_input_gate", P, H), x, P, H);
         for (int64_t i = 0; i < P; ++i) g[static_cast<size_t>(i)] = GeluTanh64(g[static_cast<size_t>(i)]) * per_layer[static_cast<size_t>(l)][static_cast<size_t>(i)];
@@ -315,17 +262,9 @@ TEST_P(CpuGemma4Reference, LogitsMatchFloat64AtEveryChunkSplit) {
   std::vector<Vec> rows;
   for (int32_t id : ids) rows.push_back(ref.EmbedRow(id));
   std::vector<Vec> want = ref.Run(rows, ids, modality);
-  for (size_t k : {size_t{1}, size_t{3}, size_t{7}, n}) {
-    std::vector<size_t> chunks;
-    for (size_t at = 0; at < n; at += k) chunks.push_back(std::min(k, n - at));
-    std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, ids, modality, chunks);
-    ASSERT_EQ(got.size(), chunks.size());
-    size_t end = 0;
-    for (size_t i = 0; i < chunks.size(); ++i) {
-      end += chunks[i];
-      EXPECT_LT(test::RelError(got[i], want[end - 1]), LogitTolerance(quant)) << "chunk " << k << ", position " << end - 1;
-    }
-  }
+  test::ExpectEveryChunkSplitMatches(
+      n, {1, 3, 7, n}, [&](const std::vector<size_t>& chunks) { return RunChunks(c, *w, embeds, ids, modality, chunks); },
+      want, LogitTolerance(quant));
 }
 
 INSTANTIATE_TEST_SUITE_P(Quantizations, CpuGemma4Reference, ::testing::Values("q0f32", "q4f16_1", "q4f32_1", "q0f16"),
@@ -395,65 +334,17 @@ TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
 // Continuous batching: each request's greedy tokens equal its run alone (token pair decode of
 // several sequences in one call, shared layers reading their sources' rows per sequence).
 TEST(CpuGemma4Batch, RequestsInABatchMatchRunsAlone) {
-  test::LoadedPackage m;
-  FamilyModelOptions o;
-  o.family = "gemma4";
-  o.quantization = "q4f16_1";
-  o.seed = 4;
-  o.force = true;
-  ASSERT_TRUE(WriteFamilyModel(m.dir.path(), o));
-  test::LoadInto(m, OpenCpuLibrary(m.dir.path()));
-  ASSERT_TRUE(m.library);
-  std::vector<TurnInput> prompts = {test::Text(Prompt(12, 512)), test::Text({1, 60, 61}), test::Text(Prompt(17, 300))};
-  EngineOptions eo;
-  eo.batch.max_batch_size = 3;
-  auto engine = Engine::Start(m.loaded, nullptr, eo);
-  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  struct Got {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<int32_t> tokens;
-    bool done = false;
-  };
-  std::vector<std::unique_ptr<Got>> got;
-  for (const TurnInput& in : prompts) {
-    got.push_back(std::make_unique<Got>());
-    Got* g = got.back().get();
-    GenerationRequest req;
-    req.input = in;
-    req.max_tokens = 8;
-    ASSERT_TRUE((*engine)->Submit(req, [g](const StreamEvent& e) {
-      std::lock_guard<std::mutex> lock(g->mu);
-      g->tokens.insert(g->tokens.end(), e.tokens.begin(), e.tokens.end());
-      if (e.done) g->done = true;
-      g->cv.notify_all();
-    }).ok());
-  }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    std::unique_lock<std::mutex> lock(got[i]->mu);
-    got[i]->cv.wait(lock, [&] { return got[i]->done; });
-    EXPECT_EQ(got[i]->tokens, test::Alone(m.loaded, prompts[i], 8)) << i;
-  }
-  (*engine)->Shutdown(true);
+  const FamilyModelOptions o = test::TinyOptions("gemma4", "q4f16_1", 4);
+  test::ExpectBatchMatchesRunsAlone(o, {test::Text(Prompt(12, 512)), test::Text({1, 60, 61}), test::Text(Prompt(17, 300))}, 8);
 }
 
 // Text through `run --messages` on the tiny package: the conversation template, greedy tokens the
 // same whatever the prefill chunk.
 TEST(CpuGemma4Run, TextPromptTokensEqualAcrossPrefillChunks) {
   test::TempDir dir;
-  std::string messages = dir.Write("m.json", R"([{"role": "user", "content": "Tell me about the sea, please."}])");
-  std::vector<int32_t> first;
-  for (int64_t chunk : {64, 5}) {
-    FamilyModelOptions o;
-    o.prefill_chunk_size = chunk;
-    std::string pkg = WriteGemma4(dir, "q4f16_1", o);
-    auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "8", "--temperature", "0", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::vector<int32_t> tokens = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
-    ASSERT_FALSE(tokens.empty());
-    if (first.empty()) first = tokens;
-    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
-  }
+  const FamilyModelOptions o = test::TinyOptions("gemma4", "q4f16_1", 3);
+  test::ExpectSameTokensAcrossPrefillChunks(
+      dir, o, dir.Write("m.json", R"([{"role": "user", "content": "Tell me about the sea, please."}])"), {64, 5});
 }
 
 // A spoken question through `run --messages` on a package with the audio tower: the clip decoded,

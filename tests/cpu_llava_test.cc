@@ -2,24 +2,25 @@
 // projector quantized, the llama decoder under language_model.), the image_embed adapter against
 // a float64 CLIP + projector written here from Hugging Face's definitions, image prompts end to end
 // through `run --messages` (equal greedy tokens across prefill chunk sizes), a batch equal to runs
-// alone, and bad inputs refused with errors naming them.
+// alone, bad inputs refused with errors naming them, and a package written by a separate tool
+// (tests/support/llava_package.py) answering an image question.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <cstring>
 #include <fstream>
-#include <mutex>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/fs.h"
+#include "mlc_manifest/image.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/presets.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
+#include "support/vit64.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -28,13 +29,15 @@ namespace {
 using test::Params64;
 using test::Vec;
 
-std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {}) {
+std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {},
+                       FamilyModelReport* written = nullptr) {
   o.family = "llava";
   o.quantization = quant;
   o.seed = 5;
   std::string pkg = dir.File("llava-" + quant + "-" + std::to_string(o.prefill_chunk_size));
   auto report = WriteFamilyModel(pkg, o);
   EXPECT_TRUE(report) << report.error().ToString();
+  if (report && written) *written = *report;
   return pkg;
 }
 
@@ -60,81 +63,23 @@ std::vector<Vec> ClipReference(const Params64& p, const Json& mc, const std::vec
   const int64_t layers = v["num_hidden_layers"], patch = v["patch_size"], s = v["image_size"];
   const int64_t th = mc["text_config"]["hidden_size"];
   const double eps = v["layer_norm_eps"];
-  const int64_t g = s / patch, np = g * g, d = hs / heads;
   const double mean[3] = {0.48145466, 0.4578275, 0.40821073}, std[3] = {0.26862954, 0.26130258, 0.27577711};
   const std::string r = "vision_tower.vision_model.";
-  auto pixel = [&](int64_t ch, int64_t y, int64_t x) {
-    return (px[static_cast<size_t>((y * s + x) * 3 + ch)] / 255.0 - mean[ch]) / std[ch];
-  };
-  Vec conv = p.Floats(r + "embeddings.patch_embedding.weight");
-  Vec cls = p.Floats(r + "embeddings.class_embedding");
-  Vec pos = p.Floats(r + "embeddings.position_embedding.weight");
-  std::vector<Vec> x(static_cast<size_t>(np + 1), Vec(static_cast<size_t>(hs)));
-  x[0] = cls;
-  for (int64_t gy = 0; gy < g; ++gy) {
-    for (int64_t gx = 0; gx < g; ++gx) {
-      Vec& row = x[static_cast<size_t>(1 + gy * g + gx)];
-      for (int64_t o = 0; o < hs; ++o) {
-        double acc = 0;
-        for (int64_t ch = 0; ch < 3; ++ch) {
-          for (int64_t ky = 0; ky < patch; ++ky) {
-            for (int64_t kx = 0; kx < patch; ++kx) {
-              acc += conv[static_cast<size_t>(((o * 3 + ch) * patch + ky) * patch + kx)] *
-                     pixel(ch, gy * patch + ky, gx * patch + kx);
-            }
-          }
-        }
-        row[static_cast<size_t>(o)] = acc;
-      }
-    }
+  std::vector<Vec> x = {p.Floats(r + "embeddings.class_embedding")};
+  for (Vec& row : test::PatchEmbeddings64(p.Floats(r + "embeddings.patch_embedding.weight"), {}, px, s, patch, hs, mean, std)) {
+    x.push_back(std::move(row));
   }
+  Vec pos = p.Floats(r + "embeddings.position_embedding.weight");
   for (size_t t = 0; t < x.size(); ++t) {
     for (int64_t i = 0; i < hs; ++i) x[t][static_cast<size_t>(i)] += pos[t * static_cast<size_t>(hs) + static_cast<size_t>(i)];
     x[t] = test::LayerNorm(x[t], p.Floats(r + "pre_layrnorm.weight"), p.Floats(r + "pre_layrnorm.bias"), eps);
   }
   auto linear = [&](const std::string& base, const Vec& in, int64_t out, int64_t width) {
-    Vec y = test::MatVec(p.Matrix(base, out, width), in, out, width);
-    Vec b = p.Floats(base + ".bias");
-    for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
-    return y;
+    return test::BiasedLinear64(p, base, in, out, width, /*q8=*/false);
   };
   // vision_feature_layer -2: the hidden state after all but the last layer.
-  for (int64_t l = 0; l + 1 < layers; ++l) {
-    const std::string pre = r + "encoder.layers." + std::to_string(l) + ".";
-    std::vector<Vec> q, k, vv;
-    for (const Vec& row : x) {
-      Vec h = test::LayerNorm(row, p.Floats(pre + "layer_norm1.weight"), p.Floats(pre + "layer_norm1.bias"), eps);
-      q.push_back(linear(pre + "self_attn.q_proj", h, hs, hs));
-      k.push_back(linear(pre + "self_attn.k_proj", h, hs, hs));
-      vv.push_back(linear(pre + "self_attn.v_proj", h, hs, hs));
-    }
-    std::vector<Vec> next = x;
-    for (size_t t = 0; t < x.size(); ++t) {
-      Vec attn(static_cast<size_t>(hs), 0.0);
-      for (int64_t h = 0; h < heads; ++h) {
-        std::vector<double> sc(x.size());
-        double mx = -1e300, sum = 0;
-        for (size_t j = 0; j < x.size(); ++j) {
-          double dot = 0;
-          for (int64_t e = 0; e < d; ++e) dot += q[t][static_cast<size_t>(h * d + e)] * k[j][static_cast<size_t>(h * d + e)];
-          sc[j] = dot / std::sqrt(static_cast<double>(d));
-          mx = std::max(mx, sc[j]);
-        }
-        for (double& z : sc) sum += (z = std::exp(z - mx));
-        for (size_t j = 0; j < x.size(); ++j) {
-          for (int64_t e = 0; e < d; ++e) attn[static_cast<size_t>(h * d + e)] += sc[j] / sum * vv[j][static_cast<size_t>(h * d + e)];
-        }
-      }
-      Vec o = linear(pre + "self_attn.out_proj", attn, hs, hs);
-      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += o[static_cast<size_t>(i)];
-      Vec h2 = test::LayerNorm(next[t], p.Floats(pre + "layer_norm2.weight"), p.Floats(pre + "layer_norm2.bias"), eps);
-      Vec m = linear(pre + "mlp.fc1", h2, inter, hs);
-      for (double& z : m) z = QuickGelu64(z);
-      Vec m2 = linear(pre + "mlp.fc2", m, hs, inter);
-      for (int64_t i = 0; i < hs; ++i) next[t][static_cast<size_t>(i)] += m2[static_cast<size_t>(i)];
-    }
-    x = std::move(next);
-  }
+  const test::VitLayer64 layer{hs, inter, heads, eps, QuickGelu64, /*q8=*/false};
+  for (int64_t l = 0; l + 1 < layers; ++l) layer.Run(p, r + "encoder.layers." + std::to_string(l) + ".", x);
   std::vector<Vec> out;
   for (size_t t = 1; t < x.size(); ++t) {  // the class row dropped
     Vec a = linear("multi_modal_projector.linear_1", q8 ? test::RoundToQ8Blocks(x[t]) : x[t], th, hs);
@@ -170,6 +115,22 @@ NDArray PixelTensor(const std::vector<uint8_t>& px, int64_t s) {
   NDArray t = NDArray::Empty({1, s, s, 3}, DlUInt8());
   std::memcpy(t.data<uint8_t>(), px.data(), px.size());
   return t;
+}
+
+// image_embed's rows for `px` agree with the float64 CLIP and projector of the package's weights.
+void ExpectRowsMatchReference(const NDArray& rows, const Opened& o, const std::string& pkg,
+                              const std::vector<uint8_t>& px, const std::string& quant) {
+  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
+  for (int64_t i = 0; i < rows.Elements(); ++i) ASSERT_TRUE(std::isfinite(rows.data<float>()[i])) << i;
+  const bool q4 = quant.rfind("q4", 0) == 0;
+  std::vector<Vec> want = ClipReference(Params64(*o.params), ModelConfigOf(pkg), px, q4);
+  // Float weights: float32 rounding only; 4-bit: the projector's int8 activation steps (see
+  // cpu_model_test's LogitTolerance).
+  const double tolerance = q4 ? 3e-2 : 1e-3;
+  for (size_t t = 0; t < want.size(); ++t) {
+    std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
+    EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
+  }
 }
 
 const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::string& name) {
@@ -280,16 +241,7 @@ TEST_P(CpuLlavaAdapter, RowsMatchFloat64Reference) {
   auto out = ImageEmbed(o, PixelTensor(px, 28));
   ASSERT_TRUE(out) << out.error().ToString();
   const NDArray& rows = std::get<NDArray>(out->front());
-  ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
-  Params64 p64(*o.params);
-  std::vector<Vec> want = ClipReference(p64, ModelConfigOf(pkg), px, quant.rfind("q4", 0) == 0);
-  // Float weights: float32 rounding only; 4-bit: the projector's int8 activation steps (see
-  // cpu_model_test's LogitTolerance).
-  const double tolerance = quant.rfind("q4", 0) == 0 ? 3e-2 : 1e-3;
-  for (size_t t = 0; t < want.size(); ++t) {
-    std::vector<float> got(rows.data<float>() + t * 128, rows.data<float>() + (t + 1) * 128);
-    EXPECT_LT(test::RelError(got, want[t]), tolerance) << "row " << t;
-  }
+  ExpectRowsMatchReference(rows, o, pkg, px, quant);
   NDArray wide = NDArray::Empty({1, 28, 28, 3}, DlUInt32());
   for (size_t i = 0; i < px.size(); ++i) wide.data<uint32_t>()[i] = px[i];
   auto out32 = ImageEmbed(o, wide);
@@ -499,37 +451,79 @@ TEST(CpuLlavaBatch, ImageRequestsInABatchMatchRunsAlone) {
   eo.batch.max_batch_size = 3;
   auto engine = Engine::Start(m->loaded, nullptr, eo);
   ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
-  struct Got {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::vector<int32_t> tokens;
-    bool done = false;
-    std::string reason;
-  };
-  std::vector<std::unique_ptr<Got>> got;
-  for (const TurnInput& in : prompts) {
-    got.push_back(std::make_unique<Got>());
-    Got* g = got.back().get();
-    GenerationRequest req;
-    req.input = in;
-    req.max_tokens = 6;
-    ASSERT_TRUE((*engine)->Submit(req, [g](const StreamEvent& e) {
-      std::lock_guard<std::mutex> lock(g->mu);
-      g->tokens.insert(g->tokens.end(), e.tokens.begin(), e.tokens.end());
-      if (e.done) {
-        g->done = true;
-        g->reason = e.finish_reason;
-      }
-      g->cv.notify_all();
-    }).ok());
-  }
+  std::vector<test::EngineReply> got = test::SubmitAll(**engine, prompts, 6);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    std::unique_lock<std::mutex> lock(got[i]->mu);
-    got[i]->cv.wait(lock, [&] { return got[i]->done; });
-    EXPECT_EQ(got[i]->reason, "length") << i;
-    EXPECT_EQ(got[i]->tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
+    EXPECT_EQ(got[i].finish_reason, "length") << i;
+    EXPECT_EQ(got[i].tokens, test::Alone(m->loaded, prompts[i], 6)) << i;
   }
   (*engine)->Shutdown(true);
+}
+
+// A LLaVA 1.5-layout package written by a separate tool (tests/support/llava_package.py: its own
+// parameter list, quantization and configs; legacy, given a manifest by `emit package`) declares
+// the parameter list and interface of the project's own writer, and answers an image question:
+// image_embed rows of a decoded PNG equal the float64 tower's, `run --messages` and `serve` take
+// the image as a data URL.
+TEST(CpuLlavaRun, SeparatelyWrittenPackageAnswersAnImageQuestion) {
+  test::TempDir dir;
+  const std::vector<uint8_t> px = Pixels(28);
+  RgbImage rgb;
+  rgb.width = 28;
+  rgb.height = 28;
+  rgb.pixels = px;
+  auto png = EncodePng(rgb);
+  ASSERT_TRUE(png.ok()) << png.error().ToString();
+  const std::string image = dir.Write("question.png", *png);
+  const std::string url = "data:image/png;base64," + test::Base64(*png);
+  for (const std::string quant : {"q4f16_1", "q0f16"}) {
+    SCOPED_TRACE(quant);
+    FamilyModelOptions o;
+    o.manifest = false;
+    FamilyModelReport own;
+    const std::string tokenizer = JoinPath(WriteLlava(dir, quant, o, &own), "tokenizer.json");
+    const std::string pkg = dir.File("separate-" + quant), tasks = dir.File("tasks-" + quant + ".json");
+    auto written = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/llava_package.py"), pkg,
+                                     tokenizer, "--seed", "11", "--quantization", quant, "--tasks", tasks});
+    ASSERT_EQ(written.exit_code, 0) << written.out << written.err;
+    auto emitted = test::RunCli({"emit", "package", pkg, "--tasks", tasks});
+    ASSERT_EQ(emitted.exit_code, 0) << emitted.out << emitted.err;
+    Json manifest = Json::parse(test::ReadText(JoinPath(pkg, kManifestFileName)));
+    EXPECT_EQ(manifest["weights"]["parameter_schema_id"], own.parameter_schema_id);
+    EXPECT_EQ(manifest["interface_id"], own.interface_id);
+
+    // The PNG decoded as the package's processor declares (28 x 28: no resize), then the tower.
+    Opened opened = Open(pkg);
+    ASSERT_TRUE(opened.params);
+    auto model = BindModel(pkg, *opened.lib);
+    ASSERT_TRUE(model) << model.error().ToString();
+    ASSERT_TRUE(model->contract.image);
+    auto prepared = PrepareImageFile(image, model->contract.image->processor);
+    ASSERT_TRUE(prepared.ok()) << prepared.error().ToString();
+    ASSERT_EQ(prepared->rgb.pixels, px);
+    auto out = ImageEmbed(opened, PixelTensor(prepared->rgb.pixels, 28));
+    ASSERT_TRUE(out) << out.error().ToString();
+    ExpectRowsMatchReference(std::get<NDArray>(out->front()), opened, pkg, px, quant);
+
+    std::string report;
+    EXPECT_FALSE(RunTokens(pkg, ImageMessages(dir, url), &report).empty()) << report;
+    EXPECT_GT(Json::parse(report)["prompt_length"].get<int64_t>(), 16) << report;
+
+    OrderedJson content = OrderedJson::array({{{"type", "image_url"}, {"image_url", {{"url", url}}}},
+                                              {{"type", "text"}, {"text", "What is in the picture?"}}});
+    OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
+                       {"max_tokens", 6},
+                       {"temperature", 0}};
+    const std::string body = dir.Write("body.json", req.dump());
+    auto served = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/serve_once.py"),
+                                    MLC_CLI_PATH, pkg, "/v1/chat/completions", body});
+    ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
+    Json reply = Json::parse(served.out);
+    ASSERT_EQ(reply["status"], 200) << served.out;
+    EXPECT_EQ(reply["exit_code"], 0) << served.out;
+    Json answer = Json::parse(reply["body"].get<std::string>());
+    EXPECT_GT(answer["usage"]["prompt_tokens"].get<int64_t>(), 16) << served.out;
+    EXPECT_GT(answer["usage"]["completion_tokens"].get<int64_t>(), 0) << served.out;
+  }
 }
 
 }  // namespace

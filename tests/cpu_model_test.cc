@@ -202,12 +202,18 @@ TEST_P(CpuForward, MatchesFloat64ReferenceAtEveryPosition) {
   }
 }
 
-// The families of the embeddings pair, whose decoders Reference64 follows (Gemma 4, of the token
-// pair, has its own float64 model in cpu_gemma4_test).
+// The families whose decoders Reference64 follows: fused q/k/v, the embeddings pair (Gemma 3 and
+// Gemma 4, with unfused projections and per-head norms, have their own float64 models in
+// cpu_gemma3_test and cpu_gemma4_test).
+bool FollowedByReference64(const std::string& family) {
+  const cpu::FamilySpec* f = cpu::FindFamily(family);
+  return f->pair == GenerationPair::kEmbeds && !f->names.qkv.empty();
+}
+
 std::vector<FamilyCase> AllCases() {
   std::vector<FamilyCase> out;
   for (const std::string& f : CpuModelTypes()) {
-    if (cpu::FindFamily(f)->pair != GenerationPair::kEmbeds) continue;
+    if (!FollowedByReference64(f)) continue;
     for (const std::string& q : CpuQuantizations()) out.push_back({f + "_" + q, f, q});
   }
   return out;
@@ -250,7 +256,7 @@ TEST(CpuForward, SlidingWindowWithSinksKeepsTheWindowAndFreesPages) {
 TEST(CpuFamilies, LayerPlansFollowEachFamilysRules) {
   test::TempDir dir;
   for (const std::string& family : CpuModelTypes()) {
-    if (family == "gemma4") continue;  // its plan (types, shared KV) is cpu_gemma4_test's
+    if (!FollowedByReference64(family)) continue;  // their plans are cpu_gemma3_test's and cpu_gemma4_test's
     cpu::ModelConfig c = ConfigOf(WritePackage(dir, family, "q0f32"));
     ASSERT_EQ(c.layers.size(), static_cast<size_t>(c.num_layers)) << family;
     for (size_t l = 0; l < c.layers.size(); ++l) {
@@ -460,6 +466,50 @@ TEST(SamplerPenalties, RepetitionPresenceAndFrequencyChangeTheGreedyChoice) {
   bad.repetition_penalty = 0;
   bad.presence_penalty = 3;
   EXPECT_FALSE(CheckSamplerConfig(bad));
+}
+
+// Logprobs are the log-softmax of the penalized logits at the sampler's temperature (1 when
+// greedy), in float64, with the most likely tokens first (ties: lower id).
+TEST(SamplerLogprobs, LogSoftmaxOfTheDistributionSampledFrom) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, -2.0f, 0.5f};
+  auto log_softmax = [&](double t, size_t i) {
+    double sum = 0;
+    for (float l : logits) sum += std::exp(l / t);
+    return logits[i] / t - std::log(sum);
+  };
+  TokenLogprobs lp;
+  Sampler greedy{SamplerConfig{}};
+  EXPECT_EQ(greedy.Sample(logits, 3, &lp), 1);
+  EXPECT_EQ(lp.token, 1);
+  EXPECT_NEAR(lp.logprob, log_softmax(1, 1), 1e-12);
+  ASSERT_EQ(lp.top.size(), 3u);
+  EXPECT_EQ(lp.top[0].first, 1);
+  EXPECT_EQ(lp.top[1].first, 2);
+  EXPECT_EQ(lp.top[2].first, 0);
+  EXPECT_NEAR(lp.top[2].second, log_softmax(1, 0), 1e-12);
+  SamplerConfig warm;
+  warm.temperature = 0.5;
+  warm.seed = 7;
+  Sampler sampled(warm);
+  const int32_t token = sampled.Sample(logits, 0, &lp);
+  EXPECT_EQ(lp.token, token);
+  EXPECT_NEAR(lp.logprob, log_softmax(0.5, static_cast<size_t>(token)), 1e-12);
+  EXPECT_TRUE(lp.top.empty());
+  // A penalized token's logprob is of its penalized logit.
+  SamplerConfig rep;
+  rep.repetition_penalty = 2.0;
+  Sampler penalized(rep);
+  EXPECT_EQ(penalized.Sample(logits), 1);
+  EXPECT_EQ(penalized.Sample(logits, 5, &lp), 2);
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) sum += std::exp(i == 1 ? logits[i] / 2.0 : logits[i]);
+  EXPECT_EQ(lp.top[1].first, 1);
+  EXPECT_NEAR(lp.top[1].second, 1.5 - std::log(sum), 1e-12);
+  // Huge logits stay finite (the log-sum-exp).
+  const std::vector<float> big = {1e30f, 0.0f};
+  TokenLogprobs b = LogprobsOf(big, 0, 1, 2);
+  EXPECT_EQ(b.top[0].second, 0.0);
+  EXPECT_LT(b.top[1].second, -1e29);
 }
 
 // ---- the command line ----

@@ -8,23 +8,22 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <numeric>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/runtime.h"
+#include "support/llama_cpp_util.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
+
+using test::Argmax;
+using test::Cosine;
 
 constexpr int kPromptLength = 64;
 constexpr int kContinuation = 32;
@@ -33,15 +32,11 @@ constexpr int kContinuation = 32;
 // 15% error in one layer's attention scale that 0.999 would let through).
 constexpr double kMinCosine4Bit = 0.999;
 constexpr double kMinCosineFloat = 0.99999;
-// Two logits closer than this fraction of the row's standard deviation are a tie: llama.cpp's
-// 8-bit activations may order them either way.
-constexpr double kTieTolerance = 0.05;
 // Gemma 4 against Q4_0: llama.cpp's 8-bit activations alone take its logits on the tiny gemma4
 // q4f16_1 package to cosine 0.9937 (min over a 64-token prompt) against its own run of the same
 // weights written as F32 (whose dequantised values equal the Q4_0 blocks'); ours against llama.cpp
 // on F32 weights (the q4f32_1 case) stays above 0.9999. The looser bound is llama.cpp's rounding.
 constexpr double kMinCosineGemma4Q4_0 = 0.99;
-constexpr const char* kNodeLlamaCpp = "node-llama-cpp@3.22.1";
 
 struct Case {
   std::string name;
@@ -50,83 +45,6 @@ struct Case {
   double min_cosine = 0;  // 0: the bound of the format (kMinCosine4Bit / kMinCosineFloat)
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
-// What llama.cpp computed: logits after each prompt token and after each greedy token.
-struct Reference {
-  int64_t vocab = 0;
-  std::vector<float> logits;  // [kPromptLength + kContinuation, vocab]
-  std::vector<int32_t> generated;
-  const float* Row(int64_t i) const { return logits.data() + i * vocab; }
-};
-
-std::vector<int32_t> PromptIds(int64_t vocab, uint64_t seed) {
-  std::vector<int32_t> ids;
-  uint64_t x = seed * 6364136223846793005ull + 1442695040888963407ull;
-  for (int i = 0; i < kPromptLength; ++i) {
-    x = x * 6364136223846793005ull + 1442695040888963407ull;
-    ids.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(vocab - 3)));
-  }
-  return ids;
-}
-
-double Cosine(const float* a, const float* b, int64_t n) {
-  double ab = 0, aa = 0, bb = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
-}
-
-int32_t Argmax(const float* row, int64_t n) {
-  return static_cast<int32_t>(std::max_element(row, row + n) - row);
-}
-
-// The gap between the two best logits of a row, as a fraction of the row's standard deviation.
-double TopTwoGap(const float* row, int64_t n) {
-  std::vector<float> v(row, row + n);
-  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-  double mean = std::accumulate(row, row + n, 0.0) / double(n), var = 0;
-  for (int64_t i = 0; i < n; ++i) var += (row[i] - mean) * (row[i] - mean);
-  return (v[0] - v[1]) / std::sqrt(var / double(n));
-}
-
-std::string Join(const std::vector<int32_t>& ids) {
-  std::string s;
-  for (int32_t id : ids) s += (s.empty() ? "" : ",") + std::to_string(id);
-  return s;
-}
-
-// Converts the package to GGUF and runs llama.cpp over the prompt and a greedy continuation.
-Reference RunLlamaCpp(const std::string& node_llama_cpp, const std::string& package,
-                      const test::TempDir& tmp, const std::vector<int32_t>& prompt) {
-  Reference ref;
-  const std::string gguf = tmp.File("model.gguf"), out = tmp.File("llama_cpp");
-  auto conv = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/mlc_to_gguf.py"),
-                                package, gguf});
-  EXPECT_EQ(conv.exit_code, 0) << conv.out << conv.err;
-  if (conv.exit_code != 0) return ref;
-  // One thread: llama.cpp's threads spin at barriers, which on a shared machine costs far more
-  // than the second thread gains for a model this small.
-  auto run = test::RunProgram({"timeout", "300", "node",
-                               test::SourcePath("tests/support/llama_cpp_logits.mjs"),
-                               node_llama_cpp, gguf, Join(prompt),
-                               std::to_string(kContinuation), "1", out});
-  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
-  if (run.exit_code != 0) return ref;
-  auto meta = ReadJsonFile(out + ".json");
-  EXPECT_TRUE(meta.ok()) << (meta.ok() ? "" : meta.errors().front().message);
-  if (!meta.ok()) return ref;
-  ref.vocab = (*meta)["vocab"].get<int64_t>();
-  for (const auto& t : (*meta)["generated"]) ref.generated.push_back(t.get<int32_t>());
-  std::ifstream bin(out + ".bin", std::ios::binary);
-  ref.logits.resize(static_cast<size_t>((kPromptLength + kContinuation) * ref.vocab));
-  bin.read(reinterpret_cast<char*>(ref.logits.data()),
-           static_cast<std::streamsize>(ref.logits.size() * sizeof(float)));
-  EXPECT_TRUE(bin.good() && bin.peek() == EOF) << "llama.cpp logits file has the wrong size";
-  return ref;
-}
 
 // Our CPU program over the same package: embed, create_tir_paged_kv_cache, prefill, decode.
 class Ours {
@@ -220,7 +138,7 @@ TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
   // dequantised weights as F32 (Q4_0 has no float32 scale), so llama.cpp does not: 4-bit bound.
   const bool four_bit = c.quantization.rfind("q4", 0) == 0;
   const double kMinCosine = c.min_cosine > 0 ? c.min_cosine : four_bit ? kMinCosine4Bit : kMinCosineFloat;
-  const std::string node_llama_cpp = test::NpmPackage(kNodeLlamaCpp);
+  const std::string node_llama_cpp = test::NpmPackage(test::kNodeLlamaCpp);
   ASSERT_FALSE(node_llama_cpp.empty());
   test::TempDir tmp;
   const std::string package = tmp.File("package");
@@ -240,9 +158,9 @@ TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
   auto probe = ours.Feed({3}, false);
   ASSERT_TRUE(probe.ok()) << probe.errors().front().message;
   const int64_t vocab = static_cast<int64_t>(probe->size());
-  const std::vector<int32_t> prompt = PromptIds(vocab, 5);
+  const std::vector<int32_t> prompt = test::PromptIds(kPromptLength, vocab, 5);
 
-  Reference ref = RunLlamaCpp(node_llama_cpp, package, tmp, prompt);
+  test::LlamaCppRun ref = test::RunLlamaCpp(node_llama_cpp, package, tmp, prompt, kContinuation);
   ASSERT_EQ(ref.vocab, vocab);
   ASSERT_EQ(ref.generated.size(), size_t{kContinuation});
 
@@ -279,10 +197,7 @@ TEST_P(LlamaCppTest, LogitsAndGreedyContinuationAgree) {
     int32_t token = Argmax(row.data(), vocab);
     if (token != ref.generated[static_cast<size_t>(t)]) {
       diverged = true;
-      divergence_gap = TopTwoGap(theirs, vocab);
-      EXPECT_LT(divergence_gap, kTieTolerance)
-          << "step " << t << ": ours " << token << ", llama.cpp " << ref.generated[size_t(t)]
-          << " where llama.cpp's best two logits are not a tie";
+      divergence_gap = test::ExpectTie(ref, kPromptLength - 1 + t, t, token);
       break;
     }
     ++agreed;
@@ -322,7 +237,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"phi3_q4f16_1", "phi3", "q4f16_1"}, Case{"phi3_q0f32", "phi3", "q0f32"},
                       Case{"gemma4_q4f16_1", "gemma4", "q4f16_1", kMinCosineGemma4Q4_0},
                       Case{"gemma4_q4f32_1", "gemma4", "q4f32_1"}, Case{"gemma4_q0f32", "gemma4", "q0f32"},
-                      Case{"gemma4_q0f16", "gemma4", "q0f16"}),
+                      Case{"gemma4_q0f16", "gemma4", "q0f16"}, Case{"gemma3_q4f16_1", "gemma3", "q4f16_1"},
+                      Case{"gemma3_q4f32_1", "gemma3", "q4f32_1"}, Case{"gemma3_q0f32", "gemma3", "q0f32"},
+                      Case{"gemma3_text_q0f16", "gemma3_text", "q0f16"}),
     test::CaseName());
 
 }  // namespace

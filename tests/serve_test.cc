@@ -3,7 +3,9 @@
 // past the read timeout, a client leaving mid-stream) while others are served, SIGTERM draining a
 // stream, the official `openai` npm client (streamed and not, audio and image parts; a CPU-program
 // package, batched), and a 32-client streaming load test that checks every stream against the
-// same request run alone.
+// same request run alone; GET /metrics read by the Prometheus client's parser, POST
+// /v1/completions, logprobs checked against the CPU program's own logits, and the chat page at /
+// driven in a headless Chromium.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,16 +15,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/json.h"
+#include "mlc_manifest/open_package.h"
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
 #include "support/test_util.h"
@@ -189,6 +195,44 @@ struct Package {
     EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
   }
 };
+
+// A package the built-in CPU program runs: Qwen2 layout, 4-bit weights, random.
+struct TinyQwen2 {
+  test::TempDir dir;
+  TinyQwen2() {
+    FamilyModelOptions o;
+    o.family = "qwen2";
+    o.quantization = "q4f16_1";
+    o.shape = "tiny";
+    o.seed = 4;
+    auto w = WriteFamilyModel(dir.path(), o);
+    EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
+  }
+};
+
+// GET /metrics parsed by the official Prometheus client's parser (Debian's python3-prometheus-client
+// under /usr/bin/python3): {family: {"type", "samples": [{"name", "labels", "value"}]}}; null when
+// the parser refuses the text.
+Json ScrapeMetrics(int port) {
+  HttpReply r = Http(port, "GET", "/metrics");
+  EXPECT_EQ(r.status, 200);
+  auto parsed = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/parse_metrics.py")}, r.body);
+  EXPECT_EQ(parsed.exit_code, 0) << parsed.err << r.body;
+  auto j = ParseJson(parsed.out);
+  return j.ok() ? *j : Json();
+}
+
+// The value of one sample of a family (labels: one name and value, or none); NaN when absent.
+double Sample(const Json& families, const std::string& family, const std::string& name,
+              const std::string& label = "", const std::string& value = "") {
+  if (!families.contains(family)) return std::nan("");
+  for (const Json& s : families[family]["samples"]) {
+    if (s["name"] != name) continue;
+    if (!label.empty() && (!s["labels"].contains(label) || s["labels"][label] != value)) continue;
+    return s["value"].get<double>();
+  }
+  return std::nan("");
+}
 
 TEST(Serve, RoutesAndOpenAiErrors) {
   Package p;
@@ -395,14 +439,8 @@ TEST(Serve, OpenAiClientStreamsTextAudioAndImage) {
 TEST(Serve, CpuProgramPackageThroughTheOpenAiClient) {
   std::string openai = test::NpmPackage("openai@4.104.0");
   ASSERT_FALSE(openai.empty());
-  test::TempDir dir;
-  FamilyModelOptions o;
-  o.family = "qwen2";
-  o.quantization = "q4f16_1";
-  o.shape = "tiny";
-  o.seed = 4;
-  auto w = WriteFamilyModel(dir.path(), o);
-  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  TinyQwen2 p;
+  const test::TempDir& dir = p.dir;
   ServerProcess server(dir.path(), {"--max-batch-size", "4"});
   ASSERT_GT(server.port(), 0) << server.log();
   auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
@@ -497,6 +535,261 @@ TEST(Serve, Gemma4PackageAnswersASpokenQuestion) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// The counters move as requests end (three answered, one streamed, one refused), the token
+// counters match the replies' usage, every token is in a latency histogram, and the gauges add up
+// to the KV cache.
+TEST(Serve, MetricsCountRequestsTokensAndLatency) {
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  Json before = ScrapeMetrics(server.port());
+  ASSERT_TRUE(before.is_object());
+  EXPECT_EQ(before["mlc_manifest_requests"]["type"], "counter");
+  EXPECT_EQ(before["mlc_manifest_time_to_first_token_seconds"]["type"], "histogram");
+  EXPECT_EQ(before["mlc_manifest_running_sequences"]["type"], "gauge");
+  EXPECT_EQ(Sample(before, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"), 0);
+  int64_t prompt = 0, generated = 0, with_tokens = 0;
+  for (int i = 0; i < 3; ++i) {
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", Chat("count me " + std::to_string(i), 4 + i));
+    ASSERT_EQ(r.status, 200) << r.body;
+    Json usage = BodyJson(r)["usage"];
+    prompt += usage["prompt_tokens"].get<int64_t>();
+    generated += usage["completion_tokens"].get<int64_t>();
+    with_tokens += usage["completion_tokens"].get<int64_t>() > 0;
+  }
+  OrderedJson streamed = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", "stream"}}})},
+                          {"max_tokens", 6}, {"temperature", 0}, {"stream", true},
+                          {"stream_options", {{"include_usage", true}}}};
+  HttpReply s = Http(server.port(), "POST", "/v1/chat/completions", streamed.dump());
+  ASSERT_EQ(s.status, 200);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(s.body, m, std::regex(R"("prompt_tokens":(\d+),"completion_tokens":(\d+))"))) << s.body;
+  prompt += std::stoll(m[1]);
+  generated += std::stoll(m[2]);
+  with_tokens += std::stoll(m[2]) > 0;
+  EXPECT_EQ(Http(server.port(), "POST", "/v1/chat/completions", "{\"messages\": 5}").status, 400);
+
+  Json after = ScrapeMetrics(server.port());
+  ASSERT_TRUE(after.is_object());
+  auto requests = [&](const char* outcome) {
+    return Sample(after, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", outcome);
+  };
+  EXPECT_EQ(requests("completed"), 4);
+  EXPECT_EQ(requests("invalid"), 1);
+  EXPECT_EQ(requests("error"), 0);
+  EXPECT_EQ(requests("cancelled"), 0);
+  EXPECT_EQ(Sample(after, "mlc_manifest_prompt_tokens", "mlc_manifest_prompt_tokens_total"), prompt);
+  EXPECT_EQ(Sample(after, "mlc_manifest_generation_tokens", "mlc_manifest_generation_tokens_total"), generated);
+  const std::string ttft = "mlc_manifest_time_to_first_token_seconds";
+  const std::string itl = "mlc_manifest_inter_token_latency_seconds";
+  EXPECT_EQ(Sample(after, ttft, ttft + "_count"), with_tokens);
+  EXPECT_EQ(Sample(after, ttft, ttft + "_bucket", "le", "+Inf"), with_tokens);
+  EXPECT_GT(Sample(after, ttft, ttft + "_sum"), 0);
+  EXPECT_EQ(Sample(after, itl, itl + "_count"), generated - with_tokens);
+  // Buckets are cumulative.
+  double previous = 0;
+  for (const Json& sample : after[ttft]["samples"]) {
+    if (sample["name"] != ttft + "_bucket") continue;
+    EXPECT_GE(sample["value"].get<double>(), previous);
+    previous = sample["value"].get<double>();
+  }
+  EXPECT_EQ(Sample(after, "mlc_manifest_running_sequences", "mlc_manifest_running_sequences"), 0);
+  EXPECT_EQ(Sample(after, "mlc_manifest_waiting_sequences", "mlc_manifest_waiting_sequences"), 0);
+  Json health = BodyJson(Http(server.port(), "GET", "/health"));
+  const double used = Sample(after, "mlc_manifest_kv_positions_used", "mlc_manifest_kv_positions_used");
+  const double free = Sample(after, "mlc_manifest_kv_positions_free", "mlc_manifest_kv_positions_free");
+  EXPECT_EQ(used, 0);
+  EXPECT_GT(free, 0);
+  const double per_page = free / health["kv_free_pages"].get<double>();
+  EXPECT_EQ(per_page, std::floor(per_page)) << "positions are whole pages";
+  EXPECT_EQ(used + free, per_page * health["kv_total_pages"].get<double>());
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// POST /v1/completions over HTTP: a text prompt and token ids answered; what it does not take is a
+// 400 naming the field.
+TEST(Serve, CompletionsAnswerTextOrTokenIdsAndNameWhatTheyRefuse) {
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  HttpReply text = Http(server.port(), "POST", "/v1/completions",
+                        R"({"prompt": "Once upon", "max_tokens": 5, "temperature": 0})");
+  ASSERT_EQ(text.status, 200) << text.body;
+  Json t = BodyJson(text);
+  EXPECT_EQ(t["object"], "text_completion");
+  EXPECT_TRUE(t["choices"][0]["text"].is_string());
+  EXPECT_TRUE(t["choices"][0]["logprobs"].is_null());
+  EXPECT_LE(t["usage"]["completion_tokens"].get<int>(), 5);
+  HttpReply ids = Http(server.port(), "POST", "/v1/completions",
+                       R"({"prompt": [1, 10, 11, 12], "max_tokens": 3, "temperature": 0, "logprobs": 2})");
+  ASSERT_EQ(ids.status, 200) << ids.body;
+  Json i = BodyJson(ids);
+  EXPECT_EQ(i["usage"]["prompt_tokens"], 4);
+  const Json& lp = i["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"].size(), i["usage"]["completion_tokens"].get<size_t>()) << ids.body;
+  EXPECT_EQ(lp["top_logprobs"][0].size(), 2u) << ids.body;
+  struct Refused {
+    std::string body, param;
+  };
+  const Refused refused[] = {
+      {R"({"prompt": ["a", "b"]})", "/prompt"},
+      {R"({"prompt": [[1, 2]]})", "/prompt"},
+      {R"({"prompt": "a", "echo": true})", "/echo"},
+      {R"({"prompt": "a", "logprobs": 21})", "/logprobs"},
+      {R"({"prompt": [1, -2]})", "/prompt/1"},
+      {R"({"max_tokens": 3})", "/prompt"},
+      {R"({"prompt": "a", "suffix": "b"})", "/suffix"},
+  };
+  for (const Refused& r : refused) {
+    HttpReply reply = Http(server.port(), "POST", "/v1/completions", r.body);
+    EXPECT_EQ(reply.status, 400) << r.body;
+    EXPECT_EQ(BodyJson(reply)["error"]["param"], r.param) << r.body << " -> " << reply.body;
+  }
+  for (const char* chat : {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
+                           R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})"}) {
+    HttpReply reply = Http(server.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(reply.status, 400) << chat;
+    EXPECT_EQ(BodyJson(reply)["error"]["param"], "/top_logprobs") << reply.body;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// The openai client's completions (plain and streamed, a text prompt and token ids) and logprobs
+// (completions and chat, plain and streamed) on a CPU-program package: the first token's
+// logprobs are the log-softmax of the logits the CPU program gives for the same ids, computed
+// here; at temperature 0 the chosen token is the most likely one.
+TEST(Serve, CompletionsAndLogprobsThroughTheOpenAiClient) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  TinyQwen2 p;
+  const test::TempDir& dir = p.dir;
+  const std::vector<int32_t> ids = {5, 17, 42, 99, 3, 64};
+  // The CPU program's logits for the prompt, and their log-softmax in float64.
+  std::vector<double> expected;
+  {
+    auto package = OpenPackage(dir.path());
+    ASSERT_TRUE(package.ok()) << FormatErrors(package.errors());
+    Session session = package->model.NewSession();
+    TurnInput input;
+    input.pieces.push_back(PromptPiece{TextPiece{ids}, ""});
+    input.media.emplace_back();
+    auto prefill = session.Prefill(input);
+    ASSERT_TRUE(prefill.ok()) << FormatErrors(prefill.errors());
+    double max = -INFINITY, sum = 0;
+    for (float l : prefill->logits) max = std::max(max, static_cast<double>(l));
+    for (float l : prefill->logits) sum += std::exp(l - max);
+    for (float l : prefill->logits) expected.push_back(l - max - std::log(sum));
+  }
+  std::vector<double> sorted = expected;
+  std::sort(sorted.rbegin(), sorted.rend());
+  ServerProcess server(dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  std::string id_list;
+  for (int32_t id : ids) id_list += (id_list.empty() ? "" : ",") + std::to_string(id);
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "completions", id_list});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const Json& text = (*doc)["text"];
+  EXPECT_EQ(text["plain"]["text"], text["streamed"]["text"]);
+  EXPECT_EQ(text["plain"]["finish"], text["streamed"]["finish"]);
+  EXPECT_EQ(text["plain"]["usage"], text["streamed"]["usage"]);
+  EXPECT_GT(text["plain"]["usage"]["completion_tokens"].get<int>(), 0);
+
+  const Json& tokens = (*doc)["tokens"];
+  const Json& lp = tokens["plain"]["logprobs"];
+  EXPECT_EQ(tokens["plain"]["usage"]["prompt_tokens"], ids.size());
+  ASSERT_EQ(lp["tokens"].size(), tokens["plain"]["usage"]["completion_tokens"].get<size_t>()) << r.out;
+  ASSERT_GT(lp["tokens"].size(), 0u);
+  EXPECT_EQ(tokens["plain"]["text"], tokens["streamed"]["text"]);
+  EXPECT_EQ(lp, tokens["streamed"]["logprobs"]) << "streamed logprobs as the plain ones";
+  // The first token: the most likely (greedy), its logprob and its top 5 the log-softmax's.
+  const double first = lp["token_logprobs"][0].get<double>();
+  EXPECT_NEAR(first, sorted[0], 1e-4);
+  std::vector<double> top;
+  for (const auto& [token, value] : lp["top_logprobs"][0].items()) top.push_back(value.get<double>());
+  std::sort(top.rbegin(), top.rend());
+  ASSERT_GE(top.size(), 1u);
+  for (size_t k = 0; k < top.size(); ++k) EXPECT_NEAR(top[k], sorted[k], 1e-4) << "top " << k;
+  for (size_t k = 0; k < lp["token_logprobs"].size(); ++k) {
+    double best = -INFINITY;
+    for (const auto& [token, value] : lp["top_logprobs"][k].items()) best = std::max(best, value.get<double>());
+    EXPECT_DOUBLE_EQ(lp["token_logprobs"][k].get<double>(), best) << "token " << k;
+    if (k > 0) {
+      EXPECT_GE(lp["text_offset"][k].get<int64_t>(), lp["text_offset"][k - 1].get<int64_t>());
+    }
+  }
+
+  const Json& chat = (*doc)["chat"];
+  const Json& content = chat["plain"]["logprobs"];
+  EXPECT_EQ(chat["plain"]["text"], chat["streamed"]["text"]);
+  ASSERT_EQ(content.size(), chat["plain"]["usage"]["completion_tokens"].get<size_t>()) << r.out;
+  EXPECT_EQ(content, chat["streamed"]["logprobs"]);
+  for (const Json& entry : content) {
+    ASSERT_EQ(entry["top_logprobs"].size(), 3u) << entry.dump();
+    EXPECT_DOUBLE_EQ(entry["logprob"].get<double>(), entry["top_logprobs"][0]["logprob"].get<double>());
+    EXPECT_EQ(entry["token"], entry["top_logprobs"][0]["token"]);
+    EXPECT_GE(entry["top_logprobs"][0]["logprob"].get<double>(), entry["top_logprobs"][2]["logprob"].get<double>());
+    EXPECT_LE(entry["logprob"].get<double>(), 0);
+    EXPECT_TRUE(entry["bytes"].is_array());
+  }
+  EXPECT_EQ((*doc)["error"]["status"], 400);
+  EXPECT_EQ((*doc)["error"]["param"], "/echo");
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// The chat page at / in a real headless Chromium: an image attached with the file input, a message
+// sent, the reply streamed into the page; a screenshot shows it (the reply's box is not blank).
+TEST(Serve, ChatPageAnswersAnImageInChromium) {
+  const char* candidates[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
+  std::string chromium;
+  for (const char* c : candidates) {
+    if (access(c, X_OK) == 0) chromium = c;
+  }
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/deps test installs it)";
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  HttpReply page = Http(server.port(), "GET", "/");
+  ASSERT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("/v1/chat/completions"), std::string::npos);
+  test::TempDir work;
+  std::string image = work.Write("photo.bmp", test::BmpImage(40, 30));
+  const std::string shot = work.File("page.png");
+  auto r = test::RunProgram({"node", "--experimental-websocket", test::SourcePath("tests/support/chat_page.mjs"),
+                             chromium, server.url(), image, shot, work.File("profile")});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  EXPECT_EQ((*doc)["status"], "done") << r.out;
+  EXPECT_NE((*doc)["reply"].get<std::string>(), "") << r.out;
+  EXPECT_NE((*doc)["note"].get<std::string>().find("photo.bmp"), std::string::npos) << r.out;
+  // The image counted in the prompt: more positions than the text alone.
+  Json metrics = ScrapeMetrics(server.port());
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"), 1);
+  EXPECT_GT(Sample(metrics, "mlc_manifest_prompt_tokens", "mlc_manifest_prompt_tokens_total"), 16);
+  // The reply's box in the screenshot holds more than its background: the streamed text is drawn.
+  const Json& box = (*doc)["box"];
+  auto pixels = test::RunProgram(
+      {"/usr/bin/python3", "-c",
+       "import sys\nfrom PIL import Image\nim = Image.open(sys.argv[1]).convert('RGB')\n"
+       "box = tuple(int(v) for v in sys.argv[2:6])\nregion = im.crop(box)\n"
+       "colors = region.getcolors(1 << 20) or []\n"
+       "bg = max(colors)[1] if colors else None\n"
+       "ink = sum(n for n, c in colors if sum(abs(a - b) for a, b in zip(c, bg)) > 150)\n"
+       "print(im.size[0], im.size[1], len(colors), ink)\n",
+       shot, std::to_string(box[0].get<int>()), std::to_string(box[1].get<int>()),
+       std::to_string(box[2].get<int>()), std::to_string(box[3].get<int>())});
+  ASSERT_EQ(pixels.exit_code, 0) << pixels.err;
+  int width = 0, height = 0, colors = 0, ink = 0;
+  std::istringstream(pixels.out) >> width >> height >> colors >> ink;
+  EXPECT_GT(width, 0);
+  EXPECT_GT(colors, 2) << pixels.out;
+  EXPECT_GT(ink, 20) << "dark pixels of text in the reply's box: " << pixels.out;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Serve, LoadThirtyTwoStreamingClients) {
   if (kSanitized) GTEST_SKIP() << "the 30 s load test runs in the release build only";
   std::string openai = test::NpmPackage("openai@4.104.0");
@@ -519,6 +812,100 @@ TEST(Serve, LoadThirtyTwoStreamingClients) {
   EXPECT_GT((*doc)["ok"].get<int>(), 32);
   // Bounded memory: the KV cache is allocated up front; load must not grow the process much.
   EXPECT_LT(rss_after - rss_before, 64 * 1024) << "kB";
+  // Every stream counted in the metrics, none as failed.
+  Json metrics = ScrapeMetrics(server.port());
+  EXPECT_GE(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"),
+            (*doc)["ok"].get<double>());
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "error"), 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// Structured output (response_format): 100 replies sampled at temperature 1 (seeds 0..99, four
+// requests at a time so they share batches) per format all parse and validate with an
+// independent validator (python3-jsonschema); the openai client's json_schema request parses,
+// streamed and not; a keyword outside the subset is a 400 naming it.
+TEST(Serve, StructuredOutputAlwaysValidates) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--max-batch-size", "4", "--json-max-string-length", "12"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  test::TempDir dir;
+  const std::vector<std::string> formats = {
+      R"({"type": "json_object"})",
+      R"({"type": "json_schema", "json_schema": {"name": "record", "strict": true, "schema": {
+          "type": "object", "additionalProperties": false,
+          "properties": {"name": {"type": "string"}, "count": {"type": "integer"},
+                         "color": {"enum": ["red", "green", "blue"]},
+                         "tags": {"type": "array", "items": {"type": "string", "maxLength": 5}, "maxItems": 3}},
+          "required": ["name", "count", "color", "tags"]}}})",
+      R"({"type": "json_schema", "json_schema": {"name": "nested", "schema": {
+          "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}},
+                              "required": ["x", "y"], "additionalProperties": false}},
+          "type": "object", "additionalProperties": false,
+          "properties": {"shape": {"type": "object", "additionalProperties": false,
+                                   "properties": {"kind": {"const": "polygon"},
+                                                  "points": {"type": "array", "items": {"$ref": "#/$defs/point"},
+                                                             "minItems": 1, "maxItems": 3},
+                                                  "closed": {"type": "boolean"},
+                                                  "label": {"type": ["string", "null"]}},
+                                   "required": ["kind", "points", "closed", "label"]},
+                         "note": {"type": "string"}},
+          "required": ["shape"]}}})"};
+  for (size_t i = 0; i < formats.size(); ++i) {
+    std::string file = dir.Write("format" + std::to_string(i) + ".json", formats[i]);
+    auto r = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/json_replies.py"),
+                               server.url(), file, "100", "4", "1000"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto doc = ParseJson(r.out);
+    ASSERT_TRUE(doc.ok()) << r.out;
+    std::cout << "format " << i << ": " << r.out;
+    EXPECT_EQ((*doc)["ok"], 100) << r.out;
+  }
+
+  // The official client, streamed and not.
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_json_client.mjs"), openai,
+                             server.url()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  for (const char* how : {"plain", "streamed"}) {
+    const Json& reply = (*doc)[how];
+    EXPECT_EQ(reply["finish"], "stop") << r.out;
+    auto person = ParseJson(reply["content"].get<std::string>());
+    ASSERT_TRUE(person.ok()) << r.out;
+    EXPECT_TRUE((*person)["name"].is_string()) << r.out;
+    EXPECT_TRUE((*person)["age"].is_number_integer()) << r.out;
+    EXPECT_TRUE((*person)["role"] == "admin" || (*person)["role"] == "user") << r.out;
+  }
+  EXPECT_EQ((*doc)["plain"]["content"], (*doc)["streamed"]["content"]);  // same seed, same reply
+
+  // max_tokens cuts a reply, as OpenAI does: finish_reason "length".
+  auto ask = [&](const std::string& format, int max_tokens) {
+    return Http(server.port(), "POST", "/v1/chat/completions",
+                R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": )" +
+                    std::to_string(max_tokens) + R"(, "response_format": )" + format + "}");
+  };
+  HttpReply cut = ask(formats[1], 3);
+  ASSERT_EQ(cut.status, 200) << cut.body;
+  EXPECT_EQ(BodyJson(cut)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(BodyJson(cut)["usage"]["completion_tokens"], 3);
+  HttpReply text = ask(R"({"type": "text"})", 4);
+  EXPECT_EQ(text.status, 200) << text.body;
+
+  // Outside the subset: 400 naming the keyword and where it is.
+  HttpReply minimum = ask(R"({"type": "json_schema", "json_schema": {"name": "n", "schema": {
+      "type": "object", "properties": {"age": {"type": "integer", "minimum": 0}}}}})", 8);
+  EXPECT_EQ(minimum.status, 400);
+  EXPECT_EQ(BodyJson(minimum)["error"]["param"], "/response_format/json_schema/schema/properties/age/minimum");
+  EXPECT_NE(ErrorMessage(minimum).find("\"minimum\" at /properties/age/minimum"), std::string::npos)
+      << minimum.body;
+  for (const char* bad : {R"({"type": "yaml"})", R"({"type": "json_schema"})", R"("json")",
+                          R"({"type": "json_schema", "json_schema": {"schema": {}}})"}) {
+    HttpReply r400 = ask(bad, 8);
+    EXPECT_EQ(r400.status, 400) << bad;
+    EXPECT_NE(ErrorMessage(r400), "") << bad;
+  }
   EXPECT_EQ(server.Stop(), 0);
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mlc_manifest/error.h"
+#include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/runtime.h"
 #include "mlc_manifest/tokenizer.h"
 
@@ -81,12 +82,19 @@ struct GenerationRequest {
   SamplerConfig sampler;
   std::vector<int32_t> stop_token_ids;
   std::vector<std::string> stop_strings;  // needs a tokenizer
+  // Structured output: each token is sampled among those the grammar allows (stop ids only
+  // once the value is complete); unset: free text.
+  std::optional<JsonConstraint> json;
+  // -1: no log-probabilities; 0..20: each kept token's, with this many most likely alternatives
+  // (StreamEvent::logprobs).
+  int top_logprobs = -1;
 };
 
 // What the engine reports about a request, in order; the last one has done set.
 struct StreamEvent {
   std::string text;             // new text, safe to show (stop strings are cut)
   std::vector<int32_t> tokens;  // tokens kept since the previous event
+  std::vector<TokenLogprobs> logprobs;  // per token, when the request asked for them
   bool done = false;
   std::string finish_reason;  // when done, FinishReasonName: "stop", "length", "cancelled", "error"
   Errors errors;              // finish_reason "error"
@@ -119,6 +127,7 @@ class Engine {
     size_t running = 0;
     int64_t free_pages = 0;
     int64_t total_pages = 0;
+    int64_t page_size = 0;      // KV positions per page
     int64_t steps = 0;          // scheduler iterations that called the model
     int64_t max_running = 0;    // most requests running at once so far
   };
@@ -132,6 +141,9 @@ class Engine {
   void AdmitWaiting(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunPrefill(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
+  // Logprobs (top_n alternatives into *logprobs when given) are of the masked distribution.
+  int32_t SampleConstrained(Active& a, const std::vector<float>& logits, int top_n, TokenLogprobs* logprobs,
+                            std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Accept(Active& a, const std::vector<float>& logits,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Finish(Active& a, StopReason reason, Errors errors,

@@ -1,6 +1,6 @@
 // The OpenAI-compatible HTTP front of the engine: POST /v1/chat/completions (plain JSON or
-// server-sent events with stream: true; text, input_audio and image_url content parts),
-// GET /v1/models and GET /health, with limits on body size, concurrent requests and time, every
+// server-sent events with stream: true; text, input_audio and image_url content parts; logprobs),
+// POST /v1/completions, GET /v1/models, GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size, concurrent requests and time, every
 // bad request answered with an OpenAI-style error object. Also the parser of a chat completion
 // request, usable on its own.
 #pragma once
@@ -34,6 +34,8 @@ struct ChatCompletionRequest {
   std::vector<std::string> stop;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema
+  int top_logprobs = -1;       // logprobs: -1 off; else top_logprobs (0..20)
 };
 
 // Parses the body of POST /v1/chat/completions (OpenAI's schema; unknown fields are ignored).
@@ -42,6 +44,31 @@ struct ChatCompletionRequest {
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
                                                          const ChatCompletionLimits& limits,
                                                          const SamplerConfig& defaults);
+
+// The grammar of the body's response_format (the body parsed again in key order, so that object
+// properties come in the schema's order): nullptr for none or {"type": "text"}, any JSON object
+// for {"type": "json_object"}, the schema for {"type": "json_schema", "json_schema": {"name",
+// "schema", "strict", "description"}}. A schema keyword outside the subset is kUnsupported at
+// /response_format/json_schema/schema/..., its message naming the keyword.
+Result<std::shared_ptr<const JsonGrammar>> ParseResponseFormat(const OrderedJson& body,
+                                                              const JsonGrammarOptions& options);
+
+// The body of POST /v1/completions (the legacy API): one prompt, a string or token ids; echo and
+// several prompts are refused (400 naming the field); logprobs 0..20.
+struct CompletionRequest {
+  std::string model;
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  bool prompt_is_ids = false;
+  int64_t max_tokens = 16;  // OpenAI's default here
+  SamplerConfig sampler;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;
+  int top_logprobs = -1;  // logprobs: -1 off; else the alternatives per token (0..20)
+};
+Result<CompletionRequest> ParseCompletionRequest(const Json& doc, const ChatCompletionLimits& limits,
+                                                 const SamplerConfig& defaults);
 
 // {"error": {"message", "type", "param", "code"}}: type "invalid_request_error" for kInvalid /
 // kUsage / kUnsupported, "rate_limit_error"-style names are given by the caller.
@@ -61,6 +88,7 @@ struct ServeOptions {
   int request_read_timeout_s = 30;  // a request's line, headers and body must arrive within this
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
+  int64_t json_max_string_length = 0;  // structured output: strings without maxLength; 0: unbounded
   EngineOptions engine;
 };
 

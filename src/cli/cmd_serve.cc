@@ -88,6 +88,10 @@ const Registration kServe(620, "serve",
       ->capture_default_str();
   cmd->add_option("--idle-timeout", a->options.idle_timeout_s, "Seconds a connection may stay silent")
       ->capture_default_str();
+  cmd->add_option("--json-max-string-length", a->options.json_max_string_length,
+                  "Structured output: longest string where the schema sets no maxLength (0: unbounded)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
   cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
                   "Seconds a request's headers and body may take to arrive")

@@ -31,6 +31,7 @@ struct Engine::Active {
   int64_t pages = 0;       // reserved
   std::optional<Sampler> sampler;
   std::optional<ReplyStream> reply;
+  std::optional<GrammarMatcher> grammar;  // structured output
 };
 
 namespace {
@@ -49,6 +50,7 @@ Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, En
   if (options_.prefill_chunk_size <= 0) options_.prefill_chunk_size = batch_->limits().prefill_chunk_size;
   stats_.total_pages = batch_->kv().TotalPages();
   stats_.free_pages = batch_->kv().FreePages();
+  stats_.page_size = batch_->kv().PageSize();
   thread_ = std::thread([this] { Loop(); });
   prepare_thread_ = std::thread([this] { PrepareLoop(); });
 }
@@ -70,6 +72,12 @@ Engine::~Engine() { Shutdown(false); }
 Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
   MLC_RETURN_IF_ERROR(CheckSamplerConfig(request.sampler));
   if (request.max_tokens < 0) return Invalid("/max_tokens", "expected >= 0");
+  if (request.json && (!request.json->grammar || !request.json->vocabulary)) {
+    return Error{ErrorCode::kUsage, "/response_format", "a JSON constraint needs a grammar and a vocabulary"};
+  }
+  if (request.top_logprobs < -1 || request.top_logprobs > 20) {
+    return Invalid("/top_logprobs", "expected an integer in [0, 20]");
+  }
   if (!request.stop_strings.empty() && !tokenizer_) {
     return Error{ErrorCode::kUsage, "/stop", "stop strings need the package's tokenizer"};
   }
@@ -157,10 +165,42 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
   out.emplace_back(a.sink, std::move(e));
 }
 
+// A token among those the request's grammar allows, sampled in this sequence's own step (the
+// mask is this sequence's work only); -1 when the request ended instead.
+int32_t Engine::SampleConstrained(Active& a, const std::vector<float>& logits, int top_n, TokenLogprobs* logprobs,
+                                  Outbox& out) {
+  std::vector<float> masked = logits;
+  if (a.grammar->Constrain(masked, a.request.stop_token_ids) == 0) {
+    if (a.grammar->Accepting()) {
+      Finish(a, StopReason::kStopToken, {}, out);
+    } else {
+      Finish(a, StopReason::kError,
+             {Error{ErrorCode::kUnsupported, "/response_format",
+                    "no token of the vocabulary continues the JSON reply"}},
+             out);
+    }
+    return -1;
+  }
+  int32_t token = a.sampler->Sample(masked, top_n, logprobs);
+  const auto& stops = a.request.stop_token_ids;
+  if (std::find(stops.begin(), stops.end(), token) == stops.end() && !a.grammar->Advance(token)) {
+    Finish(a, StopReason::kError,
+           {Error{ErrorCode::kInvalid, "/response_format", "the sampler chose a token the grammar refuses"}},
+           out);
+    return -1;
+  }
+  return token;
+}
+
 // A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
 // back unless the reply is complete.
 void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
-  int32_t token = a.sampler->Sample(logits);
+  const bool logprobs = a.request.top_logprobs >= 0;
+  TokenLogprobs lp;
+  TokenLogprobs* lp_out = logprobs ? &lp : nullptr;
+  const int top_n = logprobs ? a.request.top_logprobs : 0;
+  int32_t token = a.grammar ? SampleConstrained(a, logits, top_n, lp_out, out) : a.sampler->Sample(logits, top_n, lp_out);
+  if (a.finished) return;
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
     Finish(a, StopReason::kStopToken, {}, out);
@@ -169,6 +209,7 @@ void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
   ++a.generated;
   StreamEvent e;
   e.tokens = {token};
+  if (logprobs) e.logprobs.push_back(std::move(lp));
   if (a.reply) e.text = a.reply->Push(token);
   e.prompt_tokens = a.prompt->plan.prompt_length;
   e.completion_tokens = a.generated;
@@ -219,6 +260,7 @@ void Engine::AdmitWaiting(Outbox& out) {
     next->pages = need;
     reserved_pages_ += need;
     next->sampler.emplace(next->request.sampler);
+    if (next->request.json) next->grammar.emplace(*next->request.json);
     if (tokenizer_) next->reply.emplace(*tokenizer_, next->request.stop_strings);
     if (Status s = kv.AddSequence(static_cast<int64_t>(next->id)); !s) {
       reserved_pages_ -= need;

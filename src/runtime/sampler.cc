@@ -1,7 +1,8 @@
 // Token sampling: greedy, or temperature softmax restricted by top-k and top-p, from a seeded
-// generator so a run is reproducible.
+// generator so a run is reproducible; a sampled token's log-probabilities.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "mlc_manifest/runtime.h"
@@ -42,7 +43,37 @@ Status CheckSamplerConfig(const SamplerConfig& c) {
 
 Sampler::Sampler(const SamplerConfig& config) : config_(config), rng_(config.seed) {}
 
-int32_t Sampler::Sample(std::span<const float> raw) {
+TokenLogprobs LogprobsOf(std::span<const float> logits, double temperature, int32_t chosen,
+                         int top_n) {
+  TokenLogprobs out;
+  out.token = chosen;
+  if (logits.empty()) return out;
+  const double t = temperature > 0 ? temperature : 1.0;
+  double max_z = -std::numeric_limits<double>::infinity();
+  for (float l : logits) max_z = std::max(max_z, static_cast<double>(l) / t);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l) / t - max_z);
+  const double lse = max_z + std::log(sum);
+  auto logprob = [&](int32_t id) { return static_cast<double>(logits[static_cast<size_t>(id)]) / t - lse; };
+  if (chosen >= 0 && static_cast<size_t>(chosen) < logits.size()) out.logprob = logprob(chosen);
+  // The top_n by logit, kept sorted while scanning (a larger logit first; ties: the lower id).
+  const size_t n = std::min<size_t>(static_cast<size_t>(std::max(top_n, 0)), logits.size());
+  std::vector<int32_t> top;
+  top.reserve(n + 1);
+  auto before = [&](int32_t a, int32_t b) { return logits[a] != logits[b] ? logits[a] > logits[b] : a < b; };
+  for (size_t i = 0; i < logits.size() && n > 0; ++i) {
+    const auto id = static_cast<int32_t>(i);
+    if (top.size() == n && !before(id, top.back())) continue;
+    top.insert(std::upper_bound(top.begin(), top.end(), id, before), id);
+    if (top.size() > n) top.pop_back();
+  }
+  for (int32_t id : top) out.top.emplace_back(id, logprob(id));
+  return out;
+}
+
+int32_t Sampler::Sample(std::span<const float> raw) { return Sample(raw, 0, nullptr); }
+
+int32_t Sampler::Sample(std::span<const float> raw, int top_n, TokenLogprobs* logprobs) {
   if (raw.empty()) return 0;
   std::vector<float> penalized;
   std::span<const float> logits = raw;
@@ -62,6 +93,7 @@ int32_t Sampler::Sample(std::span<const float> raw) {
   }
   int32_t token = Choose(logits);
   ++counts_[token];
+  if (logprobs) *logprobs = LogprobsOf(logits, config_.temperature, token, top_n);
   return token;
 }
 

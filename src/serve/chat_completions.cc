@@ -1,6 +1,7 @@
 // POST /v1/chat/completions: the request parsed and built into the engine's (the conversation
-// template through ChatTurns, media decoded from data: URLs, or local files when allowed), queued
-// on the engine, and answered as one JSON object (streams: serve/stream.cc).
+// template through ChatTurns, media decoded from data: URLs, or local files when allowed); and
+// what the generation routes share: admission, queueing on the engine, the outcome counted in
+// the metrics, and the answer as one JSON object (streams: serve/stream.cc).
 #include <unistd.h>
 
 #include "serve/server_impl.h"
@@ -29,17 +30,62 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   MLC_RETURN_IF_ERROR(input);
   GenerationRequest g;
   g.input = std::move(*input);
-  g.max_tokens = r.max_tokens;
-  g.sampler = r.sampler;
-  g.stop_token_ids = package.stop_ids;
-  g.stop_strings = package.stop_strings;
-  g.stop_strings.insert(g.stop_strings.end(), r.stop.begin(), r.stop.end());
+  SetOptions(g, r);
+  if (r.json) {
+    std::call_once(vocabulary_once,
+                   [&] { vocabulary = TokenVocabulary::FromTokenizer(*package.tokenizer); });
+    g.json = JsonConstraint{r.json, vocabulary};
+  }
   return g;
 }
 
-void Server::Impl::ChatCompletions(std::string_view body, const Reply& res) {
+Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
+                                        ChatCompletionRequest& r) {
+  if (!doc.contains("response_format")) return Status::Ok();
+  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
+  if (ordered.is_discarded()) return Invalid("/response_format", "the body could not be read in key order");
+  JsonGrammarOptions o;
+  o.max_string_length = options.json_max_string_length;
+  auto grammar = ParseResponseFormat(ordered, o);
+  MLC_RETURN_IF_ERROR(grammar);
+  r.json = *grammar;
+  return Status::Ok();
+}
+
+Result<Job> Server::Impl::ChatJob(std::string_view body, const Json& doc) {
+  auto parsed = ParseChatCompletionRequest(doc, options.request_limits, defaults);
+  MLC_RETURN_IF_ERROR(parsed);
+  MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, *parsed));
+  auto gen = BuildRequest(*parsed);
+  MLC_RETURN_IF_ERROR(gen);
+  Job job;
+  job.gen = std::move(*gen);
+  job.stream = parsed->stream;
+  job.include_usage = parsed->include_usage;
+  job.format.wire = Wire::kChat;
+  job.format.top_logprobs = parsed->top_logprobs;
+  return job;
+}
+
+void Server::Impl::Refuse(const Reply& res, int status, const OrderedJson& error) {
+  metrics.Count(status == 429 || status == 503 ? Outcome::kRejected
+                : status >= 500                ? Outcome::kError
+                                               : Outcome::kInvalid);
+  SendError(res, status, error);
+}
+
+void Server::Impl::CountEnd(const StreamEvent& last) {
+  if (last.finish_reason == "error") {
+    metrics.Count(StatusFor(last.errors) >= 500 ? Outcome::kError : Outcome::kInvalid);
+  } else {
+    metrics.Count(last.finish_reason == "cancelled" ? Outcome::kCancelled : Outcome::kCompleted);
+  }
+}
+
+void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) {
+  const auto start = Clock::now();
   if (draining) {
-    SendError(res, 503, OpenAiError("the server is shutting down", "server_error"));
+    Refuse(res, 503, OpenAiError("the server is shutting down", "server_error"));
     return;
   }
   struct Slot {  // counts the request in flight until its answer is written
@@ -54,77 +100,71 @@ void Server::Impl::ChatCompletions(std::string_view body, const Reply& res) {
   };
   auto slot = std::make_unique<Slot>(in_flight);
   if (in_flight > options.max_concurrent) {
-    SendError(res, 429, OpenAiError("too many requests in flight; retry later", "rate_limit_error"));
+    Refuse(res, 429, OpenAiError("too many requests in flight; retry later", "rate_limit_error"));
     return;
   }
   JsonLimits limits;
   limits.max_bytes = options.max_body_bytes;
   auto doc = ParseJson(body, limits);
   if (!doc) {
-    SendError(res, 400, OpenAiError(doc.errors()));
+    Refuse(res, 400, OpenAiError(doc.errors()));
     return;
   }
-  auto parsed = ParseChatCompletionRequest(*doc, options.request_limits, defaults);
-  if (!parsed) {
-    SendError(res, 400, OpenAiError(parsed.errors()));
+  auto job = wire == Wire::kChat ? ChatJob(body, *doc) : CompletionJob(*doc);
+  if (!job) {
+    Refuse(res, StatusFor(job.errors()), OpenAiError(job.errors()));
     return;
   }
-  auto gen = BuildRequest(*parsed);
-  if (!gen) {
-    SendError(res, StatusFor(gen.errors()), OpenAiError(gen.errors()));
-    return;
-  }
-  auto channel = std::make_shared<Channel>();
-  auto id = engine->Submit(std::move(*gen), channel->Sink());
+  auto channel = std::make_shared<Channel>(RequestTimer(&metrics, start));
+  auto id = engine->Submit(std::move(job->gen), channel->Sink());
   if (!id) {
     bool full = id.error().code == ErrorCode::kLimit;
-    SendError(res, full ? 429 : 503,
-              OpenAiError(id.error().message, full ? "rate_limit_error" : "server_error"));
+    Refuse(res, full ? 429 : 503, OpenAiError(id.error().message, full ? "rate_limit_error" : "server_error"));
     return;
   }
-  std::string completion_id = "chatcmpl-" + std::to_string(getpid()) + "-" + std::to_string(next_id++);
-  if (parsed->stream) {
+  ReplyFormat& format = job->format;
+  format.id = (wire == Wire::kChat ? "chatcmpl-" : "cmpl-") + std::to_string(getpid()) + "-" +
+              std::to_string(next_id++);
+  format.created = std::chrono::duration_cast<std::chrono::seconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  format.model = model_id;
+  format.tokenizer = package.tokenizer.get();
+  if (job->stream) {
     slot->armed = false;  // the stream's releaser gives the slot back
-    Stream(*id, *parsed, channel, completion_id, res);
+    Stream(*id, std::move(*job), channel, res);
   } else {
-    Answer(*id, *parsed, channel, completion_id, res);
+    Answer(*id, *job, channel, res);
   }
 }
 
-void Server::Impl::Answer(uint64_t id, const ChatCompletionRequest&, std::shared_ptr<Channel> channel,
-                          const std::string& completion_id, const Reply& res) {
+void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channel, const Reply& res) {
   const auto deadline = Clock::now() + std::chrono::seconds(options.request_timeout_s);
   std::string text;
+  std::vector<TokenLogprobs> logprobs;
   StreamEvent last;
   for (bool done = false; !done;) {
     if (Clock::now() > deadline) {
       engine->Cancel(id);
+      metrics.Count(Outcome::kTimeout);
       SendError(res, 504, OpenAiError("the reply took longer than the request timeout", "timeout"));
       return;
     }
     for (StreamEvent& e : channel->Take(std::chrono::milliseconds(200))) {
       text += e.text;
+      logprobs.insert(logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
+                      std::make_move_iterator(e.logprobs.end()));
       if (e.done) {
         last = std::move(e);
         done = true;
       }
     }
   }
+  CountEnd(last);
   if (last.finish_reason == "error") {
     SendError(res, StatusFor(last.errors), OpenAiError(last.errors));
     return;
   }
-  int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-  SendJson(res, 200,
-           {{"id", completion_id},
-            {"object", "chat.completion"},
-            {"created", created},
-            {"model", model_id},
-            {"choices", OrderedJson::array({{{"index", 0},
-                                             {"message", {{"role", "assistant"}, {"content", text}}},
-                                             {"finish_reason", FinishReason(last.finish_reason)}}})},
-            {"usage", Usage(last)}});
+  SendJson(res, 200, job.format.Whole(text, logprobs, last));
 }
 
 }  // namespace mlc

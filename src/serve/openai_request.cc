@@ -1,12 +1,12 @@
 // The body of an OpenAI chat completion request: messages (SPEC 7's parser), max_tokens or
-// max_completion_tokens, temperature, top_p, seed, stop, n, stream and stream_options, each
-// checked with its JSON Pointer; and OpenAI's error object.
+// max_completion_tokens, temperature, top_p, seed, stop, n, stream and stream_options (the fields
+// completions share), logprobs and top_logprobs, each checked with its JSON Pointer; and OpenAI's
+// error object.
 #include <cmath>
 
-#include "mlc_manifest/serve.h"
+#include "serve/request_fields.h"
 
 namespace mlc {
-namespace {
 
 Result<double> Number(const Json& doc, const char* key, double lo, double hi) {
   const Json& v = doc[key];
@@ -31,78 +31,57 @@ Result<int64_t> Integer(const Json& doc, const char* key, int64_t lo, int64_t hi
 
 bool Present(const Json& doc, const char* key) { return doc.contains(key) && !doc[key].is_null(); }
 
-}  // namespace
-
-Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
-                                                         const ChatCompletionLimits& limits,
-                                                         const SamplerConfig& defaults) {
-  if (!doc.is_object()) return Invalid("", "expected a JSON object, got " + JsonTypeName(doc));
-  ChatCompletionRequest r;
-  r.sampler = defaults;
-  Errors errors;
-  auto keep = [&errors](auto result, auto& out) {
-    if (result) {
-      out = *result;
-    } else {
-      errors.insert(errors.end(), result.errors().begin(), result.errors().end());
-    }
-  };
-  if (Present(doc, "model")) {
-    if (doc["model"].is_string()) {
-      r.model = doc["model"].get<std::string>();
-    } else {
-      errors.push_back(Invalid("/model", "expected a string"));
-    }
-  }
-  if (!doc.contains("messages")) {
-    errors.push_back(Invalid("/messages", "the request needs messages"));
-  } else if (doc["messages"].is_array() && doc["messages"].size() > limits.max_messages) {
-    errors.push_back(Error{ErrorCode::kLimit, "/messages",
-                           "at most " + std::to_string(limits.max_messages) + " messages"});
+void ParseModel(const Json& doc, std::string& model, Errors& errors) {
+  if (!Present(doc, "model")) return;
+  if (doc["model"].is_string()) {
+    model = doc["model"].get<std::string>();
   } else {
-    keep(ParseMessages(doc["messages"], "/messages"), r.messages);
+    errors.push_back(Invalid("/model", "expected a string"));
   }
-  r.max_tokens = limits.default_max_tokens;
+}
+
+void ParseSharedFields(const Json& doc, const ChatCompletionLimits& limits, SharedFields& out,
+                       Errors& errors) {
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
-    if (Present(doc, key)) keep(Integer(doc, key, 1, limits.max_tokens), r.max_tokens);
+    if (Present(doc, key)) Keep(errors, Integer(doc, key, 1, limits.max_tokens), out.max_tokens);
   }
-  if (Present(doc, "temperature")) keep(Number(doc, "temperature", 0, 2), r.sampler.temperature);
+  if (Present(doc, "temperature")) Keep(errors, Number(doc, "temperature", 0, 2), out.sampler.temperature);
   if (Present(doc, "top_p")) {
-    keep(Number(doc, "top_p", 0, 1), r.sampler.top_p);
-    if (r.sampler.top_p <= 0) errors.push_back(Invalid("/top_p", "expected a number in (0, 1]"));
+    Keep(errors, Number(doc, "top_p", 0, 1), out.sampler.top_p);
+    if (out.sampler.top_p <= 0) errors.push_back(Invalid("/top_p", "expected a number in (0, 1]"));
   }
   if (Present(doc, "seed")) {
     int64_t seed = 0;
-    keep(Integer(doc, "seed", -kMaxSafeInteger, kMaxSafeInteger), seed);
-    r.sampler.seed = static_cast<uint64_t>(seed);
+    Keep(errors, Integer(doc, "seed", -kMaxSafeInteger, kMaxSafeInteger), seed);
+    out.sampler.seed = static_cast<uint64_t>(seed);
   }
   if (Present(doc, "n")) {
     int64_t n = 1;
-    keep(Integer(doc, "n", 1, 1), n);
+    Keep(errors, Integer(doc, "n", 1, 1), n);
   }
   if (Present(doc, "stop")) {
     const Json& s = doc["stop"];
     if (s.is_string()) {
-      r.stop.push_back(s.get<std::string>());
+      out.stop.push_back(s.get<std::string>());
     } else if (s.is_array() && s.size() <= limits.max_stop_strings) {
       for (size_t i = 0; i < s.size(); ++i) {
         if (!s[i].is_string() || s[i].get<std::string>().empty()) {
           errors.push_back(Invalid(PointerAppend("/stop", i), "expected a non-empty string"));
         } else {
-          r.stop.push_back(s[i].get<std::string>());
+          out.stop.push_back(s[i].get<std::string>());
         }
       }
     } else {
       errors.push_back(Invalid("/stop", "expected a string or an array of at most " +
                                             std::to_string(limits.max_stop_strings) + " strings"));
     }
-    for (const std::string& x : r.stop) {
+    for (const std::string& x : out.stop) {
       if (x.empty()) errors.push_back(Invalid("/stop", "a stop string cannot be empty"));
     }
   }
   if (Present(doc, "stream")) {
     if (doc["stream"].is_boolean()) {
-      r.stream = doc["stream"].get<bool>();
+      out.stream = doc["stream"].get<bool>();
     } else {
       errors.push_back(Invalid("/stream", "expected true or false"));
     }
@@ -113,12 +92,46 @@ Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
       errors.push_back(Invalid("/stream_options", "expected an object"));
     } else if (o.contains("include_usage")) {
       if (o["include_usage"].is_boolean()) {
-        r.include_usage = o["include_usage"].get<bool>();
+        out.include_usage = o["include_usage"].get<bool>();
       } else {
         errors.push_back(Invalid("/stream_options/include_usage", "expected true or false"));
       }
     }
   }
+}
+
+Result<int> ParseChatLogprobs(const Json& doc) {
+  bool on = false;
+  if (Present(doc, "logprobs")) {
+    if (!doc["logprobs"].is_boolean()) return Invalid("/logprobs", "expected true or false");
+    on = doc["logprobs"].get<bool>();
+  }
+  if (!Present(doc, "top_logprobs")) return on ? 0 : -1;
+  auto n = Integer(doc, "top_logprobs", 0, kMaxTopLogprobs);
+  MLC_RETURN_IF_ERROR(n);
+  if (!on) return Invalid("/top_logprobs", "top_logprobs needs logprobs: true");
+  return static_cast<int>(*n);
+}
+
+Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
+                                                         const ChatCompletionLimits& limits,
+                                                         const SamplerConfig& defaults) {
+  if (!doc.is_object()) return Invalid("", "expected a JSON object, got " + JsonTypeName(doc));
+  ChatCompletionRequest r;
+  r.sampler = defaults;
+  Errors errors;
+  ParseModel(doc, r.model, errors);
+  if (!doc.contains("messages")) {
+    errors.push_back(Invalid("/messages", "the request needs messages"));
+  } else if (doc["messages"].is_array() && doc["messages"].size() > limits.max_messages) {
+    errors.push_back(Error{ErrorCode::kLimit, "/messages",
+                           "at most " + std::to_string(limits.max_messages) + " messages"});
+  } else {
+    Keep(errors, ParseMessages(doc["messages"], "/messages"), r.messages);
+  }
+  r.max_tokens = limits.default_max_tokens;
+  ParseSharedFieldsInto(doc, limits, r, errors);
+  Keep(errors, ParseChatLogprobs(doc), r.top_logprobs);
   if (!errors.empty()) return errors;
   return r;
 }

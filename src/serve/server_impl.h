@@ -1,6 +1,6 @@
 // The server's parts shared by its files (src/serve/): the state of a running server
 // (Server::Impl), the channel that carries a request's events from the engine to the HTTP thread,
-// and the OpenAI wire helpers.
+// the OpenAI wire helpers, and how a request's answer is shaped (ReplyFormat, Job).
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/serve.h"
 #include "serve/http_backend.h"
+#include "serve/metrics.h"
 
 namespace mlc {
 
@@ -25,14 +26,18 @@ using Clock = std::chrono::steady_clock;
 
 // Events of one request, from the engine's thread to the HTTP thread answering it. The engine
 // may still send events after the client went away and the HTTP side let go of the channel
-// (a cancel takes effect between steps), so the sink holds its own reference.
+// (a cancel takes effect between steps), so the sink holds its own reference. The timer sees each
+// event as it is made (the metrics' token timings).
 struct Channel : std::enable_shared_from_this<Channel> {
+  explicit Channel(RequestTimer t) : timer(t) {}
   std::mutex mu;
   std::condition_variable cv;
   std::deque<StreamEvent> events;
+  RequestTimer timer;
 
   StreamSink Sink() {
     return [self = shared_from_this()](const StreamEvent& e) {
+      self->timer.OnEvent(e);
       std::lock_guard<std::mutex> lock(self->mu);
       self->events.push_back(e);
       self->cv.notify_all();
@@ -70,7 +75,48 @@ OrderedJson Usage(const StreamEvent& last);
 SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package);
 
 // The server's routes, in the order of Route's values.
-enum class Route { kHealth, kModels, kChatCompletions };
+enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage };
+
+// The chat page (share/chat/index.html, embedded at build time).
+extern const unsigned char kChatPage[];
+extern const size_t kChatPageSize;
+
+// Which OpenAI objects answer a request.
+enum class Wire { kChat, kCompletion };
+
+// How one request's answer is written: chat.completion / text_completion objects and their
+// streamed chunks, with logprobs in the shape of each.
+struct ReplyFormat {
+  Wire wire = Wire::kChat;
+  std::string id;
+  int64_t created = 0;
+  std::string model;
+  int top_logprobs = -1;  // -1: no logprobs
+  const Tokenizer* tokenizer = nullptr;
+  int64_t text_offset = 0;  // completions' logprobs: bytes of token text written so far
+
+  // The whole answer.
+  OrderedJson Whole(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
+                    const StreamEvent& last);
+  // A streamed chunk: new text and its tokens' logprobs, or the end (finish set).
+  OrderedJson Chunk(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
+                    OrderedJson finish);
+  // Chat's first chunk (the assistant role); null for completions.
+  OrderedJson Opening() const;
+  OrderedJson UsageChunk(const StreamEvent& last) const;
+
+ private:
+  OrderedJson Logprobs(const std::vector<TokenLogprobs>& logprobs);
+  OrderedJson Envelope(bool chunk, OrderedJson choices) const;
+};
+
+// A request made ready by its route: the engine's request and how to answer it.
+struct Job {
+  GenerationRequest gen;
+  bool stream = false;
+  bool include_usage = false;
+  ReplyFormat format;
+};
 
 // Closes the module's server.
 struct HttpServerCloser {
@@ -87,6 +133,7 @@ struct Server::Impl {
   std::string dir;
   OpenedPackage package;  // library, model, tokenizer, template, stop ids and strings
   SamplerConfig defaults;
+  serve::Metrics metrics;  // before the engine and the HTTP server, whose threads record into it
   std::unique_ptr<Engine> engine;
   const MlcHttpBackend* http_backend = nullptr;
   MlcHttpHandler handler{};
@@ -95,29 +142,40 @@ struct Server::Impl {
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
+  std::once_flag vocabulary_once;
+  std::shared_ptr<const TokenVocabulary> vocabulary;  // structured output; built on first use
   int port = 0;
 
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
   void Handle(serve::Route route, std::string_view body, const serve::Reply& res);
-  void ChatCompletions(std::string_view body, const serve::Reply& res);
+  // The generation routes: the request admitted, parsed by its route, queued and answered.
+  void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
+  Result<serve::Job> ChatJob(std::string_view body, const Json& doc);
+  Result<serve::Job> CompletionJob(const Json& doc);
+  // The request's response_format into r.json (the body read again in key order).
+  Status ReadResponseFormat(std::string_view body, const Json& doc, ChatCompletionRequest& r);
   // Messages -> the engine's request (media decoded); errors are the client's.
   Result<GenerationRequest> BuildRequest(const ChatCompletionRequest& r);
-  void Answer(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<serve::Channel> channel,
-              const std::string& completion_id, const serve::Reply& res);
-  void Stream(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<serve::Channel> channel,
-              const std::string& completion_id, const serve::Reply& res);
-  struct StreamState;
-  OrderedJson Chunk(const std::string& completion_id, int64_t created, OrderedJson delta,
-                    OrderedJson finish_reason) const {
-    return {{"id", completion_id},
-            {"object", "chat.completion.chunk"},
-            {"created", created},
-            {"model", model_id},
-            {"choices", OrderedJson::array({{{"index", 0},
-                                             {"delta", std::move(delta)},
-                                             {"finish_reason", std::move(finish_reason)}}})}};
+  // A request's limits, sampling, stop ids and strings (the package's and its own), logprobs.
+  template <typename Request>
+  void SetOptions(GenerationRequest& g, const Request& r) const {
+    g.max_tokens = r.max_tokens;
+    g.sampler = r.sampler;
+    g.stop_token_ids = package.stop_ids;
+    g.stop_strings = package.stop_strings;
+    g.stop_strings.insert(g.stop_strings.end(), r.stop.begin(), r.stop.end());
+    g.top_logprobs = r.top_logprobs;
   }
+  // An error answer, counted in the metrics by its status.
+  void Refuse(const serve::Reply& res, int status, const OrderedJson& error);
+  // The outcome of a request whose last event is `last`.
+  void CountEnd(const StreamEvent& last);
+  void Answer(uint64_t id, serve::Job& job, std::shared_ptr<serve::Channel> channel,
+              const serve::Reply& res);
+  void Stream(uint64_t id, serve::Job job, std::shared_ptr<serve::Channel> channel,
+              const serve::Reply& res);
+  struct StreamState;
 };
 
 }  // namespace mlc

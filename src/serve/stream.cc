@@ -1,5 +1,5 @@
-// A streamed chat completion: server-sent events made from the request's engine events as the
-// HTTP module asks for them; a client that goes away cancels the request.
+// A streamed answer (chat or text completion): server-sent events made from the request's engine
+// events as the HTTP module asks for them; a client that goes away cancels the request.
 #include "serve/server_impl.h"
 
 namespace mlc {
@@ -12,12 +12,11 @@ struct Server::Impl::StreamState {
   Impl* server;
   uint64_t id;
   std::shared_ptr<Channel> channel;
-  std::string completion_id;
-  int64_t created;
+  Job job;
   Clock::time_point deadline;
-  bool usage;
   bool started = false;
   bool finished = false;
+  bool counted = false;  // its outcome is in the metrics
 
   // The next chunks of the answer; false stops the stream (the client went away or it failed).
   bool Provide(const MlcHttpBackend& backend, MlcHttpSink* sink);
@@ -28,41 +27,36 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
     return backend.sink_write(sink, text.data(), text.size()) != 0;
   };
   auto send = [&](const OrderedJson& j) { return write("data: " + Dump(j) + "\n\n"); };
+  ReplyFormat& format = job.format;
   if (!started) {
     started = true;
-    if (!send(server->Chunk(completion_id, created, {{"role", "assistant"}, {"content", ""}}, nullptr))) {
-      return false;
-    }
+    OrderedJson opening = format.Opening();
+    if (!opening.is_null() && !send(opening)) return false;
   }
   if (Clock::now() > deadline) {
     server->engine->Cancel(id);
+    server->metrics.Count(Outcome::kTimeout);
+    counted = true;
     send(OpenAiError("the reply took longer than the request timeout", "timeout"));
     return false;
   }
   for (StreamEvent& e : channel->Take(std::chrono::milliseconds(100))) {
+    if (e.done) {
+      server->CountEnd(e);
+      counted = true;
+    }
     if (e.done && e.finish_reason == "error") {
       send(OpenAiError(e.errors));
       finished = true;
       backend.sink_done(sink);
       return true;
     }
-    if (!e.text.empty() && !send(server->Chunk(completion_id, created, {{"content", e.text}}, nullptr))) {
+    if ((!e.text.empty() || !e.logprobs.empty()) && !send(format.Chunk(e.text, e.logprobs, nullptr))) {
       return false;
     }
     if (e.done) {
-      if (!send(server->Chunk(completion_id, created, OrderedJson::object(),
-                              FinishReason(e.finish_reason)))) {
-        return false;
-      }
-      if (usage) {
-        OrderedJson u = {{"id", completion_id},
-                         {"object", "chat.completion.chunk"},
-                         {"created", created},
-                         {"model", server->model_id},
-                         {"choices", OrderedJson::array()},
-                         {"usage", Usage(e)}};
-        if (!send(u)) return false;
-      }
+      if (!send(format.Chunk("", {}, FinishReason(e.finish_reason)))) return false;
+      if (job.include_usage && !send(format.UsageChunk(e))) return false;
       if (!write("data: [DONE]\n\n")) return false;
       finished = true;
       backend.sink_done(sink);
@@ -72,13 +66,9 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
   return backend.sink_writable(sink) != 0;
 }
 
-void Server::Impl::Stream(uint64_t id, const ChatCompletionRequest& r, std::shared_ptr<Channel> channel,
-                          const std::string& completion_id, const Reply& res) {
-  int64_t created = std::chrono::duration_cast<std::chrono::seconds>(
-                        std::chrono::system_clock::now().time_since_epoch()).count();
-  auto* state = new StreamState{this, id, std::move(channel), completion_id, created,
-                                Clock::now() + std::chrono::seconds(options.request_timeout_s),
-                                r.include_usage};
+void Server::Impl::Stream(uint64_t id, Job job, std::shared_ptr<Channel> channel, const Reply& res) {
+  auto* state = new StreamState{this, id, std::move(channel), std::move(job),
+                                Clock::now() + std::chrono::seconds(options.request_timeout_s)};
   res.http->set_header(res.res, "Cache-Control", "no-cache");
   MlcHttpStream stream{};
   stream.context = state;
@@ -93,6 +83,7 @@ void Server::Impl::Stream(uint64_t id, const ChatCompletionRequest& r, std::shar
   stream.release = [](void* context, int) {
     std::unique_ptr<StreamState> s(static_cast<StreamState*>(context));
     if (!s->finished) s->server->engine->Cancel(s->id);  // the client went away or the stream failed
+    if (!s->counted) s->server->metrics.Count(Outcome::kCancelled);
     --s->server->in_flight;
   };
   res.http->set_stream(res.res, "text/event-stream", stream);

@@ -141,6 +141,11 @@ class HfTokenizer : public Tokenizer {
   std::vector<int32_t> Encode(std::string_view text) const override;
   void EncodeEach(std::string_view text, const std::function<void(int32_t)>& emit) const override;
   std::string Decode(std::span<const int32_t> ids) const override;
+  // Whether id is an added token marked special.
+  bool IsSpecial(int32_t id) const {
+    auto a = added_by_id_.find(id);
+    return a != added_by_id_.end() && a->second.special;
+  }
   std::optional<int32_t> TokenToId(std::string_view token) const override;
   std::string IdToToken(int32_t id) const override;
   size_t VocabSize() const override;
@@ -371,5 +376,10 @@ size_t HfTokenizer::VocabSize() const {
 }  // namespace
 
 Result<std::unique_ptr<Tokenizer>> ParseHfTokenizer(const Json& doc) { return HfTokenizer::Parse(doc); }
+
+bool IsSpecialToken(const Tokenizer& tokenizer, int32_t id) {
+  const auto* hf = dynamic_cast<const HfTokenizer*>(&tokenizer);
+  return hf && hf->IsSpecial(id);
+}
 
 }  // namespace mlc::text

@@ -1,12 +1,16 @@
-// Helpers for the batching tests (engine_test, cpu_batch_test): a package loaded with its
-// library, a text-only turn, a greedy run alone, and the prefill of several prompts through BatchModel, one chunk of every unfinished
+// Helpers for the batching tests (engine_test, cpu_batch_test, the families' batch cases): a package
+// loaded with its library, a text-only turn, a greedy run alone, requests submitted to a running engine
+// at once, and the prefill of several prompts through BatchModel, one chunk of every unfinished
 // sequence per call, laid end to end.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "mlc_manifest/engine.h"
@@ -90,6 +94,52 @@ inline std::vector<std::vector<float>> PrefillAll(BatchModel& b, const std::vect
     for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
   }
   return last;
+}
+
+// What a running engine streamed for one request.
+struct EngineReply {
+  std::vector<int32_t> tokens;
+  std::string finish_reason;
+};
+
+// Submits every prompt to the engine at once (max_tokens each, the request's default sampling) and
+// waits for all the replies, in the prompts' order.
+inline std::vector<EngineReply> SubmitAll(Engine& engine, const std::vector<TurnInput>& prompts, int64_t max_tokens) {
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    EngineReply reply;
+    bool done = false;
+  };
+  std::vector<std::unique_ptr<Pending>> pending;
+  for (const TurnInput& in : prompts) {
+    pending.push_back(std::make_unique<Pending>());
+    Pending* p = pending.back().get();
+    GenerationRequest req;
+    req.input = in;
+    req.max_tokens = max_tokens;
+    auto submitted = engine.Submit(req, [p](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(p->mu);
+      p->reply.tokens.insert(p->reply.tokens.end(), e.tokens.begin(), e.tokens.end());
+      if (e.done) {
+        p->done = true;
+        p->reply.finish_reason = e.finish_reason;
+      }
+      p->cv.notify_all();
+    });
+    EXPECT_TRUE(submitted.ok());
+    if (!submitted.ok()) {
+      std::lock_guard<std::mutex> lock(p->mu);
+      p->done = true;
+    }
+  }
+  std::vector<EngineReply> out;
+  for (auto& p : pending) {
+    std::unique_lock<std::mutex> lock(p->mu);
+    p->cv.wait(lock, [&] { return p->done; });
+    out.push_back(p->reply);
+  }
+  return out;
 }
 
 }  // namespace mlc::test

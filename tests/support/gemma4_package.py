@@ -3,21 +3,20 @@
 MLC's converter lays one out, independently of the project's own writer (src/runtime/cpu/writer.cc):
 the parameter list in the converter's order, MLC's 4-bit group quantization, float32 records stored
 as bfloat16, the preprocessor's fixed tables computed here from their definitions, tensor-cache.json
-and mlc-chat-config.json. A legacy package: no manifest; --tasks also writes the tasks document
-(chat with an audio input) that `mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
+and mlc-chat-config.json (the parts shared with llava_package.py in mlc_package.py). A legacy
+package: no manifest; --tasks also writes the tasks document (chat with an audio input) that
+`mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
 Usage:
 
     gemma4_package.py OUT_DIR TOKENIZER_JSON [--seed N] [--tasks PATH]
 """
-import argparse
-import hashlib
-import json
 import math
-import os
-import shutil
 import sys
 
 import numpy as np
+
+sys.dont_write_bytecode = True  # the tests run it from the source tree: no __pycache__ there
+import mlc_package  # noqa: E402  (beside this script: its folder is first on sys.path)
 
 # The tiny shape: six decoder layers (every third one full attention, the last three sharing the
 # KV of earlier ones and with a double-wide MLP), a two-layer audio conformer.
@@ -46,7 +45,6 @@ FFT_BINS = 257  # of a 512-point DFT
 SAMPLE_RATE = 16000
 BOA, AUDIO, EOA = 3, 4, 5  # ids inside the reference tokenizer's vocabulary
 CLIP_BOUND = 16.0
-GROUP = 32
 
 
 def param_list():
@@ -172,7 +170,7 @@ def relative_positions():
 
 def values(rng, name, shape):
     """A float tensor's values: fixed tables, wide clip bounds, norm gains and layer scalars
-    near 1, small biases and per-dim scales, weights with variance 1 / fan-in, embeddings 1."""
+    near 1, small biases and per-dim scales, weights with variance 1 / fan-in."""
     leaf = name.rsplit(".", 1)[1]
     if name == "audio_preprocessor.dft_matrix":
         return dft_matrix()
@@ -184,88 +182,8 @@ def values(rng, name, shape):
         return np.full(shape, -CLIP_BOUND)
     if leaf in ("input_max", "output_max"):
         return np.full(shape, CLIP_BOUND)
-    n = int(np.prod(shape)) if shape else 1
-    if "norm" in name or leaf == "layer_scalar":
-        return (1.0 + 0.1 * rng.uniform(-1, 1, n)).reshape(shape)
-    if leaf in ("bias", "per_dim_scale"):
-        return (0.1 * rng.uniform(-1, 1, n)).reshape(shape)
-    fan_in = int(np.prod(shape[1:]))
-    return rng.uniform(-1, 1, n).reshape(shape) * math.sqrt(3.0 / fan_in)
-
-
-def matrix_values(rng, name, rows, cols):
-    embedding = "embed_tokens" in name
-    return rng.uniform(-1, 1, (rows, cols)) * math.sqrt(3.0 if embedding else 3.0 / cols)
-
-
-def bf16_bytes(x):
-    """float32 values rounded to nearest-even bfloat16, little-endian."""
-    bits = np.asarray(x, dtype=np.float32).reshape(-1).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype("<u2").tobytes()
-
-
-def quantize(w):
-    """MLC's q4f16_1: groups of 32 along the input axis, scale = max|w| / 7 in float16,
-    q = clamp(round(w / scale) + 7, 0, 14), value j of a uint32 in bits 4j..4j+3."""
-    rows, cols = w.shape
-    groups = w.reshape(rows, cols // GROUP, GROUP)
-    scale = (np.abs(groups).max(axis=2) / 7.0).astype(np.float16)
-    s = scale.astype(np.float32)[:, :, None]
-    safe = np.where(s > 0, s, 1.0)
-    q = np.where(s > 0, np.rint(groups.astype(np.float32) / safe) + 7.0, 7.0)
-    q = np.clip(q, 0, 14).astype(np.uint32).reshape(rows, cols // 8, 8)
-    shifts = (4 * np.arange(8, dtype=np.uint32))[None, None, :]
-    words = np.bitwise_or.reduce(q << shifts, axis=2).astype("<u4")
-    return words, scale.astype("<f2")
-
-
-def records(seed):
-    """(name, shape, dtype, bytes) of every stored tensor, in the converter's order."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for name, shape, dtype, kind in param_list():
-        if kind == "q":
-            words, scale = quantize(matrix_values(rng, name, *shape))
-            out.append((name + ".q_weight", list(words.shape), "uint32", words.tobytes()))
-            out.append((name + ".q_scale", list(scale.shape), "float16", scale.tobytes()))
-        elif dtype == "float32":
-            out.append((name, list(shape), dtype, bf16_bytes(values(rng, name, shape))))
-        else:
-            v = np.asarray(values(rng, name, shape), dtype="<f2")
-            out.append((name, list(shape), dtype, v.tobytes()))
-    return out
-
-
-def device_bytes(shape, dtype):
-    n = int(np.prod(shape)) if shape else 1
-    return n * {"uint32": 4, "float32": 4, "float16": 2}[dtype]
-
-
-SHARD_LIMIT = 32 * 1024 * 1024
-
-
-def write_shards(out_dir, recs):
-    """Records sorted by name into params_shard_N.bin files; the tensor-cache.json document."""
-    shards, current, data = [], [], b""
-
-    def close():
-        path = "params_shard_%d.bin" % len(shards)
-        with open(os.path.join(out_dir, path), "wb") as f:
-            f.write(data)
-        shards.append({"dataPath": path, "format": "raw-shard", "nbytes": len(data),
-                       "records": current, "md5sum": hashlib.md5(data).hexdigest()})
-
-    for name, shape, dtype, blob in sorted(recs, key=lambda r: r[0]):
-        if data and len(data) + len(blob) > SHARD_LIMIT:
-            close()
-            current, data = [], b""
-        current.append({"name": name, "shape": shape, "dtype": dtype, "format": "f32-to-bf16",
-                        "nbytes": len(blob), "byteOffset": len(data)})
-        data += blob
-    close()
-    total = sum(device_bytes(shape, dtype) for _, shape, dtype, _ in recs)
-    return {"metadata": {"ParamSize": len(recs), "ParamBytes": float(total)}, "records": shards}
+    return mlc_package.learned_values(rng, shape, near_one="norm" in name or leaf == "layer_scalar",
+                                      small=leaf in ("bias", "per_dim_scale"))
 
 
 def chat_config():
@@ -305,18 +223,11 @@ def chat_config():
         "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
         "stop_str": ["<end_of_turn>"], "stop_token_ids": [2],
     }
-    return {
-        "version": "0.1.0", "model_type": "gemma4", "quantization": "q4f16_1",
-        "model_config": {"text_config": text, "audio_config": audio, "boa_token_id": BOA,
-                         "audio_token_id": AUDIO, "eoa_token_index": EOA,
-                         "context_window_size": context, "prefill_chunk_size": prefill,
-                         "sliding_window_size": -1, "tensor_parallel_shards": 1, "max_batch_size": 1},
-        "vocab_size": VOCAB, "context_window_size": context, "sliding_window_size": -1,
-        "prefill_chunk_size": prefill, "attention_sink_size": -1, "tensor_parallel_shards": 1,
-        "temperature": 0.7, "top_p": 0.95, "repetition_penalty": 1.0, "presence_penalty": 0.0,
-        "frequency_penalty": 0.0, "tokenizer_files": ["tokenizer.json"], "conv_template": template,
-        "bos_token_id": 1, "eos_token_id": 2,
-    }
+    model_config = {"text_config": text, "audio_config": audio, "boa_token_id": BOA,
+                    "audio_token_id": AUDIO, "eoa_token_index": EOA,
+                    "context_window_size": context, "prefill_chunk_size": prefill,
+                    "sliding_window_size": -1, "tensor_parallel_shards": 1, "max_batch_size": 1}
+    return mlc_package.chat_config("gemma4", "q4f16_1", model_config, VOCAB, context, prefill, template)
 
 
 def tasks():
@@ -334,24 +245,9 @@ def tasks():
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out_dir")
-    parser.add_argument("tokenizer")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--tasks", help="also write the tasks document here")
-    args = parser.parse_args(argv[1:])
-    out_dir = args.out_dir
-    os.makedirs(out_dir, exist_ok=True)
-    cache = write_shards(out_dir, records(args.seed))
-    with open(os.path.join(out_dir, "tensor-cache.json"), "w") as f:
-        json.dump(cache, f, indent=1)
-    with open(os.path.join(out_dir, "mlc-chat-config.json"), "w") as f:
-        json.dump(chat_config(), f, indent=2)
-    shutil.copyfile(args.tokenizer, os.path.join(out_dir, "tokenizer.json"))
-    if args.tasks:
-        with open(args.tasks, "w") as f:
-            json.dump(tasks(), f, indent=1)
-    return 0
+    args = mlc_package.arguments(__doc__, argv)
+    return mlc_package.write_package(args, mlc_package.records(param_list(), args.seed, values),
+                                     chat_config(), tasks())
 
 
 if __name__ == "__main__":

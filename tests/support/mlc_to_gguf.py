@@ -16,6 +16,12 @@ weights are copied as stored (MLC's converter already stored 1 + w, which llama.
 gemma2's query_pre_attn_scalar is folded into its query rows (written F32) since llama.cpp scales
 scores by head_dim^-0.5, and Llama 3 / longrope scaling become llama.cpp's rope factor tensors.
 
+Gemma 3 (model_type gemma3 / gemma3_text, the decoder of text_config under language_model.model.):
+unfused projections as they are, norms copied as stored, query_pre_attn_scalar folded into the
+query norm's gains (the query is normalized per head after its projection), the sliding layers a bool
+pattern with their own rotary base, a linear rope_scaling llama.cpp's scaling keys (llama.cpp scales
+the global layers only, as Hugging Face does).
+
 Gemma 4 (model_type gemma4, the text decoder of text_config; audio and vision towers are left out):
 norm weights are copied as stored (Gemma 4 multiplies by the weight itself, and so does llama.cpp's
 gemma4, whose own converter shifts nothing); MLC's per-layer embedding tables (one a layer) become one table of
@@ -174,8 +180,12 @@ class Dims:
     def __init__(self, chat):
         mc = chat["model_config"]
         self.family = chat["model_type"]
-        if self.family == "gemma4":
+        if self.family in ("gemma4", "gemma3", "gemma3_text"):
             mc = mc.get("text_config") or {}
+        # The Hugging Face fields MLC's config classes have no member for are in "kwargs".
+        mc = {**(mc.get("kwargs") or {}), **{k: v for k, v in mc.items() if k != "kwargs"}}
+        # gemma3_text packages are llama.cpp's gemma3.
+        self.arch = "gemma3" if self.family == "gemma3_text" else self.family
         self.quantization = chat["quantization"]
         self.hidden = int(cfg_get(mc, ["hidden_size"]))
         self.ff = int(cfg_get(mc, ["intermediate_size"]))
@@ -210,7 +220,7 @@ def split_rows(m, sizes):
 
 def family_tensors(pkg, d):
     """Yields (gguf name, Matrix or 1-D array) in llama.cpp's naming for the package's family."""
-    fam = d.family
+    fam = d.arch
     if fam == "gemma4":
         yield from gemma4_tensors(pkg, d, Gemma4Layout(d))
         return
@@ -219,8 +229,11 @@ def family_tensors(pkg, d):
         root, embed, final_norm = "transformer.h.{}.", "transformer.embd", "transformer.norm"
     elif fam in ("llama", "qwen2", "gemma", "gemma2"):
         root, embed, final_norm = "model.layers.{}.", "model.embed_tokens", "model.norm"
+    elif fam == "gemma3":
+        root, embed, final_norm = ("language_model.model.layers.{}.", "language_model.model.embed_tokens",
+                                   "language_model.model.norm")
     else:
-        raise ConvertError(f"model_type {fam} is not supported (llama, qwen2, gemma, gemma2, gemma4, phi3)")
+        raise ConvertError(f"model_type {fam} is not supported (llama, qwen2, gemma, gemma2, gemma3, gemma4, phi3)")
 
     yield "token_embd.weight", read_matrix(pkg, embed)
     for i in range(d.layers):
@@ -234,6 +247,9 @@ def family_tensors(pkg, d):
             yield b + "ffn_down.weight", read_matrix(pkg, p + "mlp.down_proj")
             continue
         yield b + "attn_norm.weight", pkg.array(p + "input_layernorm.weight")
+        if fam == "gemma3":
+            yield from gemma3_layer(pkg, d, p, b)
+            continue
         qkv_name = p + ("self_attn.c_attn" if fam == "qwen2" else "self_attn.qkv_proj")
         q, k, v = split_rows(read_matrix(pkg, qkv_name), [q_rows, kv_rows, kv_rows])
         if fam == "llama":
@@ -264,11 +280,54 @@ def family_tensors(pkg, d):
     yield "output_norm.weight", pkg.array(final_norm + ".weight")
     if pkg.has("lm_head.q_weight") or pkg.has("lm_head.weight"):
         yield "output.weight", read_matrix(pkg, "lm_head")
-    elif fam in ("gemma", "gemma2"):
-        pass  # llama.cpp's gemma always reads the embedding as the output matrix
+    elif fam in ("gemma", "gemma2", "gemma3"):
+        pass  # llama.cpp's gemma reads the embedding as the output matrix when there is none
     elif not d.tied:
         raise ConvertError("no lm_head and tie_word_embeddings is not set")
     yield from rope_tensors(d)
+
+
+# ---- Gemma 3 ----------------------------------------------------------------------------------
+
+def gemma3_layer(pkg, d, p, b):
+    """One Gemma 3 layer after its attention norm: unfused projections, the per-head q/k norms (the
+    query's times query_factor: a factor on the rows before the norm would vanish in it), the norms
+    around attention and MLP as Gemma 2's."""
+    for ours, theirs in (("q_proj", "attn_q"), ("k_proj", "attn_k"), ("v_proj", "attn_v"), ("o_proj", "attn_output")):
+        yield b + theirs + ".weight", read_matrix(pkg, p + "self_attn." + ours)
+    yield b + "attn_q_norm.weight", pkg.array(p + "self_attn.q_norm.weight").astype(np.float32) * np.float32(query_factor(d))
+    yield b + "attn_k_norm.weight", pkg.array(p + "self_attn.k_norm.weight")
+    yield b + "post_attention_norm.weight", pkg.array(p + "post_attention_layernorm.weight")
+    yield b + "ffn_norm.weight", pkg.array(p + "pre_feedforward_layernorm.weight")
+    yield b + "post_ffw_norm.weight", pkg.array(p + "post_feedforward_layernorm.weight")
+    gate, up = split_rows(read_matrix(pkg, p + "mlp.gate_up_proj"), [d.ff, d.ff])
+    yield b + "ffn_gate.weight", gate
+    yield b + "ffn_up.weight", up
+    yield b + "ffn_down.weight", read_matrix(pkg, p + "mlp.down_proj")
+
+
+def gemma3_global_layers(d):
+    """True for the layers that attend to everything: layer_types, else every pattern-th layer."""
+    types = d.mc.get("layer_types")
+    if types:
+        return [t == "full_attention" for t in types]
+    pattern = int(d.mc.get("sliding_window_pattern") or 6)
+    return [(i + 1) % pattern == 0 for i in range(d.layers)]
+
+
+def gemma3_metadata(d):
+    """Gemma 3's own keys: the window, which layers slide, the local rotary base; a linear scaling
+    of the global rotary."""
+    a = d.arch
+    window = d.mc.get("sliding_window_size") or d.mc.get("sliding_window")
+    kv = [(f"{a}.attention.sliding_window", T_UINT32, int(window)),
+          (f"{a}.attention.sliding_window_pattern", (T_ARRAY, T_BOOL), [not g for g in gemma3_global_layers(d)]),
+          (f"{a}.rope.freq_base_swa", T_FLOAT32, float(d.mc.get("rope_local_base_freq") or 10000.0))]
+    kind, rs = rope_scaling(d)
+    if kind == "linear":
+        kv += [(f"{a}.rope.scaling.type", T_STRING, "linear"),
+               (f"{a}.rope.scaling.factor", T_FLOAT32, float(rs["factor"]))]
+    return kv
 
 
 # ---- Gemma 4 ----------------------------------------------------------------------------------
@@ -401,7 +460,7 @@ def gemma4_metadata(d, g):
 def query_factor(d):
     """Gemma 2 divides attention scores by sqrt(query_pre_attn_scalar); llama.cpp (below 27B) by
     sqrt(head_dim). Scaling the query rows by sqrt(head_dim / query_pre_attn_scalar) makes them equal."""
-    scalar = d.mc.get("query_pre_attn_scalar") if d.family == "gemma2" else None
+    scalar = d.mc.get("query_pre_attn_scalar") if d.arch in ("gemma2", "gemma3") else None
     return 1.0 if scalar is None else math.sqrt(d.head_dim / float(scalar))
 
 
@@ -438,6 +497,8 @@ def rope_tensors(d):
             raise ConvertError(f"rope_scaling: long_factor and short_factor need {rot // 2} values each")
         yield "rope_factors_long.weight", np.array(long_f, np.float32)
         yield "rope_factors_short.weight", np.array(short_f, np.float32)
+    elif kind == "linear" and d.arch == "gemma3":
+        pass  # a metadata key (gemma3_metadata)
     elif kind not in (None, "default"):
         raise ConvertError(f"rope_scaling type {kind} is not supported")
 
@@ -449,7 +510,7 @@ def rotary_dim(d):
 
 def metadata(d):
     """(key, type, value) for llama.cpp's hyperparameters of the family."""
-    a = d.family
+    a = d.arch
     g = Gemma4Layout(d) if a == "gemma4" else None
     # Gemma 4: the common keys describe the full layers (their head size, rotary base and width).
     head_dim = g.head_dim_full if g else d.head_dim
@@ -490,6 +551,8 @@ def metadata(d):
                (f"{a}.final_logit_softcapping", T_FLOAT32, float(d.mc.get("final_logit_softcapping") or 1e30))]
     if g:
         kv += gemma4_metadata(d, g)
+    if a == "gemma3":
+        kv += gemma3_metadata(d)
     return kv
 
 

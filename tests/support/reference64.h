@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,53 @@ Vec LayerNorm(const Vec& x, const Vec& g, const Vec& b, double eps);
 
 // The kernels round activations to int8 per block of 32 before a 4-bit product, as llama.cpp
 // does for Q4_0 (d = max|x| / 127 in float, q = nearest-even(x / d)); the references do the same
-// so that their tolerance can stay tight.
+// so that their tolerance can stay tight. A partial last block is rounded over its own values.
 Vec RoundToQ8Blocks(const Vec& x);
 
 // Relative max error of a against the float64 reference b (max |a - b| / max |b|).
 double RelError(const std::vector<float>& a, const Vec& b);
+
+// Tanh-approximated GeLU (gelu_pytorch_tanh).
+double GeluTanh64(double x);
+// Each head of d values RMS-normalized, times gain (empty: 1).
+void HeadNorm64(Vec& x, int64_t d, const Vec& gain, double eps);
+// Hugging Face's rotate-half rotary over heads of d values at position pos / scale (linear scaling):
+// pair (j, j + d / 2) turns at theta^(-2j / d) for j < pairs (fewer than d / 2: the proportional
+// rotary of Gemma 4's full layers).
+void Rotate64(Vec& x, int64_t d, double theta, int64_t pairs, int64_t pos, double scale = 1.0);
+
+// Grouped-query attention of one query row q [heads * d] over the cached keys and values of the
+// positions 0..pos, scores times `scale`, the positions where `seen(j)` is false left out.
+template <class Seen>
+Vec Attend64(const Vec& q, const std::vector<Vec>& keys, const std::vector<Vec>& values, int64_t heads,
+             int64_t kv_heads, int64_t d, int64_t pos, double scale, Seen seen) {
+  Vec out(static_cast<size_t>(heads * d), 0.0);
+  for (int64_t hq = 0; hq < heads; ++hq) {
+    const size_t kvh = static_cast<size_t>(hq / (heads / kv_heads));
+    std::vector<std::pair<int64_t, double>> scores;
+    double mx = -1e300, sum = 0;
+    for (int64_t j = 0; j <= pos; ++j) {
+      if (!seen(j)) continue;
+      double s = 0;
+      for (int64_t e = 0; e < d; ++e) s += q[static_cast<size_t>(hq * d + e)] * keys[static_cast<size_t>(j)][kvh * static_cast<size_t>(d) + static_cast<size_t>(e)];
+      scores.emplace_back(j, s * scale);
+      mx = std::max(mx, s * scale);
+    }
+    for (auto& [j, s] : scores) sum += std::exp(s - mx);
+    for (auto& [j, s] : scores) {
+      for (int64_t e = 0; e < d; ++e) {
+        out[static_cast<size_t>(hq * d + e)] += std::exp(s - mx) / sum * values[static_cast<size_t>(j)][kvh * static_cast<size_t>(d) + static_cast<size_t>(e)];
+      }
+    }
+  }
+  return out;
+}
+
+// The rest of a Gemma 2/3/4 layer after attention, on the residual x: o_proj, post_attention_layernorm,
+// add; pre_feedforward_layernorm, gate_up (tanh GeLU gate), down_proj of `inter` wide,
+// post_feedforward_layernorm, add. `q8`: activations rounded to int8 blocks before each product.
+void GemmaAttnOutAndMlp64(Vec& x, const Vec& attn, const Params64& p, const std::string& pre, int64_t inter,
+                          double eps, bool q8);
 
 // ---- a float64 decoder of the CPU families, written from Hugging Face's definitions ----
 

@@ -9,6 +9,10 @@
 //     runs each prompt alone first (greedy), then CLIENTS concurrent streaming clients for
 //     SECONDS, each comparing every stream with the alone reply; prints counts, requests/s and
 //     time to first token p50/p99.
+//   node serve_client.mjs OPENAI_DIR BASE_URL completions TOKEN_IDS
+//     completions (a text prompt and the comma-separated TOKEN_IDS), plain and streamed, with
+//     logprobs; chat with logprobs and top_logprobs, plain and streamed; echo refused. Prints one
+//     JSON object.
 import { createRequire } from 'node:module';
 import { deflateSync } from 'node:zlib';
 
@@ -167,7 +171,48 @@ async function text(clients) {
     models: models.data.map((m) => m.id) }));
 }
 
+// A streamed completion or chat reply gathered: its text, finish, usage and logprobs.
+async function gather(s, chat) {
+  let text = '', finish = null, usage = null;
+  const lp = chat ? [] : { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  for await (const chunk of s) {
+    if (chunk.usage) usage = chunk.usage;
+    const c = chunk.choices[0];
+    if (!c) continue;
+    text += (chat ? c.delta?.content : c.text) ?? '';
+    if (c.finish_reason) finish = c.finish_reason;
+    if (chat && c.logprobs?.content) lp.push(...c.logprobs.content);
+    if (!chat && c.logprobs) for (const k of Object.keys(lp)) lp[k].push(...c.logprobs[k]);
+  }
+  return { text, finish, usage, logprobs: lp };
+}
+
+async function completions(ids) {
+  const base = { model: 'm', temperature: 0, max_tokens: 8 };
+  const r = await client.completions.create({ ...base, prompt: 'Once upon a time' });
+  const text = { plain: { text: r.choices[0].text, finish: r.choices[0].finish_reason, usage: r.usage },
+    streamed: await gather(await client.completions.create({ ...base, prompt: 'Once upon a time', stream: true,
+      stream_options: { include_usage: true } }), false) };
+  const p = await client.completions.create({ ...base, prompt: ids, logprobs: 5 });
+  const tokens = { plain: { text: p.choices[0].text, usage: p.usage, logprobs: p.choices[0].logprobs },
+    streamed: await gather(await client.completions.create({ ...base, prompt: ids, logprobs: 5, stream: true,
+      stream_options: { include_usage: true } }), false) };
+  const messages = [{ role: 'user', content: 'Hello there' }];
+  const c = await client.chat.completions.create({ ...base, messages, logprobs: true, top_logprobs: 3 });
+  const chat = { plain: { text: c.choices[0].message.content, usage: c.usage, logprobs: c.choices[0].logprobs.content },
+    streamed: await gather(await client.chat.completions.create({ ...base, messages, logprobs: true, top_logprobs: 3,
+      stream: true, stream_options: { include_usage: true } }), true) };
+  let error = null;
+  try {
+    await client.completions.create({ ...base, prompt: 'x', echo: true });
+  } catch (e) {
+    error = { status: e.status, param: e.param ?? e.error?.param ?? null, message: e.message };
+  }
+  console.log(JSON.stringify({ text, tokens, chat, error }));
+}
+
 if (mode === 'basic') await basic();
+else if (mode === 'completions') await completions(rest[0].split(',').map(Number));
 else if (mode === 'text') await text(Number(rest[0]));
 else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]));
 else { console.error('unknown mode ' + mode); process.exit(2); }

@@ -171,6 +171,7 @@ double Rope::InvFrequency(int64_t j, int64_t context_window_size) const {
     double smooth = (orig / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
     return (1 - smooth) * inv / factor + smooth * inv;
   }
+  if (scaling == RopeScaling::kLinear) return inv / factor;
   if (scaling == RopeScaling::kLongRope) {
     // The long factors when the context window is past the original one (as llama.cpp and
     // MLC decide it once for the model), else the short ones.
@@ -256,8 +257,9 @@ void ParamListBuilder::Vector(const std::string& name, int64_t size) {
 
 void ParamListBuilder::Matrix(const std::string& base, int64_t out, int64_t in) {
   if (c_.quantized()) {
-    params_.push_back(ParamSpec{base + ".q_weight", {out, in / 8}, "uint32"});
-    params_.push_back(ParamSpec{base + ".q_scale", {out, in / kGroup}, c_.float_dtype()});
+    const int64_t groups = (in + kGroup - 1) / kGroup;  // a partial last group is stored whole
+    params_.push_back(ParamSpec{base + ".q_weight", {out, groups * (kGroup / 8)}, "uint32"});
+    params_.push_back(ParamSpec{base + ".q_scale", {out, groups}, c_.float_dtype()});
   } else {
     params_.push_back(ParamSpec{base + ".weight", {out, in}, c_.float_dtype()});
   }
@@ -291,9 +293,17 @@ std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
     const LayerPlan& p = c.layers[static_cast<size_t>(l)];
     std::string pre = n.Layer(l);
     if (n.norm_first) b.Vector(pre + n.attn_norm + ".weight", hs);
-    b.Matrix(pre + n.qkv, p.qkv_size(), hs);
-    if (n.qkv_bias) b.Vector(pre + n.qkv + ".bias", p.qkv_size());
+    if (n.qkv.empty()) {  // unfused projections (Gemma 3)
+      b.Matrix(pre + n.q, p.q_size(), hs);
+      b.Matrix(pre + n.k, p.kv_size(), hs);
+      b.Matrix(pre + n.v, p.kv_size(), hs);
+    } else {
+      b.Matrix(pre + n.qkv, p.qkv_size(), hs);
+      if (n.qkv_bias) b.Vector(pre + n.qkv + ".bias", p.qkv_size());
+    }
     b.Matrix(pre + n.o, hs, p.q_size());
+    if (!n.q_norm.empty()) b.Vector(pre + n.q_norm + ".weight", p.head_dim);
+    if (!n.k_norm.empty()) b.Vector(pre + n.k_norm + ".weight", p.head_dim);
     b.Matrix(pre + n.gate_up, 2 * p.intermediate_size, hs);
     b.Matrix(pre + n.down, hs, p.intermediate_size);
     for (const std::string* norm : {&n.attn_norm, &n.attn_out_norm, &n.mlp_norm, &n.mlp_out_norm}) {
@@ -308,14 +318,16 @@ std::vector<ParamSpec> DecoderParams(const ModelConfig& c) {
 std::vector<ParamSpec> ParamSpecs(const ModelConfig& c) { return c.family->params(c); }
 
 std::vector<MatrixSpec> Matrices(const ModelConfig& c) {
-  // Read back from the parameter list: a q_weight [out, in / 8] or a two-dimensional weight.
+  // Read back from the float form of the parameter list, where every matrix is a two-dimensional
+  // "<base>.weight" [out, in] (a q_weight's width is padded to whole groups, so it cannot say in).
+  ModelConfig unquantized = c;
+  unquantized.quant = Quant::kQ0F32;
   std::vector<MatrixSpec> out;
-  for (const ParamSpec& p : ParamSpecs(c)) {
+  for (const ParamSpec& p : ParamSpecs(unquantized)) {
     if (p.shape.size() != 2) continue;
     size_t dot = p.name.rfind('.');
     std::string base = p.name.substr(0, dot), leaf = p.name.substr(dot + 1);
     int64_t rows = std::get<int64_t>(p.shape[0]), cols = std::get<int64_t>(p.shape[1]);
-    if (leaf == "q_weight") out.push_back({base, rows, cols * 8});
     if (leaf == "weight") out.push_back({base, rows, cols});
   }
   return out;

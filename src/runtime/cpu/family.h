@@ -26,14 +26,14 @@ struct FamilySpec;
 
 enum class Quant { kQ0F32, kQ0F16, kQ4F16, kQ4F32 };
 
-enum class RopeScaling { kNone, kLlama3, kLongRope, kProportional };
+enum class RopeScaling { kNone, kLinear, kLlama3, kLongRope, kProportional };
 
 // Rotary positions (rotate-half, MLC's RopeMode.NORMAL) over the first rotary_dim dims of a head.
 struct Rope {
   double theta = 10000.0;
   int64_t rotary_dim = 0;
   RopeScaling scaling = RopeScaling::kNone;
-  double factor = 1.0;                // llama3
+  double factor = 1.0;                // linear (positions divided by it), llama3
   double low_freq_factor = 1.0;       // llama3
   double high_freq_factor = 4.0;      // llama3
   int64_t original_max_position = 0;  // llama3, longrope
@@ -152,7 +152,8 @@ struct Names {
 };
 
 // A matrix parameter [out, in] as the converter stores it: "<base>.weight", or "<base>.q_weight"
-// [out, in / 8] uint32 with "<base>.q_scale" [out, in / 32].
+// [out, ceil(in / 32) * 4] uint32 with "<base>.q_scale" [out, ceil(in / 32)] (a partial last group
+// padded, as MLC's group quantizer stores it).
 struct MatrixSpec {
   std::string base;
   int64_t out = 0;
@@ -231,7 +232,8 @@ std::vector<ParamSpec> ParamSpecs(const ModelConfig& c);
 // Every matrix of the model (embedding and lm_head included), in module order.
 std::vector<MatrixSpec> Matrices(const ModelConfig& c);
 
-// The parameter list of the common pre-norm decoder in the llama order: per layer the projections,
+// The parameter list of the common pre-norm decoder in the llama order: per layer the projections
+// (fused qkv, or q, k and v when Names::qkv is empty; o; the per-head q/k norms when named),
 // then the norms (the attention norm first with Names::norm_first); the final norm; lm_head unless
 // tied.
 std::vector<ParamSpec> DecoderParams(const ModelConfig& c);

@@ -23,9 +23,10 @@ float WeightAt(const Weight& w, int64_t o, int64_t i) {
       return BFloat16ToFloat(static_cast<const uint16_t*>(w.data)[o * w.in + i]);
     case WeightFormat::kQ4F16:
     case WeightFormat::kQ4F32: {
-      uint32_t word = static_cast<const uint32_t*>(w.data)[o * (w.in / 8) + i / 8];
+      const int64_t groups = Weight::Q4Groups(w.in);
+      uint32_t word = static_cast<const uint32_t*>(w.data)[o * groups * 4 + i / 8];
       int q = static_cast<int>((word >> (4 * (i % 8))) & 0xF);
-      int64_t s = o * (w.in / 32) + i / 32;
+      int64_t s = o * groups + i / 32;
       float scale = w.format == WeightFormat::kQ4F16
                         ? HalfToFloat(static_cast<const uint16_t*>(w.scale)[s])
                         : static_cast<const float*>(w.scale)[s];
@@ -95,6 +96,19 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
     ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
       kernels.linear_float(w, x, n, y, bias, begin, end);
     });
+    return;
+  }
+  if (w.in % 32) {
+    // A partial last group: the rows of x widened with zeros to whole groups, which the padded
+    // weights multiply exactly to nothing (and which leave each block's int8 scale as it was).
+    const int64_t padded = Weight::Q4Groups(w.in) * 32;
+    std::vector<float> wide(static_cast<size_t>(n * padded), 0.0f);
+    for (int64_t t = 0; t < n; ++t) {
+      std::memcpy(&wide[static_cast<size_t>(t * padded)], x + t * w.in, static_cast<size_t>(w.in) * sizeof(float));
+    }
+    Weight whole = w;
+    whole.in = padded;
+    Linear(whole, wide.data(), n, y, bias);
     return;
   }
   thread_local Q8Buffer buffer;

@@ -15,15 +15,19 @@ enum class WeightFormat {
   kF32,    // data: float [out, in]
   kF16,    // data: IEEE half [out, in]
   kBF16,   // data: bfloat16 [out, in]
-  kQ4F16,  // data: uint32 [out, in / 8], scale: half [out, in / 32]
-  kQ4F32,  // data: uint32 [out, in / 8], scale: float [out, in / 32]
+  kQ4F16,  // data: uint32 [out, groups * 4], scale: half [out, groups] (groups = ceil(in / 32))
+  kQ4F32,  // data: uint32 [out, groups * 4], scale: float [out, groups]
 };
 
 // A linear weight as the converter stores it: row o holds the `in` weights of output feature o.
 // 4-bit formats (MLC group quantization, group size 32 along the input axis): input index i of
 // row o is nibble (i % 8) of word data[o][i / 8] (bits 4k..4k+3 for nibble k), an unsigned value
-// q in [0, 15]; the weight is (q - 7) * scale[o][i / 32]. `in` is a multiple of 32 for them.
+// q in [0, 15]; the weight is (q - 7) * scale[o][i / 32]. When `in` is not a multiple of 32 the
+// last group is partial: each row still holds whole groups (the converter pads with zeros), and
+// the values past `in` are never read.
 struct Weight {
+  // Groups of 32 in a 4-bit row of `in` inputs (the last one partial when in % 32 != 0).
+  static constexpr int64_t Q4Groups(int64_t in) { return (in + 31) / 32; }
   WeightFormat format = WeightFormat::kF32;
   int64_t out = 0;
   int64_t in = 0;

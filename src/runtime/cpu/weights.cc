@@ -37,6 +37,20 @@ Result<ParamIndex> ParamIndex::Make(const std::vector<ParamSpec>& order, const P
   return index;
 }
 
+Status CheckParamsPresent(const std::vector<ParamSpec>& specs, const ParamIndex& p, const std::string& owner) {
+  for (const ParamSpec& spec : specs) {
+    std::vector<int64_t> shape;
+    for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
+    const std::string want = "\"" + spec.name + "\" " + ShapeText(shape) + " " + spec.dtype;
+    if (!p.Has(spec.name)) return Invalid("", owner + ": the parameter set has no " + want);
+    const NDArray& t = p[spec.name];
+    if (t.shape() != shape || DlDtypeName(t.dtype()) != spec.dtype) {
+      return Invalid("", owner + ": parameter \"" + spec.name + "\" is " + t.Describe() + ", expected " + want);
+    }
+  }
+  return Status::Ok();
+}
+
 Weight MatrixOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out,
                 int64_t in) {
   if (!c.quantized()) return FloatMatrixOf(p, base, out, in);

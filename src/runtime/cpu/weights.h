@@ -25,6 +25,10 @@ class ParamIndex {
   std::map<std::string, const NDArray*> by_name_;
 };
 
+// Each of `specs` (a tower's parameters) present in p with its shape and dtype; the error names
+// the first that is not, prefixed by `owner` ("audio tower", "vision tower").
+Status CheckParamsPresent(const std::vector<ParamSpec>& specs, const ParamIndex& p, const std::string& owner);
+
 // The matrix "<base>" [out, in] as the config's quantization stores it (q_weight / q_scale, or a
 // float "weight").
 Weight MatrixOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out,

@@ -72,18 +72,21 @@ float StoredFloat(float v, const std::string& dtype) {
 }
 
 // MLC's group quantisation of a [rows, cols] matrix: per group of 32 along a row,
-// scale = max|w| / 7, q = clamp(round(w / scale) + 7, 0, 14), eight values per uint32.
+// scale = max|w| / 7, q = clamp(round(w / scale) + 7, 0, 14), eight values per uint32; a partial
+// last group takes the scale of its own values and is stored whole, its missing values as 0.
 void Quantize(const std::vector<float>& w, int64_t rows, int64_t cols, const std::string& scale_dtype,
               std::string* q_weight, std::string* q_scale) {
+  const int64_t groups = (cols + 31) / 32;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = w.data() + r * cols;
-    std::vector<uint32_t> words(static_cast<size_t>(cols / 8), 0);
-    for (int64_t g = 0; g < cols / 32; ++g) {
+    std::vector<uint32_t> words(static_cast<size_t>(groups * 4), 0);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t len = std::min<int64_t>(32, cols - g * 32);
       float max_abs = 0;
-      for (int64_t i = 0; i < 32; ++i) max_abs = std::max(max_abs, std::fabs(row[g * 32 + i]));
+      for (int64_t i = 0; i < len; ++i) max_abs = std::max(max_abs, std::fabs(row[g * 32 + i]));
       float scale = StoredFloat(max_abs / 7.0f, scale_dtype);
       PutFloat(*q_scale, max_abs / 7.0f, scale_dtype);
-      for (int64_t i = 0; i < 32; ++i) {
+      for (int64_t i = 0; i < len; ++i) {
         int64_t col = g * 32 + i;
         float q = scale > 0 ? std::nearbyint(row[col] / scale) + 7.0f : 7.0f;
         uint32_t qi = static_cast<uint32_t>(std::clamp(q, 0.0f, 14.0f));
@@ -104,6 +107,8 @@ Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "llava-1.5-7b") return {32064, 4096, 11008, 32, 32, 32, 128, 4096, 2048};
   // Gemma 4 E2B's decoder (the family lays out its 35 layers).
   if (o.shape == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 4096, 1024};
+  // Gemma 3 1B's decoder (the family lays out its sliding and full layers).
+  if (o.shape == "gemma-3-1b") return {262144, 1152, 6912, 26, 4, 1, 256, 4096, 1024};
   // tiny: the family's KV heads and head_dim (GQA where the family has it).
   return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
@@ -229,7 +234,7 @@ Status CheckOptions(const FamilyModelOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
-  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b"};
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b", "gemma-3-1b"};
   return kShapes;
 }
 

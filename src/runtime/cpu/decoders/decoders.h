@@ -14,9 +14,19 @@ const FamilySpec& Gemma2Family();
 const FamilySpec& Phi3Family();
 const FamilySpec& LlavaFamily();
 const FamilySpec& Gemma4Family();
+const FamilySpec& Gemma3Family();
+const FamilySpec& Gemma3TextFamily();
 
 // Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
 void ConfigureGemma(ConfigReader& r, ModelConfig& c);
+
+// The names of Gemma 3 / Gemma 4 decoders under `root` ("language_model.model.", "language_model."):
+// embed_tokens, norm, layers.N. with unfused self_attn.{q,k,v,o}_proj, the per-head q_norm / k_norm
+// and the four norms around attention and MLP.
+void SetGemmaNames(Names& n, const std::string& root);
+
+// MLC's Gemma instruction template named `name` over the reference vocabulary's ids.
+Json GemmaInstructionTemplate(const std::string& name);
 
 // MLC's llama-style families take SiLU only.
 void RequireSilu(ConfigReader& r);

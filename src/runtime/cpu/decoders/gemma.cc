@@ -1,5 +1,6 @@
 // Gemma (MLC's gemma model): the llama layout with tied embeddings scaled by sqrt(hidden_size) as
-// they are looked up, tanh GeLU in the MLP, RMSNorm eps 1e-6, one KV head in the 2B model.
+// they are looked up, tanh GeLU in the MLP, RMSNorm eps 1e-6, one KV head in the 2B model; and what
+// the Gemma families share (settings, the names of the unfused layouts, the instruction template).
 #include <cmath>
 
 #include "runtime/cpu/decoders/decoders.h"
@@ -31,6 +32,39 @@ void ConfigureGemma(ConfigReader& r, ModelConfig& c) {
   if (r.Bool("attention_bias", false)) {
     r.Unsupported(r.Path("attention_bias"), "Gemma with attention biases is not supported");
   }
+}
+
+void SetGemmaNames(Names& n, const std::string& root) {
+  n.embed = root + "embed_tokens";
+  n.final_norm = root + "norm";
+  n.layer_root = root + "layers.";
+  n.qkv.clear();
+  n.q = "self_attn.q_proj";
+  n.k = "self_attn.k_proj";
+  n.v = "self_attn.v_proj";
+  n.o = "self_attn.o_proj";
+  n.q_norm = "self_attn.q_norm";
+  n.k_norm = "self_attn.k_norm";
+  n.attn_norm = "input_layernorm";
+  n.attn_out_norm = "post_attention_layernorm";
+  n.mlp_norm = "pre_feedforward_layernorm";
+  n.mlp_out_norm = "post_feedforward_layernorm";
+}
+
+// MLC's template (gemma_instruction; gemma3_instruction differs only in its stop id) over the
+// reference vocabulary's begin and end ids.
+Json GemmaInstructionTemplate(const std::string& name) {
+  return {{"name", name},
+          {"system_template", "{system_message}"},
+          {"system_message", ""},
+          {"system_prefix_token_ids", {1}},
+          {"add_role_after_system_message", true},
+          {"roles", {{"user", "<start_of_turn>user"}, {"assistant", "<start_of_turn>model"}}},
+          {"seps", {"<end_of_turn>\n"}},
+          {"role_content_sep", "\n"},
+          {"role_empty_sep", "\n"},
+          {"stop_str", {"<end_of_turn>"}},
+          {"stop_token_ids", {2}}};
 }
 
 const FamilySpec& GemmaFamily() {

@@ -222,22 +222,6 @@ void WriteConfig(const WriterShape& shape, Json& mc) {
   mc = out;
 }
 
-// The shipped example's conversation template (MLC's gemma_instruction) over the reference
-// vocabulary's begin and end ids.
-Json ConvTemplate() {
-  return {{"name", "gemma_instruction"},
-          {"system_template", "{system_message}"},
-          {"system_message", ""},
-          {"system_prefix_token_ids", {1}},
-          {"add_role_after_system_message", true},
-          {"roles", {{"user", "<start_of_turn>user"}, {"assistant", "<start_of_turn>model"}}},
-          {"seps", {"<end_of_turn>\n"}},
-          {"role_content_sep", "\n"},
-          {"role_empty_sep", "\n"},
-          {"stop_str", {"<end_of_turn>"}},
-          {"stop_token_ids", {2}}};
-}
-
 }  // namespace
 
 const FamilySpec& Gemma4Family() {
@@ -248,19 +232,7 @@ const FamilySpec& Gemma4Family() {
     f.default_rms_norm_eps = 1e-6;
     Names& n = f.names;
     const std::string root = "language_model.";
-    n.embed = root + "embed_tokens";
-    n.final_norm = root + "norm";
-    n.layer_root = root + "layers.";
-    n.q = "self_attn.q_proj";
-    n.k = "self_attn.k_proj";
-    n.v = "self_attn.v_proj";
-    n.o = "self_attn.o_proj";
-    n.q_norm = "self_attn.q_norm";
-    n.k_norm = "self_attn.k_norm";
-    n.attn_norm = "input_layernorm";
-    n.attn_out_norm = "post_attention_layernorm";
-    n.mlp_norm = "pre_feedforward_layernorm";
-    n.mlp_out_norm = "post_feedforward_layernorm";
+    SetGemmaNames(n, root);
     n.per_layer_embed = root + "embed_tokens_per_layer";
     n.per_layer_model_projection = root + "per_layer_model_projection";
     n.per_layer_projection_norm = root + "per_layer_projection_norm";
@@ -273,7 +245,7 @@ const FamilySpec& Gemma4Family() {
     f.writer.tiny_kv_heads = 1;
     f.writer.tiny_head_dim = 32;
     f.writer.model_config = WriteConfig;
-    f.writer.conv_template = ConvTemplate;
+    f.writer.conv_template = [] { return GemmaInstructionTemplate("gemma_instruction"); };
     f.writer.audio_tower = true;
     return f;
   }();

@@ -9,28 +9,24 @@
 #include <memory>
 #include <string>
 
+#include "runtime/cpu/blocks.h"
 #include "runtime/cpu/towers/tower.h"
+#include "runtime/cpu/towers/vit.h"
 
 namespace mlc::cpu {
 
-struct ClipConfig {
-  int64_t hidden_size = 0;
-  int64_t intermediate_size = 0;
-  int64_t num_heads = 0;
-  int64_t num_layers = 0;
-  int64_t patch_size = 0;
-  int64_t image_size = 0;
-  double layer_norm_eps = 1e-5;
+struct ClipConfig : VitConfig {
   int64_t feature_layer = -2;  // the hidden state taken (Hugging Face's vision_feature_layer)
   int64_t text_hidden_size = 0;  // the projector's output
   int64_t image_token_index = 0; // the placeholder id of the prompt
-  std::string root = "vision_tower.vision_model.";
   std::string projector = "multi_modal_projector.";
 
-  int64_t grid() const { return image_size / patch_size; }
-  int64_t num_patches() const { return grid() * grid(); }
   // Encoder layers run to reach feature_layer (hidden state 0 is the embeddings' output).
   int64_t layers_run() const { return num_layers + 1 + feature_layer; }
+  // The encoder layer's shape (QuickGELU, matrices in float) and parameter prefix.
+  VitLayerShape layer() const {
+    return VitLayerShape{hidden_size, intermediate_size, num_heads, layer_norm_eps, QuickGelu, false};
+  }
 };
 
 // Reads vision_config (sizes checked, errors at /model_config/vision_config/...) and the

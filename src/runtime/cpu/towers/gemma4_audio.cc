@@ -214,29 +214,6 @@ void TowerParams(const Gemma4AudioConfig& a, ParamListBuilder& b) {
   b.Matrix(kEmbed + "embedding_projection", a.text_hidden_size, a.output_proj_dims);
 }
 
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-// Each of the tower's parameters present with its shape and dtype.
-Status CheckParams(const Gemma4AudioConfig& a, const ModelConfig& c, const ParamIndex& p) {
-  ParamListBuilder b(c);
-  TowerParams(a, b);
-  for (const ParamSpec& spec : b.Take()) {
-    std::vector<int64_t> shape;
-    for (const auto& d : spec.shape) shape.push_back(std::get<int64_t>(d));
-    const std::string want = "\"" + spec.name + "\" " + ShapeText(shape) + " " + spec.dtype;
-    if (!p.Has(spec.name)) return Invalid("", "audio tower: the parameter set has no " + want);
-    const NDArray& t = p[spec.name];
-    if (t.shape() != shape || DlDtypeName(t.dtype()) != spec.dtype) {
-      return Invalid("", "audio tower: parameter \"" + spec.name + "\" is " + t.Describe() + ", expected " + want);
-    }
-  }
-  return Status::Ok();
-}
-
 class BoundGemma4Audio : public BoundTower {
  public:
   BoundGemma4Audio(const Gemma4AudioConfig& a, const ModelConfig& c, const ParamIndex& p) : a_(a) {
@@ -540,9 +517,7 @@ class Gemma4AudioTower : public Tower {
   }
 
   Result<std::unique_ptr<BoundTower>> Bind(const ModelConfig& c, const ParamIndex& p) const override {
-    MLC_RETURN_IF_ERROR(CheckParams(a_, c, p));
-    std::unique_ptr<BoundTower> bound = std::make_unique<BoundGemma4Audio>(a_, c, p);
-    return bound;
+    return BindChecked<BoundGemma4Audio>(*this, a_, c, p, "audio tower");
   }
 
  private:

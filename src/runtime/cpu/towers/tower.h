@@ -12,10 +12,9 @@
 #include "mlc_manifest/contract.h"
 #include "mlc_manifest/tensor.h"
 #include "runtime/cpu/family.h"
+#include "runtime/cpu/weights.h"
 
 namespace mlc::cpu {
-
-class ParamIndex;
 
 // A tower bound to its parameters (views into the mapped shards): safe to run from several
 // threads at once, and beside the decoder.
@@ -42,5 +41,17 @@ class Tower {
     return std::nullopt;
   }
 };
+
+// A tower's Bind: every parameter it declares (AppendParams) checked present in p with its shape
+// and dtype (an error naming the first that is not, prefixed by `owner`), then Bound(config, c, p).
+template <class Bound, class Config>
+Result<std::unique_ptr<BoundTower>> BindChecked(const Tower& tower, const Config& config, const ModelConfig& c,
+                                                const ParamIndex& p, const std::string& owner) {
+  ParamListBuilder b(c);
+  tower.AppendParams(b);
+  MLC_RETURN_IF_ERROR(CheckParamsPresent(b.Take(), p, owner));
+  std::unique_ptr<BoundTower> bound = std::make_unique<Bound>(config, c, p);
+  return bound;
+}
 
 }  // namespace mlc::cpu

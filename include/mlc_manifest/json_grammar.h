@@ -1,0 +1,148 @@
+// Structured output: a JSON Schema subset (or "any JSON object") compiled into a pushdown
+// automaton over bytes, a tokenizer's vocabulary as byte strings in a trie, and the matcher that
+// turns the automaton's state into a mask over the vocabulary for constrained sampling.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/tokenizer.h"
+
+namespace mlc {
+
+struct JsonGrammarOptions {
+  // Longest string (in characters) where the schema gives no maxLength; 0: unbounded.
+  int64_t max_string_length = 0;
+  int64_t max_depth = 32;  // nesting of objects and arrays (the automaton's stack)
+};
+
+// The compiled grammar. Whitespace rule: none, except at most one space after ':' and ','.
+// Object properties come in the schema's order; required ones always, optional ones may be
+// left out, others never.
+class JsonGrammar {
+ public:
+  // One level of the automaton's stack: a grammar node and where inside it the text is.
+  struct Frame {
+    uint32_t node = 0;
+    uint8_t phase = 0;
+    uint8_t flag = 0;
+    uint16_t extra = 0;
+    uint32_t x = 0;
+    uint32_t y = 0;
+    uint64_t mask = 0;
+  };
+  // The automaton's state; empty once the whole value is complete.
+  using State = std::vector<Frame>;
+
+  // Any JSON object (response_format json_object).
+  static std::shared_ptr<const JsonGrammar> AnyObject(const JsonGrammarOptions& options = {});
+  // A schema of the supported subset; anything else is kUnsupported at the keyword's JSON
+  // Pointer inside the schema.
+  static Result<std::shared_ptr<const JsonGrammar>> FromSchema(const OrderedJson& schema,
+                                                               const JsonGrammarOptions& options = {});
+
+  State Start() const;
+  // Feeds one byte; false (state unspecified) when the text cannot continue with it.
+  bool Step(State& state, uint8_t byte) const;
+  // Whether the text so far is a complete value.
+  bool Accepting(const State& state) const;
+  // Inside a string, between characters: how many more characters it may take (INT64_MAX when
+  // unbounded); otherwise -1. Plain text (no quote, backslash or control character, whole UTF-8
+  // characters) of at most that many characters is then accepted and leaves the same phase.
+  int64_t StringRoom(const State& state) const;
+  // Feeds bytes; false when one is refused.
+  bool Feed(State& state, std::string_view bytes) const;
+  // Feed from Start and Accepting at the end.
+  bool Matches(std::string_view text) const;
+
+  enum class Outcome : uint8_t;  // of one byte in one frame (json_grammar.cc)
+  enum class Kind : uint8_t { kChoice, kObject, kAnyObject, kArray, kString, kNumber, kLiterals };
+  struct Property {
+    std::string key;  // as JSON text, quotes included
+    uint32_t value = 0;
+    bool required = false;
+  };
+  struct Node {
+    Kind kind = Kind::kLiterals;
+    bool integer = false;                // kNumber
+    std::vector<uint32_t> children;      // kChoice: alternatives; kArray: items; kAnyObject: value
+    std::vector<Property> properties;    // kObject
+    std::vector<std::string> literals;   // kLiterals: JSON texts
+    int64_t min = 0, max = -1;           // kArray items, kString characters; -1: unbounded
+  };
+
+ private:
+  friend class JsonSchemaCompiler;
+  bool Push(State& state, uint32_t node) const;
+  Outcome StepString(State& state, uint8_t c) const;
+  Outcome StepNumber(State& state, uint8_t c) const;
+  Outcome StepLiterals(State& state, uint8_t c) const;
+  Outcome StepObject(State& state, uint8_t c) const;
+  Outcome StepArray(State& state, uint8_t c) const;
+  std::vector<Node> nodes_;
+  std::vector<std::bitset<256>> first_;  // bytes each node's text can start with
+  uint32_t root_ = 0;
+  JsonGrammarOptions options_;
+};
+
+// Each token's bytes (what it adds to decoded text) and a trie over them, built once per
+// tokenizer. Tokens without bytes are never allowed by a grammar.
+class TokenVocabulary {
+ public:
+  static std::shared_ptr<const TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer);
+  static std::shared_ptr<const TokenVocabulary> FromBytes(std::vector<std::string> bytes);
+  size_t size() const { return bytes_.size(); }
+  const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
+
+  // allowed[id] = 1 for each token whose bytes the grammar accepts from state (others 0).
+  void Allowed(const JsonGrammar& grammar, const JsonGrammar::State& state,
+               std::vector<uint8_t>& allowed) const;
+
+ private:
+  struct TrieNode {
+    uint32_t first_child = 0;  // 0: none (the root is node 0)
+    uint32_t next_sibling = 0;
+    uint32_t tokens_begin = 0, tokens_end = 0;  // into trie_tokens_
+    uint8_t byte = 0;
+  };
+  void BuildTrie();
+  void FindPlainText();
+  std::vector<std::string> bytes_;
+  // Characters of each token that is plain string text (see JsonGrammar::StringRoom), else -1;
+  // and the tokens with bytes that are not.
+  std::vector<int32_t> plain_chars_;
+  std::vector<int32_t> not_plain_;
+  std::vector<TrieNode> trie_;
+  std::vector<int32_t> trie_tokens_;
+};
+
+// A reply's constraint: the grammar and the vocabulary it is sampled over.
+struct JsonConstraint {
+  std::shared_ptr<const JsonGrammar> grammar;
+  std::shared_ptr<const TokenVocabulary> vocabulary;
+};
+
+// Follows one reply token by token.
+class GrammarMatcher {
+ public:
+  explicit GrammarMatcher(JsonConstraint constraint);
+  // Sets the logits of tokens the grammar refuses to -infinity; the stop ids stay only when the
+  // text is complete. Returns how many tokens remain.
+  size_t Constrain(std::span<float> logits, std::span<const int32_t> stop_ids);
+  // Advances over a sampled token (not a stop id); false when the grammar refuses it.
+  bool Advance(int32_t token);
+  bool Accepting() const { return constraint_.grammar->Accepting(state_); }
+
+ private:
+  JsonConstraint constraint_;
+  JsonGrammar::State state_;
+  std::vector<uint8_t> allowed_;
+};
+
+}  // namespace mlc

@@ -1,0 +1,33 @@
+// POST /v1/completions (the legacy API): the prompt as text (after the conversation template's
+// system prefix ids, e.g. BOS, as llama.cpp adds them) or as token ids, no chat template, with
+// the package's stop ids and stop strings; answered by serve/chat_completions.cc's shared path.
+#include "serve/server_impl.h"
+
+namespace mlc {
+
+using namespace serve;  // NOLINT: the server files' own parts
+
+Result<Job> Server::Impl::CompletionJob(const Json& doc) {
+  auto parsed = ParseCompletionRequest(doc, options.request_limits, defaults);
+  MLC_RETURN_IF_ERROR(parsed);
+  std::vector<int32_t> ids;
+  if (parsed->prompt_is_ids) {
+    ids = std::move(parsed->prompt_ids);
+  } else {
+    if (!package.tokenizer) return Invalid("/prompt", "this package has no tokenizer: send token ids");
+    if (package.tmpl && package.tmpl->system_prefix_token_ids) ids = *package.tmpl->system_prefix_token_ids;
+    package.tokenizer->EncodeEach(parsed->prompt, [&ids](int32_t id) { ids.push_back(id); });
+    if (ids.empty()) return Invalid("/prompt", "the prompt is empty");
+  }
+  Job job;
+  job.gen.input.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/prompt"});
+  job.gen.input.media.emplace_back();
+  SetOptions(job.gen, *parsed);
+  job.stream = parsed->stream;
+  job.include_usage = parsed->include_usage;
+  job.format.wire = Wire::kCompletion;
+  job.format.top_logprobs = parsed->top_logprobs;
+  return job;
+}
+
+}  // namespace mlc

@@ -1,0 +1,411 @@
+// The JSON automaton of structured output: a stack of frames, one per open value, each a grammar
+// node and a phase inside it; bytes are fed one at a time. Strings are checked as UTF-8 (and
+// \u escapes outside the surrogates), so the text a token sequence decodes to is the text the
+// automaton saw. The schema compiler is json_schema.cc.
+#include "mlc_manifest/json_grammar.h"
+
+#include <cstdint>
+
+namespace mlc {
+
+enum class JsonGrammar::Outcome : uint8_t { kTaken, kRefused, kAgain };
+
+using Outcome = JsonGrammar::Outcome;
+using Kind = JsonGrammar::Kind;
+
+namespace {
+
+bool IsDigit(uint8_t c) { return c >= '0' && c <= '9'; }
+bool IsHex(uint8_t c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// Number phases (the JSON number grammar); the complete ones may end before any other byte.
+enum NumberPhase : uint8_t {
+  kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumExp, kNumExpSign, kNumExpDigits
+};
+bool NumberComplete(uint8_t phase) {
+  return phase == kNumZero || phase == kNumInt || phase == kNumFrac || phase == kNumExpDigits;
+}
+
+// String phases.
+enum StringPhase : uint8_t { kStrOpen, kStrBody, kStrEscape, kStrHex };
+
+// Object phases (kObject and kAnyObject).
+enum ObjectPhase : uint8_t { kObjOpen, kObjFirst, kObjKey, kObjColon, kObjValue, kObjAfter, kObjNext };
+
+// Array phases.
+enum ArrayPhase : uint8_t { kArrOpen, kArrFirst, kArrAfter, kArrNext };
+
+// The properties that may come next from index i: up to and including the first required one.
+uint64_t Candidates(const JsonGrammar::Node& n, uint32_t i) {
+  uint64_t mask = 0;
+  for (size_t j = i; j < n.properties.size(); ++j) {
+    mask |= uint64_t{1} << j;
+    if (n.properties[j].required) break;
+  }
+  return mask;
+}
+
+bool RequiredLeft(const JsonGrammar::Node& n, uint32_t i) {
+  for (size_t j = i; j < n.properties.size(); ++j) {
+    if (n.properties[j].required) return true;
+  }
+  return false;
+}
+
+// The alive literals that are complete at position pos.
+bool LiteralComplete(const JsonGrammar::Node& n, const JsonGrammar::Frame& f) {
+  for (size_t k = 0; k < n.literals.size(); ++k) {
+    if ((f.mask >> k & 1) && n.literals[k].size() == f.x) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+JsonGrammar::State JsonGrammar::Start() const {
+  State s;
+  Push(s, root_);
+  return s;
+}
+
+bool JsonGrammar::Push(State& state, uint32_t node) const {
+  if (static_cast<int64_t>(state.size()) > options_.max_depth) return false;
+  Frame f;
+  f.node = node;
+  if (nodes_[node].kind == Kind::kLiterals) {
+    f.mask = nodes_[node].literals.size() >= 64 ? ~uint64_t{0}
+                                                : (uint64_t{1} << nodes_[node].literals.size()) - 1;
+  }
+  state.push_back(f);
+  return true;
+}
+
+Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  auto count = [&] {  // one more character
+    if (n.max >= 0 && f.x >= n.max) return false;
+    ++f.x;
+    return true;
+  };
+  switch (f.phase) {
+    case kStrOpen:
+      if (c != '"') return Outcome::kRefused;
+      f.phase = kStrBody;
+      return Outcome::kTaken;
+    case kStrBody:
+      if (f.extra > 0) {  // a UTF-8 continuation byte within [y & 0xff, y >> 8]
+        if (c < (f.y & 0xff) || c > (f.y >> 8)) return Outcome::kRefused;
+        --f.extra;
+        f.y = 0x80 | (0xbf << 8);
+        return Outcome::kTaken;
+      }
+      if (c == '"') {
+        if (f.x < n.min) return Outcome::kRefused;
+        s.pop_back();
+        return Outcome::kTaken;
+      }
+      if (c == '\\') {
+        if (!count()) return Outcome::kRefused;
+        f.phase = kStrEscape;
+        return Outcome::kTaken;
+      }
+      if (c < 0x20) return Outcome::kRefused;
+      if (c < 0x80) return count() ? Outcome::kTaken : Outcome::kRefused;
+      {
+        uint32_t lo = 0x80, hi = 0xbf;
+        uint16_t more = 0;
+        if (c >= 0xc2 && c <= 0xdf) {
+          more = 1;
+        } else if (c >= 0xe0 && c <= 0xef) {
+          more = 2;
+          if (c == 0xe0) lo = 0xa0;
+          if (c == 0xed) hi = 0x9f;  // no surrogates
+        } else if (c >= 0xf0 && c <= 0xf4) {
+          more = 3;
+          if (c == 0xf0) lo = 0x90;
+          if (c == 0xf4) hi = 0x8f;
+        } else {
+          return Outcome::kRefused;
+        }
+        if (!count()) return Outcome::kRefused;
+        f.extra = more;
+        f.y = lo | (hi << 8);
+        return Outcome::kTaken;
+      }
+    case kStrEscape:
+      if (c == 'u') {
+        f.phase = kStrHex;
+        f.y = 0;
+        f.flag = 0;
+        return Outcome::kTaken;
+      }
+      if (c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' ||
+          c == 't') {
+        f.phase = kStrBody;
+        return Outcome::kTaken;
+      }
+      return Outcome::kRefused;
+    case kStrHex:
+      if (!IsHex(c)) return Outcome::kRefused;
+      if (f.y == 0 && (c == 'd' || c == 'D')) f.flag = 1;
+      if (f.y == 1 && f.flag && !(c >= '0' && c <= '7')) return Outcome::kRefused;  // a surrogate
+      if (++f.y == 4) f.phase = kStrBody;
+      f.y = f.phase == kStrBody ? 0 : f.y;
+      return Outcome::kTaken;
+    default:
+      return Outcome::kRefused;
+  }
+}
+
+Outcome JsonGrammar::StepNumber(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const bool integer = nodes_[f.node].integer;
+  auto to = [&](uint8_t phase) {
+    f.phase = phase;
+    return Outcome::kTaken;
+  };
+  switch (f.phase) {
+    case kNumStart:
+      if (c == '-') return to(kNumMinus);
+      [[fallthrough]];
+    case kNumMinus:
+      if (c == '0') return to(kNumZero);
+      if (IsDigit(c)) return to(kNumInt);
+      return Outcome::kRefused;
+    case kNumZero:
+    case kNumInt:
+      if (f.phase == kNumInt && IsDigit(c)) return Outcome::kTaken;
+      if (!integer && c == '.') return to(kNumDot);
+      if (!integer && (c == 'e' || c == 'E')) return to(kNumExp);
+      break;
+    case kNumDot:
+      return IsDigit(c) ? to(kNumFrac) : Outcome::kRefused;
+    case kNumFrac:
+      if (IsDigit(c)) return Outcome::kTaken;
+      if (c == 'e' || c == 'E') return to(kNumExp);
+      break;
+    case kNumExp:
+      if (c == '+' || c == '-') return to(kNumExpSign);
+      [[fallthrough]];
+    case kNumExpSign:
+      return IsDigit(c) ? to(kNumExpDigits) : Outcome::kRefused;
+    case kNumExpDigits:
+      if (IsDigit(c)) return Outcome::kTaken;
+      break;
+    default:
+      return Outcome::kRefused;
+  }
+  // A complete number ends here; the byte is its parent's.
+  s.pop_back();
+  return Outcome::kAgain;
+}
+
+Outcome JsonGrammar::StepLiterals(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  uint64_t next = 0;
+  bool longer = false;
+  for (size_t k = 0; k < n.literals.size(); ++k) {
+    const std::string& lit = n.literals[k];
+    if ((f.mask >> k & 1) && lit.size() > f.x && static_cast<uint8_t>(lit[f.x]) == c) {
+      next |= uint64_t{1} << k;
+      longer = longer || lit.size() > f.x + 1;
+    }
+  }
+  if (next == 0) {
+    if (!LiteralComplete(n, f)) return Outcome::kRefused;
+    s.pop_back();  // a complete literal (a number) ends before its parent's byte
+    return Outcome::kAgain;
+  }
+  f.mask = next;
+  ++f.x;
+  if (!longer) s.pop_back();
+  return Outcome::kTaken;
+}
+
+// Both object kinds: kObject with its properties in order, kAnyObject with any keys (a key string
+// node) and values.
+Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  const bool any = n.kind == Kind::kAnyObject;  // children: [value, key string]
+  const bool may_close = any || !RequiredLeft(n, f.x);
+  auto start_key = [&] {
+    if (any) {
+      f.phase = kObjColon;
+      return Push(s, n.children[1]) ? Outcome::kAgain : Outcome::kRefused;
+    }
+    uint64_t mask = Candidates(n, f.x);
+    if (mask == 0) return Outcome::kRefused;
+    f.mask = mask;
+    f.phase = kObjKey;
+    f.y = 1;  // the key's opening quote
+    return Outcome::kTaken;
+  };
+  auto close = [&] {
+    s.pop_back();
+    return Outcome::kTaken;
+  };
+  auto space_once = [&] {
+    f.flag = 1;
+    return Outcome::kTaken;
+  };
+  switch (f.phase) {
+    case kObjOpen:
+      if (c != '{') return Outcome::kRefused;
+      f.phase = kObjFirst;
+      return Outcome::kTaken;
+    case kObjFirst:
+      if (c == '}' && may_close) return close();
+      return c == '"' ? start_key() : Outcome::kRefused;
+    case kObjKey: {
+      uint64_t next = 0;
+      for (size_t k = 0; k < n.properties.size(); ++k) {
+        const std::string& key = n.properties[k].key;
+        if ((f.mask >> k & 1) && key.size() > f.y && static_cast<uint8_t>(key[f.y]) == c) {
+          next |= uint64_t{1} << k;
+        }
+      }
+      if (next == 0) return Outcome::kRefused;
+      f.mask = next;
+      ++f.y;
+      for (size_t k = 0; k < n.properties.size(); ++k) {
+        if ((next >> k & 1) && n.properties[k].key.size() == f.y) {  // the closing quote
+          f.phase = kObjColon;
+          f.y = static_cast<uint32_t>(k);
+          f.x = static_cast<uint32_t>(k + 1);
+          break;
+        }
+      }
+      return Outcome::kTaken;
+    }
+    case kObjColon:
+      if (c != ':') return Outcome::kRefused;
+      f.phase = kObjValue;
+      f.flag = 0;
+      return Outcome::kTaken;
+    case kObjValue:
+      if (c == ' ' && !f.flag) return space_once();
+      f.phase = kObjAfter;
+      return Push(s, any ? n.children[0] : n.properties[f.y].value) ? Outcome::kAgain
+                                                                     : Outcome::kRefused;
+    case kObjAfter:
+      if (c == ',' && (any || Candidates(n, f.x) != 0)) {
+        f.phase = kObjNext;
+        f.flag = 0;
+        return Outcome::kTaken;
+      }
+      if (c == '}' && may_close) return close();
+      return Outcome::kRefused;
+    case kObjNext:
+      if (c == ' ' && !f.flag) return space_once();
+      return c == '"' ? start_key() : Outcome::kRefused;
+    default:
+      return Outcome::kRefused;
+  }
+}
+
+Outcome JsonGrammar::StepArray(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  auto item = [&] {
+    if (n.max >= 0 && f.x >= n.max) return Outcome::kRefused;
+    ++f.x;
+    f.phase = kArrAfter;
+    return Push(s, n.children[0]) ? Outcome::kAgain : Outcome::kRefused;
+  };
+  switch (f.phase) {
+    case kArrOpen:
+      if (c != '[') return Outcome::kRefused;
+      f.phase = kArrFirst;
+      return Outcome::kTaken;
+    case kArrFirst:
+      if (c == ']') {
+        if (n.min > 0) return Outcome::kRefused;
+        s.pop_back();
+        return Outcome::kTaken;
+      }
+      return item();
+    case kArrAfter:
+      if (c == ',' && (n.max < 0 || f.x < n.max)) {
+        f.phase = kArrNext;
+        f.flag = 0;
+        return Outcome::kTaken;
+      }
+      if (c == ']' && f.x >= n.min) {
+        s.pop_back();
+        return Outcome::kTaken;
+      }
+      return Outcome::kRefused;
+    case kArrNext:
+      if (c == ' ' && !f.flag) {
+        f.flag = 1;
+        return Outcome::kTaken;
+      }
+      return item();
+    default:
+      return Outcome::kRefused;
+  }
+}
+
+bool JsonGrammar::Step(State& s, uint8_t c) const {
+  for (;;) {
+    if (s.empty()) return false;
+    Outcome o = Outcome::kRefused;
+    const Node& n = nodes_[s.back().node];
+    switch (n.kind) {
+      case Kind::kChoice: {
+        // Alternatives start with different bytes: the first byte picks one.
+        o = Outcome::kRefused;
+        for (uint32_t alt : n.children) {
+          if (first_[alt].test(c)) {
+            s.pop_back();
+            o = Push(s, alt) ? Outcome::kAgain : Outcome::kRefused;
+            break;
+          }
+        }
+        break;
+      }
+      case Kind::kObject:
+      case Kind::kAnyObject: o = StepObject(s, c); break;
+      case Kind::kArray: o = StepArray(s, c); break;
+      case Kind::kString: o = StepString(s, c); break;
+      case Kind::kNumber: o = StepNumber(s, c); break;
+      case Kind::kLiterals: o = StepLiterals(s, c); break;
+    }
+    if (o != Outcome::kAgain) return o == Outcome::kTaken;
+  }
+}
+
+bool JsonGrammar::Accepting(const State& s) const {
+  if (s.empty()) return true;
+  if (s.size() != 1) return false;
+  const Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  if (n.kind == Kind::kNumber) return NumberComplete(f.phase);
+  if (n.kind == Kind::kLiterals) return f.x > 0 && LiteralComplete(n, f);
+  return false;
+}
+
+int64_t JsonGrammar::StringRoom(const State& s) const {
+  if (s.empty()) return -1;
+  const Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  if (n.kind != Kind::kString || f.phase != kStrBody || f.extra != 0) return -1;
+  return n.max < 0 ? INT64_MAX : n.max - static_cast<int64_t>(f.x);
+}
+
+bool JsonGrammar::Feed(State& state, std::string_view bytes) const {
+  for (char c : bytes) {
+    if (!Step(state, static_cast<uint8_t>(c))) return false;
+  }
+  return true;
+}
+
+bool JsonGrammar::Matches(std::string_view text) const {
+  State s = Start();
+  return Feed(s, text) && Accepting(s);
+}
+
+}  // namespace mlc

@@ -1,0 +1,92 @@
+// Checks every CPU family's tests make on a package the project's writer writes: requests in a
+// running engine's batch equal their runs alone, and `run --messages` gives the same greedy tokens
+// whatever the prefill chunk.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/engine.h"
+#include "mlc_manifest/fs.h"
+#include "support/batch_util.h"
+#include "support/reference64.h"
+#include "support/test_util.h"
+
+namespace mlc::test {
+
+// Splits n rows into chunks of each given size (the last one shorter), runs each split with
+// `run(chunks)` (the logits after each chunk) and expects every chunk's logits within `tolerance`
+// (RelError) of the reference's at the chunk's last position.
+template <class Run>
+void ExpectEveryChunkSplitMatches(size_t n, const std::vector<size_t>& sizes, Run run, const std::vector<Vec>& want,
+                                  double tolerance) {
+  for (size_t k : sizes) {
+    std::vector<size_t> chunks;
+    for (size_t at = 0; at < n; at += k) chunks.push_back(std::min(k, n - at));
+    std::vector<std::vector<float>> got = run(chunks);
+    ASSERT_EQ(got.size(), chunks.size());
+    size_t end = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      end += chunks[i];
+      EXPECT_LT(RelError(got[i], want[end - 1]), tolerance) << "chunk " << k << ", position " << end - 1;
+    }
+  }
+}
+
+// The writer's options for a family's tiny package.
+inline FamilyModelOptions TinyOptions(const std::string& family, const std::string& quantization, uint64_t seed) {
+  FamilyModelOptions o;
+  o.family = family;
+  o.quantization = quantization;
+  o.seed = seed;
+  return o;
+}
+
+// Writes the package of `o`, submits every prompt to an engine at once (a batch as wide as the
+// prompts) and expects each request's greedy tokens to equal its run alone.
+inline void ExpectBatchMatchesRunsAlone(FamilyModelOptions o, const std::vector<TurnInput>& prompts, int64_t max_tokens) {
+  LoadedPackage m;
+  o.force = true;
+  auto written = WriteFamilyModel(m.dir.path(), o);
+  ASSERT_TRUE(written) << written.error().ToString();
+  LoadInto(m, OpenCpuLibrary(m.dir.path()));
+  ASSERT_TRUE(m.library);
+  EngineOptions eo;
+  eo.batch.max_batch_size = static_cast<int64_t>(prompts.size());
+  auto engine = Engine::Start(m.loaded, nullptr, eo);
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  std::vector<EngineReply> got = SubmitAll(**engine, prompts, max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(m.loaded, prompts[i], max_tokens)) << i;
+  (*engine)->Shutdown(true);
+}
+
+// `run --messages MESSAGES_FILE` (greedy, max_tokens) on the package of `o` written once per
+// prefill chunk size into dir: the same non-empty tokens each time; returns them.
+inline std::vector<int32_t> ExpectSameTokensAcrossPrefillChunks(const TempDir& dir, FamilyModelOptions o,
+                                                                const std::string& messages_file,
+                                                                const std::vector<int64_t>& chunks,
+                                                                int64_t max_tokens = 8) {
+  std::vector<int32_t> first;
+  for (int64_t chunk : chunks) {
+    o.prefill_chunk_size = chunk;
+    const std::string pkg = dir.File(o.family + "-" + o.quantization + "-chunk" + std::to_string(chunk));
+    auto written = WriteFamilyModel(pkg, o);
+    EXPECT_TRUE(written) << written.error().ToString();
+    if (!written) return {};
+    auto r = RunCli({"run", pkg, "--messages", messages_file, "--max-tokens", std::to_string(max_tokens),
+                     "--temperature", "0", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    if (r.exit_code != 0) return {};
+    std::vector<int32_t> tokens = Json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
+    EXPECT_FALSE(tokens.empty()) << "prefill_chunk_size " << chunk;
+    if (first.empty()) first = tokens;
+    EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
+  }
+  return first;
+}
+
+}  // namespace mlc::test
