@@ -2,11 +2,11 @@
 // canvas drawImage resize (imageSmoothingQuality "high") on the same 4000 x 3000 pixels, to
 // 448 x 448; the medians of REPS runs after one warm-up, and their ratio.
 //   node bench/wasm_resize_chromium.mjs PKG_DIR [REPS] [CHROMIUM]
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
+
+import { runHeadless } from '../tests/wasm/headless.mjs';
 
 const [pkgDir, repsArg, chromium = 'chromium'] = process.argv.slice(2);
 if (!pkgDir) {
@@ -62,19 +62,10 @@ const server = http.createServer((req, res) => {
   }
 });
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'mlc-wasm-bench-'));
-const browser = spawn(chromium, ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  `--user-data-dir=${profile}`, `http://127.0.0.1:${server.address().port}/`], { stdio: 'ignore' });
-const timer = setTimeout(() => finish(null), 300000);
-const result = await done;
-clearTimeout(timer);
-const exited = new Promise((resolve) => browser.once('exit', resolve));
-browser.kill();
-await exited;
+const { outcome: result, failure } = await runHeadless(chromium, `http://127.0.0.1:${server.address().port}/`, done, 300000);
 server.close();
-fs.rmSync(profile, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-if (!result) {
-  console.error('no answer from Chromium');
+if (failure) {
+  console.error(failure);
   process.exit(1);
 }
 console.log(`12 MP (4000 x 3000) -> 448 x 448 in Chromium, median of ${reps}`);

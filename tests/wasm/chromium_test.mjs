@@ -6,12 +6,14 @@
 // a failure must arrive as the C API's error.
 //   node tests/wasm/chromium_test.mjs PKG_DIR CLI [CHROMIUM]
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+import { runHeadless } from './headless.mjs';
 
 const [pkgDir, cli, chromium = 'chromium'] = process.argv.slice(2);
 if (!cli) {
@@ -84,16 +86,7 @@ const server = http.createServer((req, res) => {
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
 const url = `http://127.0.0.1:${server.address().port}/`;
 
-const browser = spawn(chromium, ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
-  `--user-data-dir=${path.join(work, 'profile')}`, url], { stdio: ['ignore', 'ignore', 'pipe'] });
-let browserLog = '';
-browser.stderr.on('data', (d) => { browserLog += d; });
-const timeout = setTimeout(() => finish('timeout'), 120000);
-const outcome = await finished;
-clearTimeout(timeout);
-const exited = new Promise((resolve) => browser.once('exit', resolve));
-browser.kill();
-await exited;
+const { failure: browserFailure, log: browserLog } = await runHeadless(chromium, url, finished, 120000);
 server.close();
 
 let failed = 0;
@@ -107,7 +100,7 @@ const check = (name, f) => {
   }
 };
 check('the page ran', () => {
-  assert.notEqual(outcome, 'timeout', `no answer from Chromium in 120 s\n${browserLog.slice(-2000)}`);
+  assert.equal(browserFailure, null, `${browserFailure}\n${browserLog.slice(-2000)}`);
   assert.equal(results.failure, undefined, String(results.failure));
 });
 // Resampled by soxr: within 1e-6 of the native samples (as tests/wasm/node_test.mjs says why).
