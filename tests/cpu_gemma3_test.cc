@@ -17,6 +17,7 @@
 #include "mlc_manifest/runtime.h"
 #include "runtime/cpu/decoder.h"
 #include "support/family_checks.h"
+#include "support/gemma3_64.h"
 #include "support/llama_cpp_util.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
@@ -25,8 +26,6 @@ namespace mlc {
 namespace {
 
 using test::Params64;
-using test::HeadNorm64;
-using test::Rotate64;
 using test::Vec;
 
 double LogitTolerance(const std::string& quant) { return quant.rfind("q4", 0) == 0 ? 3e-2 : 2e-4; }
@@ -56,82 +55,12 @@ cpu::ModelConfig ConfigOf(const std::string& pkg) {
   return c ? *c : cpu::ModelConfig{};
 }
 
-// A float64 Gemma 3 text decoder from Hugging Face's Gemma3TextModel, over the package's text_config
-// and parameters (norm gains stored with Gemma's + 1 folded in, as MLC's loader stores them).
-struct Gemma3Reference {
-  const Json& text;  // model_config.text_config
-  const Params64& p;
-  bool q8 = false;  // 4-bit weights: activations rounded to int8 blocks as the kernels do
-
-  Vec Lin(const std::string& base, const Vec& x, int64_t rows, int64_t cols) const {
-    return test::MatVec(p.Matrix(base, rows, cols), q8 ? test::RoundToQ8Blocks(x) : x, rows, cols);
-  }
-
-  // Logits at every position of the token sequence.
-  std::vector<Vec> Run(const std::vector<int32_t>& ids) const {
-    const int64_t H = text["hidden_size"], L = text["num_hidden_layers"], NH = text["num_attention_heads"];
-    const int64_t NKV = text["num_key_value_heads"], D = text["head_dim"], I = text["intermediate_size"];
-    const int64_t V = text["vocab_size"], window = text["sliding_window_size"], pattern = text["sliding_window_pattern"];
-    const double eps = text["rms_norm_eps"], scalar = text["query_pre_attn_scalar"];
-    const double global_theta = text["position_embedding_base"], local_theta = text["rope_local_base_freq"];
-    const double global_scale = text["rope_scaling"].is_object() ? text["rope_scaling"]["factor"].get<double>() : 1.0;
-    const std::string lm = "language_model.model.";
-    Vec emb = p.Matrix(lm + "embed_tokens", V, H);
-    std::vector<std::vector<Vec>> keys(static_cast<size_t>(L)), values(keys.size());
-    std::vector<Vec> out;
-    for (size_t t = 0; t < ids.size(); ++t) {
-      const int64_t pos = static_cast<int64_t>(t);
-      Vec x(emb.begin() + ids[t] * H, emb.begin() + (ids[t] + 1) * H);
-      for (double& v : x) v *= std::sqrt(static_cast<double>(H));
-      for (int64_t l = 0; l < L; ++l) {
-        const bool global = (l + 1) % pattern == 0;
-        const std::string pre = lm + "layers." + std::to_string(l) + ".";
-        Vec h = test::RmsNorm(x, p.Floats(pre + "input_layernorm.weight"), eps);
-        Vec q = Lin(pre + "self_attn.q_proj", h, NH * D, H);
-        Vec k = Lin(pre + "self_attn.k_proj", h, NKV * D, H);
-        Vec v = Lin(pre + "self_attn.v_proj", h, NKV * D, H);
-        HeadNorm64(q, D, p.Floats(pre + "self_attn.q_norm.weight"), eps);
-        HeadNorm64(k, D, p.Floats(pre + "self_attn.k_norm.weight"), eps);
-        const double theta = global ? global_theta : local_theta, scale = global ? global_scale : 1.0;
-        Rotate64(q, D, theta, D / 2, pos, scale);
-        Rotate64(k, D, theta, D / 2, pos, scale);
-        keys[static_cast<size_t>(l)].push_back(k);
-        values[static_cast<size_t>(l)].push_back(v);
-        Vec attn = test::Attend64(q, keys[static_cast<size_t>(l)], values[static_cast<size_t>(l)], NH, NKV, D, pos,
-                                  1 / std::sqrt(scalar), [&](int64_t j) { return global || pos - j < window; });
-        test::GemmaAttnOutAndMlp64(x, attn, p, pre, I, eps, q8);
-      }
-      out.push_back(Lin(lm + "embed_tokens", test::RmsNorm(x, p.Floats(lm + "norm.weight"), eps), V, H));
-    }
-    return out;
-  }
-};
+using Gemma3Reference = test::Gemma3Reference64;
 
 std::vector<int32_t> Prompt(int64_t n, int64_t vocab) {
   std::vector<int32_t> ids;
   for (int64_t i = 0; i < n; ++i) ids.push_back(static_cast<int32_t>(10 + (i * 41) % (vocab - 20)));
   return ids;
-}
-
-// The prompt run through the decoder in chunks of the given lengths, the logits after each chunk.
-std::vector<std::vector<float>> RunChunks(const cpu::ModelConfig& c, const cpu::ModelWeights& w,
-                                          const std::vector<float>& embeds, const std::vector<size_t>& chunks) {
-  cpu::KvCacheShape shape;
-  shape.layers = cpu::KvPlan(c);
-  shape.max_total_seq_len = 128;
-  shape.prefill_chunk_size = 64;
-  cpu::PagedKvCache kv(shape);
-  std::vector<std::vector<float>> out;
-  size_t at = 0;
-  const size_t width = static_cast<size_t>(c.embed_width());
-  for (size_t len : chunks) {
-    auto logits = cpu::Forward(c, w, kv, embeds.data() + at * width, static_cast<int64_t>(len), "prefill");
-    EXPECT_TRUE(logits) << logits.error().ToString();
-    if (!logits) return out;
-    out.push_back(*logits);
-    at += len;
-  }
-  return out;
 }
 
 // The parameter list in MLC's order (unfused projections, then the q/k norms, the MLP, the four
@@ -190,7 +119,7 @@ TEST_P(CpuGemma3Reference, LogitsMatchFloat64AtEveryChunkSplit) {
   const Json text = ChatJsonOf(pkg)["model_config"]["text_config"];
   std::vector<Vec> want = Gemma3Reference{text, p64, quant.rfind("q4", 0) == 0}.Run(ids);
   test::ExpectEveryChunkSplitMatches(
-      n, {1, 4, 9, n}, [&](const std::vector<size_t>& chunks) { return RunChunks(c, *w, embeds, chunks); }, want,
+      n, {1, 4, 9, n}, [&](const std::vector<size_t>& chunks) { return test::RunDecoderChunks(c, *w, embeds, chunks); }, want,
       LogitTolerance(quant));
 }
 

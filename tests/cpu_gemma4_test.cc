@@ -173,30 +173,6 @@ std::vector<int32_t> Prompt(int64_t n, int64_t vocab) {
   return ids;
 }
 
-// The prompt run through the decoder in chunks of the given lengths (token pair rows), the
-// logits after each chunk.
-std::vector<std::vector<float>> RunChunks(const cpu::ModelConfig& c, const cpu::ModelWeights& w,
-                                          const std::vector<float>& embeds, const std::vector<int32_t>& ids,
-                                          const std::vector<int32_t>& modality, const std::vector<size_t>& chunks) {
-  cpu::KvCacheShape shape;
-  shape.layers = cpu::KvPlan(c);
-  shape.max_total_seq_len = 128;
-  shape.prefill_chunk_size = 64;
-  cpu::PagedKvCache kv(shape);
-  std::vector<std::vector<float>> out;
-  size_t at = 0;
-  const size_t width = static_cast<size_t>(c.embed_width());
-  for (size_t len : chunks) {
-    cpu::RowTokens rows{std::span<const int32_t>(ids.data() + at, len), std::span<const int32_t>(modality.data() + at, len)};
-    auto logits = cpu::Forward(c, w, kv, embeds.data() + at * width, static_cast<int64_t>(len), "prefill_tokens", rows);
-    EXPECT_TRUE(logits) << logits.error().ToString();
-    if (!logits) return out;
-    out.push_back(*logits);
-    at += len;
-  }
-  return out;
-}
-
 TEST(CpuGemma4, TinyPackageLayoutAndKvPlan) {
   test::TempDir dir;
   std::string pkg = WriteGemma4(dir, "q4f16_1");
@@ -263,7 +239,7 @@ TEST_P(CpuGemma4Reference, LogitsMatchFloat64AtEveryChunkSplit) {
   for (int32_t id : ids) rows.push_back(ref.EmbedRow(id));
   std::vector<Vec> want = ref.Run(rows, ids, modality);
   test::ExpectEveryChunkSplitMatches(
-      n, {1, 3, 7, n}, [&](const std::vector<size_t>& chunks) { return RunChunks(c, *w, embeds, ids, modality, chunks); },
+      n, {1, 3, 7, n}, [&](const std::vector<size_t>& chunks) { return test::RunDecoderChunks(c, *w, embeds, chunks, "prefill_tokens", ids, modality); },
       want, LogitTolerance(quant));
 }
 
@@ -299,7 +275,7 @@ TEST(CpuGemma4, AdapterRowsUseThePadIdForPerLayerInputs) {
     rows.push_back(std::move(r));
   }
   std::vector<Vec> want = ref.Run(rows, ids, modality);
-  std::vector<std::vector<float>> got = RunChunks(c, *w, embeds, ids, modality, {ids.size()});
+  std::vector<std::vector<float>> got = test::RunDecoderChunks(c, *w, embeds, {ids.size()}, "prefill_tokens", ids, modality);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_LT(test::RelError(got[0], want.back()), LogitTolerance("q0f32"));
   // The same rows marked as text look the placeholder id up instead: other logits.

@@ -20,13 +20,20 @@
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
+#include "support/vision_checks.h"
 #include "support/vit64.h"
 #include "support/test_util.h"
 
 namespace mlc {
 namespace {
 
+using test::ImageEmbed;
+using test::ImageMessages;
+using test::OpenedPackage;
+using test::OpenPackage;
 using test::Params64;
+using test::PixelTensor;
+using test::RunImageTokens;
 using test::Vec;
 
 std::string WriteLlava(const test::TempDir& dir, const std::string& quant, FamilyModelOptions o = {},
@@ -89,36 +96,8 @@ std::vector<Vec> ClipReference(const Params64& p, const Json& mc, const std::vec
   return out;
 }
 
-struct Opened {
-  std::unique_ptr<ModelLibrary> lib;
-  std::shared_ptr<ParameterSet> params;
-};
-
-Opened Open(const std::string& pkg) {
-  Opened o;
-  auto lib = OpenCpuLibrary(pkg);
-  EXPECT_TRUE(lib) << lib.error().ToString();
-  if (!lib) return o;
-  o.lib = std::move(*lib);
-  auto params = LoadParameters(pkg, o.lib->Metadata().params);
-  EXPECT_TRUE(params) << params.error().ToString();
-  if (params) o.params = *params;
-  return o;
-}
-
-Result<std::vector<Value>> ImageEmbed(const Opened& o, const NDArray& pixels) {
-  std::vector<Value> args = {pixels, ObjectRef(o.params)};
-  return (*o.lib->GetFunction("image_embed"))(args);
-}
-
-NDArray PixelTensor(const std::vector<uint8_t>& px, int64_t s) {
-  NDArray t = NDArray::Empty({1, s, s, 3}, DlUInt8());
-  std::memcpy(t.data<uint8_t>(), px.data(), px.size());
-  return t;
-}
-
 // image_embed's rows for `px` agree with the float64 CLIP and projector of the package's weights.
-void ExpectRowsMatchReference(const NDArray& rows, const Opened& o, const std::string& pkg,
+void ExpectRowsMatchReference(const NDArray& rows, const OpenedPackage& o, const std::string& pkg,
                               const std::vector<uint8_t>& px, const std::string& quant) {
   ASSERT_EQ(rows.shape(), (std::vector<int64_t>{16, 128}));
   for (int64_t i = 0; i < rows.Elements(); ++i) ASSERT_TRUE(std::isfinite(rows.data<float>()[i])) << i;
@@ -143,7 +122,7 @@ const ParamSpec* FindParam(const std::vector<ParamSpec>& params, const std::stri
 TEST(CpuLlava, PackageFollowsMlcLayout) {
   test::TempDir dir;
   std::string pkg = WriteLlava(dir, "q4f16_1");
-  Opened o = Open(pkg);
+  OpenedPackage o = OpenPackage(pkg);
   ASSERT_TRUE(o.lib);
   const auto& params = o.lib->Metadata().params;
   struct Want {
@@ -235,16 +214,14 @@ TEST_P(CpuLlavaAdapter, RowsMatchFloat64Reference) {
   const std::string quant = GetParam();
   test::TempDir dir;
   std::string pkg = WriteLlava(dir, quant);
-  Opened o = Open(pkg);
+  OpenedPackage o = OpenPackage(pkg);
   ASSERT_TRUE(o.params);
   std::vector<uint8_t> px = Pixels(28);
   auto out = ImageEmbed(o, PixelTensor(px, 28));
   ASSERT_TRUE(out) << out.error().ToString();
   const NDArray& rows = std::get<NDArray>(out->front());
   ExpectRowsMatchReference(rows, o, pkg, px, quant);
-  NDArray wide = NDArray::Empty({1, 28, 28, 3}, DlUInt32());
-  for (size_t i = 0; i < px.size(); ++i) wide.data<uint32_t>()[i] = px[i];
-  auto out32 = ImageEmbed(o, wide);
+  auto out32 = ImageEmbed(o, test::WidePixelTensor(px, 28));
   ASSERT_TRUE(out32) << out32.error().ToString();
   const NDArray& rows32 = std::get<NDArray>(out32->front());
   EXPECT_EQ(std::memcmp(rows32.data<float>(), rows.data<float>(), rows.Bytes()), 0);
@@ -256,7 +233,7 @@ INSTANTIATE_TEST_SUITE_P(Quantizations, CpuLlavaAdapter,
 
 TEST(CpuLlava, WrongPixelsAreRefusedNamingTheAdapter) {
   test::TempDir dir;
-  Opened o = Open(WriteLlava(dir, "q0f32"));
+  OpenedPackage o = OpenPackage(WriteLlava(dir, "q0f32"));
   ASSERT_TRUE(o.params);
   for (const NDArray& bad : {NDArray::Empty({1, 27, 28, 3}, DlUInt8()), NDArray::Empty({1, 28, 28, 4}, DlUInt8()),
                              NDArray::Empty({1, 28, 28, 3}, DlFloat32())}) {
@@ -272,22 +249,6 @@ std::string WriteBmp(const test::TempDir& dir, const std::string& name, int w, i
   return dir.Write(name, test::BmpImage(w, h));
 }
 
-std::string ImageMessages(const test::TempDir& dir, const std::string& image) {
-  return dir.Write("m.json", R"([{"role": "user", "content": [
-      {"type": "image_url", "image_url": {"url": ")" + image + R"("}},
-      {"type": "text", "text": " What is it?"}]}])");
-}
-
-std::vector<int32_t> RunTokens(const std::string& pkg, const std::string& messages, std::string* report = nullptr) {
-  auto r = test::RunCli({"run", pkg, "--messages", messages, "--max-tokens", "12", "--temperature", "0", "--json"});
-  if (report) *report = r.out;
-  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  if (r.exit_code != 0) return {};
-  Json j = Json::parse(r.out);
-  EXPECT_GT(j["timings"]["adapter_ms"].get<double>(), 0.0);
-  return j["tokens"].get<std::vector<int32_t>>();
-}
-
 // An image prompt through `run --messages`: the same greedy tokens whatever the prefill chunk
 // (chunks of 3 split the 16 image rows over six calls).
 TEST(CpuLlavaRun, ImagePromptTokensEqualAcrossPrefillChunks) {
@@ -299,7 +260,7 @@ TEST(CpuLlavaRun, ImagePromptTokensEqualAcrossPrefillChunks) {
     FamilyModelOptions o;
     o.prefill_chunk_size = chunk;
     std::string report;
-    std::vector<int32_t> tokens = RunTokens(WriteLlava(dir, "q4f16_1", o), messages, &report);
+    std::vector<int32_t> tokens = RunImageTokens(WriteLlava(dir, "q4f16_1", o), messages, &report);
     ASSERT_FALSE(tokens.empty()) << report;
     if (first.empty()) first = tokens;
     EXPECT_EQ(tokens, first) << "prefill_chunk_size " << chunk;
@@ -492,7 +453,7 @@ TEST(CpuLlavaRun, SeparatelyWrittenPackageAnswersAnImageQuestion) {
     EXPECT_EQ(manifest["interface_id"], own.interface_id);
 
     // The PNG decoded as the package's processor declares (28 x 28: no resize), then the tower.
-    Opened opened = Open(pkg);
+    OpenedPackage opened = OpenPackage(pkg);
     ASSERT_TRUE(opened.params);
     auto model = BindModel(pkg, *opened.lib);
     ASSERT_TRUE(model) << model.error().ToString();
@@ -505,24 +466,10 @@ TEST(CpuLlavaRun, SeparatelyWrittenPackageAnswersAnImageQuestion) {
     ExpectRowsMatchReference(std::get<NDArray>(out->front()), opened, pkg, px, quant);
 
     std::string report;
-    EXPECT_FALSE(RunTokens(pkg, ImageMessages(dir, url), &report).empty()) << report;
+    EXPECT_FALSE(RunImageTokens(pkg, ImageMessages(dir, url), &report).empty()) << report;
     EXPECT_GT(Json::parse(report)["prompt_length"].get<int64_t>(), 16) << report;
 
-    OrderedJson content = OrderedJson::array({{{"type", "image_url"}, {"image_url", {{"url", url}}}},
-                                              {{"type", "text"}, {"text", "What is in the picture?"}}});
-    OrderedJson req = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", content}}})},
-                       {"max_tokens", 6},
-                       {"temperature", 0}};
-    const std::string body = dir.Write("body.json", req.dump());
-    auto served = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/serve_once.py"),
-                                    MLC_CLI_PATH, pkg, "/v1/chat/completions", body});
-    ASSERT_EQ(served.exit_code, 0) << served.out << served.err;
-    Json reply = Json::parse(served.out);
-    ASSERT_EQ(reply["status"], 200) << served.out;
-    EXPECT_EQ(reply["exit_code"], 0) << served.out;
-    Json answer = Json::parse(reply["body"].get<std::string>());
-    EXPECT_GT(answer["usage"]["prompt_tokens"].get<int64_t>(), 16) << served.out;
-    EXPECT_GT(answer["usage"]["completion_tokens"].get<int64_t>(), 0) << served.out;
+    test::ExpectServeAnswersImage(dir, pkg, url, 16);
   }
 }
 

@@ -18,7 +18,9 @@
 #include "runtime/cpu/towers/siglip.h"
 #include "runtime/cpu/weights.h"
 #include "support/reference64.h"
+#include "support/siglip64.h"
 #include "support/tower_params.h"
+#include "support/vision_checks.h"
 #include "support/vit64.h"
 
 namespace mlc {
@@ -66,77 +68,7 @@ std::vector<uint8_t> Pixels(int64_t s) {
   return px;
 }
 
-NDArray PixelTensor(const std::vector<uint8_t>& px, int64_t s) {
-  NDArray t = NDArray::Empty({1, s, s, 3}, DlUInt8());
-  std::memcpy(t.data<uint8_t>(), px.data(), px.size());
-  return t;
-}
-
-// ---- the float64 reference, from Hugging Face's definitions ----
-
-double GeluTanh64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
-
-struct Reference {
-  const Json& v;  // vision_config
-  const Params64& p;
-  bool q8;  // 4-bit matrices: activations rounded to int8 blocks first, as the kernels do
-  int64_t tokens;
-
-  int64_t H() const { return v["hidden_size"]; }
-
-  Vec Lin(const std::string& base, const Vec& x, int64_t out, int64_t in) const {
-    return test::BiasedLinear64(p, base, x, out, in, q8);
-  }
-
-  // SiglipVisionEmbeddings: Conv2d(3, hidden, patch, stride patch) with bias, flattened row-major
-  // over the grid, plus the position table's rows.
-  std::vector<Vec> Embeddings(const std::vector<uint8_t>& px) const {
-    const int64_t h = H(), patch = v["patch_size"], s = v["image_size"], g = s / patch;
-    const double half[3] = {0.5, 0.5, 0.5};
-    const std::string e = "vision_tower.vision_model.embeddings.";
-    std::vector<Vec> rows = test::PatchEmbeddings64(p.Floats(e + "patch_embedding.weight"), p.Floats(e + "patch_embedding.bias"),
-                                                    px, s, patch, h, half, half);
-    Vec pos = p.Matrix(e + "position_embedding", g * g, h);
-    for (size_t t = 0; t < rows.size(); ++t) {
-      for (int64_t i = 0; i < h; ++i) rows[t][static_cast<size_t>(i)] += pos[t * static_cast<size_t>(h) + static_cast<size_t>(i)];
-    }
-    return rows;
-  }
-
-  std::vector<Vec> Run(const std::vector<uint8_t>& px, int64_t text_hidden) const {
-    const int64_t h = H(), g = v["image_size"].get<int64_t>() / v["patch_size"].get<int64_t>();
-    const double eps = v["layer_norm_eps"];
-    std::vector<Vec> x = Embeddings(px);
-    // SiglipEncoderLayer: CLIP's layer with gelu_pytorch_tanh.
-    const test::VitLayer64 layer{h, v["intermediate_size"], v["num_attention_heads"], eps, GeluTanh64, q8};
-    for (int64_t l = 0; l < v["num_hidden_layers"].get<int64_t>(); ++l) {
-      layer.Run(p, "vision_tower.vision_model.encoder.layers." + std::to_string(l) + ".", x);
-    }
-    for (Vec& row : x) {
-      row = test::LayerNorm(row, p.Floats("vision_tower.vision_model.post_layernorm.weight"),
-                            p.Floats("vision_tower.vision_model.post_layernorm.bias"), eps);
-    }
-    // Gemma3MultiModalProjector: AvgPool2d(kernel = stride = grid / sqrt(tokens)) over the
-    // [hidden, grid, grid] map, flattened; Gemma3RMSNorm (x * rsqrt(mean x^2 + eps) * (1 + w):
-    // the stored gain is 1 + w); x @ mm_input_projection_weight (stored transposed).
-    const int64_t side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(tokens)))), k = g / side;
-    Vec gain = p.Floats("multi_modal_projector.mm_soft_emb_norm.weight");
-    std::vector<Vec> out;
-    for (int64_t oy = 0; oy < side; ++oy) {
-      for (int64_t ox = 0; ox < side; ++ox) {
-        Vec pooled(static_cast<size_t>(h), 0.0);
-        for (int64_t dy = 0; dy < k; ++dy) {
-          for (int64_t dx = 0; dx < k; ++dx) {
-            const Vec& src = x[static_cast<size_t>((oy * k + dy) * g + ox * k + dx)];
-            for (int64_t i = 0; i < h; ++i) pooled[static_cast<size_t>(i)] += src[static_cast<size_t>(i)] / static_cast<double>(k * k);
-          }
-        }
-        out.push_back(Lin("multi_modal_projector.mm_input_projection", test::RmsNorm(pooled, gain, eps), text_hidden, h));
-      }
-    }
-    return out;
-  }
-};
+using test::PixelTensor;
 
 using TinyTower = test::TowerCase;
 
@@ -168,7 +100,7 @@ TEST_P(CpuSiglipRows, MatchFloat64Reference) {
     ASSERT_TRUE(rows) << rows.error().ToString();
     ASSERT_EQ(rows->shape(), (std::vector<int64_t>{tokens, kTextHidden}));
     Params64 p64(t.params);
-    Reference ref{t.mc["vision_config"], p64, t.c.quantized(), tokens};
+    test::SiglipReference64 ref{t.mc["vision_config"], p64, t.c.quantized(), tokens};
     Vec flat;
     for (const Vec& r : ref.Run(px, kTextHidden)) flat.insert(flat.end(), r.begin(), r.end());
     std::vector<float> got(rows->data<float>(), rows->data<float>() + rows->Elements());
@@ -176,9 +108,7 @@ TEST_P(CpuSiglipRows, MatchFloat64Reference) {
     std::printf("%s tokens=%lld relative error %.2e\n", q.name, static_cast<long long>(tokens), err);
     EXPECT_LT(err, 1e-3) << q.name << " tokens " << tokens;
 
-    NDArray wide = NDArray::Empty({1, kImage, kImage, 3}, DlUInt32());
-    for (size_t i = 0; i < px.size(); ++i) wide.data<uint32_t>()[i] = px[i];
-    auto rows32 = (*bound)->Embed(wide, "image_embed");
+    auto rows32 = (*bound)->Embed(test::WidePixelTensor(px, kImage), "image_embed");
     ASSERT_TRUE(rows32) << rows32.error().ToString();
     EXPECT_EQ(std::memcmp(rows32->data<float>(), rows->data<float>(), rows->Bytes()), 0);
   }

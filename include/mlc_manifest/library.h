@@ -86,6 +86,10 @@ struct LibraryMetadata {
   std::string model_type;
   std::string kv_state_kind = "kv_cache";
   std::vector<ParamSpec> params;  // the order parameters are passed in
+  // > 0 when some of the library's layers attend to the last this-many positions and the others to
+  // all of them (Gemma 2, 3, 4): the chat config's sliding_window_size then names those layers'
+  // window (MLC's gen_config copies it there), not a KV cache that slides for every layer.
+  int64_t layer_sliding_window = 0;
   // _metadata.artifact, the compiled program the library carries, if any: typed when the library
   // makes it itself (the built-in CPU program), else the JSON document it was given (a
   // reference-lib.json, a C API metadata_json), parsed when a package is bound to it.

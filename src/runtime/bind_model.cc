@@ -133,6 +133,26 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
   return out;
 }
 
+namespace {
+
+// A library whose layers carry their own windows (some slide, some see everything) reads the chat
+// config's sliding_window_size as the sliding layers' window: the KV cache then keeps the whole
+// context window for the full layers instead of sliding for all of them.
+Status ApplyLayerWindows(const LibraryMetadata& metadata, PlanLimits& limits) {
+  if (metadata.layer_sliding_window <= 0 || !limits.HasSlidingWindow()) return Status::Ok();
+  limits.sliding_window_size = -1;
+  if (limits.context_window_size <= 0) {
+    return Invalid("/context_window_size",
+                   "mlc-chat-config.json must give context_window_size >= 1: the model's full-attention "
+                   "layers see the whole context, so sliding_window_size (" +
+                       std::to_string(metadata.layer_sliding_window) +
+                       ", the sliding layers' window) does not bound it");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,
                               const std::optional<CompiledProgram>& program) {
   auto start = std::chrono::steady_clock::now();
@@ -159,6 +179,7 @@ Result<LoadedModel> LoadModel(const std::string& package_dir, ChatConfig config,
   auto bound = BindModel(package_dir, library, program);
   MLC_RETURN_IF_ERROR(bound);
   model.bound = std::move(*bound);
+  MLC_RETURN_IF_ERROR(ApplyLayerWindows(library.Metadata(), model.limits));
   auto params = LoadParameters(package_dir, library.Metadata().params);
   MLC_RETURN_IF_ERROR(params);
   model.params = *params;

@@ -12,6 +12,7 @@
 #include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/fs.h"
+#include "runtime/cpu/decoder.h"
 #include "support/batch_util.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
@@ -35,6 +36,35 @@ void ExpectEveryChunkSplitMatches(size_t n, const std::vector<size_t>& sizes, Ru
       EXPECT_LT(RelError(got[i], want[end - 1]), tolerance) << "chunk " << k << ", position " << end - 1;
     }
   }
+}
+
+// The rows run through the decoder's `function` in chunks of the given lengths (with their token ids
+// and modalities, for a family fed the token pair), the logits after each chunk.
+inline std::vector<std::vector<float>> RunDecoderChunks(const cpu::ModelConfig& c, const cpu::ModelWeights& w,
+                                                        const std::vector<float>& embeds,
+                                                        const std::vector<size_t>& chunks,
+                                                        const std::string& function = "prefill",
+                                                        const std::vector<int32_t>& ids = {},
+                                                        const std::vector<int32_t>& modality = {}) {
+  cpu::KvCacheShape shape;
+  shape.layers = cpu::KvPlan(c);
+  shape.max_total_seq_len = 128;
+  shape.prefill_chunk_size = 64;
+  cpu::PagedKvCache kv(shape);
+  std::vector<std::vector<float>> out;
+  size_t at = 0;
+  const size_t width = static_cast<size_t>(c.embed_width());
+  for (size_t len : chunks) {
+    cpu::RowTokens rows;
+    if (!ids.empty()) rows.ids = std::span<const int32_t>(ids.data() + at, len);
+    if (!modality.empty()) rows.modality = std::span<const int32_t>(modality.data() + at, len);
+    auto logits = cpu::Forward(c, w, kv, embeds.data() + at * width, static_cast<int64_t>(len), function, rows);
+    EXPECT_TRUE(logits) << logits.error().ToString();
+    if (!logits) return out;
+    out.push_back(*logits);
+    at += len;
+  }
+  return out;
 }
 
 // The writer's options for a family's tiny package.

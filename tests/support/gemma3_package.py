@@ -7,7 +7,8 @@ q/k/v/o projections, the per-head q/k norms, the fused gate_up MLP and the four 
 as 1 + w as MLC's loader stores them), q4f16_1, tensor-cache.json and mlc-chat-config.json with
 model_config as the converter writes it (text_config nested with the Hugging Face fields MLC's
 Gemma3TextConfig does not name under its "kwargs"; the context, prefill and window sizes at both
-levels; the outer sliding_window_size alone differs: see chat_config) and the gemma3_instruction
+levels, and the window copied to the chat config's outer sliding_window_size as MLC's gen_config
+copies it) and the gemma3_instruction
 conversation template over the test tokenizer's ids. The shared parts are in mlc_package.py. A
 legacy package: no manifest; --tasks also writes the tasks document (text chat) that
 `mlc-manifest emit package OUT_DIR --tasks PATH` turns into one.
@@ -130,12 +131,11 @@ def chat_config():
         "seps": ["<end_of_turn>\n"], "role_content_sep": "\n", "role_empty_sep": "\n",
         "stop_str": ["<end_of_turn>"], "stop_token_ids": [2],
     }
-    # MLC's gen_config also copies the window to the outer sliding_window_size, where MLC's runtime
-    # reads it as the sliding layers' window. This project's runtime reads an outer window as a
-    # sliding KV cache for every layer (which would drop the positions Gemma 3's global layers
-    # attend to, and which its batching engine refuses): the outer field stays -1 here, as the
-    # project's own writer leaves it.
-    return mlc_package.chat_config("gemma3_text", "q4f16_1", model_config, VOCAB, CONTEXT, PREFILL, template)
+    # MLC's gen_config also copies the window to the outer sliding_window_size: MLC's runtime (and
+    # this project's) reads it as the sliding layers' window, the global layers keeping the context.
+    config = mlc_package.chat_config("gemma3_text", "q4f16_1", model_config, VOCAB, CONTEXT, PREFILL, template)
+    config["sliding_window_size"] = WINDOW
+    return config
 
 
 def tasks():

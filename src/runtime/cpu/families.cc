@@ -7,7 +7,7 @@ namespace mlc::cpu {
 const std::vector<const FamilySpec*>& Families() {
   static const std::vector<const FamilySpec*> kFamilies = {
       &LlamaFamily(), &Qwen2Family(), &GemmaFamily(), &Gemma2Family(), &Phi3Family(), &LlavaFamily(), &Gemma4Family(),
-      &Gemma3Family(), &Gemma3TextFamily(),
+      &Gemma3Family(), &Gemma3TextFamily(), &Gemma3VFamily(),
   };
   return kFamilies;
 }

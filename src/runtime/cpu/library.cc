@@ -211,6 +211,7 @@ Result<std::unique_ptr<ModelLibrary>> OpenCpuLibrary(const ChatConfig& chat) {
   LibraryMetadata metadata;
   metadata.model_type = config->model_type;
   metadata.params = cpu::ParamSpecs(*config);
+  metadata.layer_sliding_window = config->layer_sliding_window;
   metadata.program = std::move(*program);
   std::unique_ptr<ModelLibrary> lib =
       std::make_unique<cpu::Library>(std::move(*config), std::move(metadata));

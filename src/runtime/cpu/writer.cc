@@ -109,6 +109,8 @@ Shape ShapeOf(const FamilyModelOptions& o, const cpu::FamilySpec& family) {
   if (o.shape == "e2b") return {262144, 1536, 6144, 35, 8, 1, 256, 4096, 1024};
   // Gemma 3 1B's decoder (the family lays out its sliding and full layers).
   if (o.shape == "gemma-3-1b") return {262144, 1152, 6912, 26, 4, 1, 256, 4096, 1024};
+  // Gemma 3 4B's decoder (gemma3_v: with its SigLIP tower).
+  if (o.shape == "gemma-3-4b") return {262208, 2560, 10240, 34, 8, 4, 256, 4096, 1024};
   // tiny: the family's KV heads and head_dim (GQA where the family has it).
   return {512, 128, 256, 2, 4, family.writer.tiny_kv_heads, family.writer.tiny_head_dim, 512, 64};
 }
@@ -136,13 +138,19 @@ Json ModelConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family,
 Json ChatConfigJson(const FamilyModelOptions& o, const cpu::FamilySpec& family, const Shape& s) {
   int64_t context = o.context_window_size > 0 ? o.context_window_size : s.context;
   int64_t prefill = o.prefill_chunk_size > 0 ? o.prefill_chunk_size : s.prefill;
+  Json mc = ModelConfigJson(o, family, s, context, prefill);
+  // MLC's gen_config copies a model_config's sliding_window_size (Gemma 3's) to the chat config.
+  int64_t window = o.sliding_window_size;
+  if (window <= 0 && mc.contains("sliding_window_size") && mc["sliding_window_size"].is_number_integer()) {
+    window = mc["sliding_window_size"].get<int64_t>();
+  }
   return {{"version", "0.1.0"},
           {"model_type", o.family},
           {"quantization", o.quantization},
-          {"model_config", ModelConfigJson(o, family, s, context, prefill)},
+          {"model_config", std::move(mc)},
           {"vocab_size", s.vocab},
           {"context_window_size", context},
-          {"sliding_window_size", o.sliding_window_size},
+          {"sliding_window_size", window},
           {"prefill_chunk_size", prefill},
           {"attention_sink_size", o.attention_sink_size},
           {"tensor_parallel_shards", 1},
@@ -234,7 +242,7 @@ Status CheckOptions(const FamilyModelOptions& o) {
 }  // namespace
 
 const std::vector<std::string>& FamilyShapes() {
-  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b", "gemma-3-1b"};
+  static const std::vector<std::string> kShapes = {"tiny", "qwen2.5-0.5b", "llava-1.5-7b", "e2b", "gemma-3-1b", "gemma-3-4b"};
   return kShapes;
 }
 

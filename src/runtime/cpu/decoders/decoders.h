@@ -16,6 +16,7 @@ const FamilySpec& LlavaFamily();
 const FamilySpec& Gemma4Family();
 const FamilySpec& Gemma3Family();
 const FamilySpec& Gemma3TextFamily();
+const FamilySpec& Gemma3VFamily();
 
 // Gemma's shared settings: tied embeddings scaled by sqrt(hidden), tanh GeLU, no attention bias.
 void ConfigureGemma(ConfigReader& r, ModelConfig& c);
@@ -24,6 +25,11 @@ void ConfigureGemma(ConfigReader& r, ModelConfig& c);
 // embed_tokens, norm, layers.N. with unfused self_attn.{q,k,v,o}_proj, the per-head q_norm / k_norm
 // and the four norms around attention and MLP.
 void SetGemmaNames(Names& n, const std::string& root);
+
+// layer_types (Gemma 3, Gemma 4): per layer, whether it attends to every position
+// ("full_attention") or to a window ("sliding_attention"); an error at its pointer (empty) when it
+// is absent or not num_hidden_layers such strings.
+std::vector<bool> ReadLayerTypes(ConfigReader& r, int64_t layers);
 
 // MLC's Gemma instruction template named `name` over the reference vocabulary's ids.
 Json GemmaInstructionTemplate(const std::string& name);

@@ -53,6 +53,30 @@ void SetGemmaNames(Names& n, const std::string& root) {
 
 // MLC's template (gemma_instruction; gemma3_instruction differs only in its stop id) over the
 // reference vocabulary's begin and end ids.
+std::vector<bool> ReadLayerTypes(ConfigReader& r, int64_t layers) {
+  const std::string what = "an array of num_hidden_layers (" + std::to_string(layers) +
+                           ") \"sliding_attention\" / \"full_attention\" strings";
+  if (!r.Has("layer_types")) {
+    r.Fail(r.Path("layer_types"), "required: " + what);
+    return {};
+  }
+  const Json& types = r.Get("layer_types");
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != layers) {
+    r.Fail(r.Path("layer_types"), "expected " + what);
+    return {};
+  }
+  std::vector<bool> full;
+  for (size_t l = 0; l < types.size(); ++l) {
+    const Json& t = types[l];
+    if (!t.is_string() || (t != "sliding_attention" && t != "full_attention")) {
+      r.Fail(r.Path("layer_types") + "/" + std::to_string(l), "expected \"sliding_attention\" or \"full_attention\"");
+      return {};
+    }
+    full.push_back(t == "full_attention");
+  }
+  return full;
+}
+
 Json GemmaInstructionTemplate(const std::string& name) {
   return {{"name", name},
           {"system_template", "{system_message}"},

@@ -16,14 +16,14 @@ namespace {
 
 // rope_scaling of the global layers: absent, null, MLC's default 0 or an empty object (none), or
 // {"rope_type": "linear", "factor": f}.
-void ReadGlobalRopeScaling(ConfigReader& r, Rope& rope) {
+void ReadGlobalRopeScaling(ConfigReader& r, const std::string& model_type, Rope& rope) {
   if (!r.Has("rope_scaling")) return;
   const Json& v = r.Get("rope_scaling");
   if (v.is_number() && v.get<double>() == 0) return;
   std::string type;
   const Json* s = r.RopeScaling(&type);
   if (!s || (type.empty() && s->empty())) return;
-  if (type != "linear") return r.RejectRopeScaling(type, "gemma3", "linear");
+  if (type != "linear") return r.RejectRopeScaling(type, model_type, "linear");
   if (!s->contains("factor") || !(*s)["factor"].is_number() || !((*s)["factor"].get<double>() >= 1) ||
       !std::isfinite((*s)["factor"].get<double>())) {
     return r.Fail(r.Path("rope_scaling") + "/factor", "expected a number >= 1");
@@ -34,23 +34,8 @@ void ReadGlobalRopeScaling(ConfigReader& r, Rope& rope) {
 
 // Which layers attend to everything: layer_types when given, else every pattern-th layer.
 std::vector<bool> ReadFullLayers(ConfigReader& r, int64_t layers) {
+  if (r.Has("layer_types")) return ReadLayerTypes(r, layers);
   std::vector<bool> full(static_cast<size_t>(layers), false);
-  if (r.Has("layer_types")) {
-    const Json& types = r.Get("layer_types");
-    if (!types.is_array() || static_cast<int64_t>(types.size()) != layers) {
-      r.Fail(r.Path("layer_types"), "expected an array of num_hidden_layers (" + std::to_string(layers) +
-                                        ") \"sliding_attention\" / \"full_attention\" strings");
-      return full;
-    }
-    for (size_t l = 0; l < types.size(); ++l) {
-      if (!types[l].is_string() || (types[l] != "sliding_attention" && types[l] != "full_attention")) {
-        r.Fail(r.Path("layer_types") + "/" + std::to_string(l), "expected \"sliding_attention\" or \"full_attention\"");
-        return full;
-      }
-      full[l] = types[l] == "full_attention";
-    }
-    return full;
-  }
   const int64_t pattern = r.Int("sliding_window_pattern", 1, 4096, 6);
   for (int64_t l = 0; l < layers; ++l) full[static_cast<size_t>(l)] = (l + 1) % pattern == 0;
   return full;
@@ -74,7 +59,7 @@ void Configure(ConfigReader& r, ModelConfig& c) {
   ConfigReader& local_base = from("rope_local_base_freq");
   local.theta = local_base.Number("rope_local_base_freq", 1, 10000.0);
   if (local.theta <= 1) local_base.Fail(local_base.Path("rope_local_base_freq"), "expected a number > 1");
-  ReadGlobalRopeScaling(r, c.rope());
+  ReadGlobalRopeScaling(r, c.model_type, c.rope());
   if (r.failed()) return;
   c.layer_sliding_window = window;
   c.ropes = {c.rope(), local};
@@ -85,17 +70,19 @@ void Configure(ConfigReader& r, ModelConfig& c) {
 }
 
 // text_config from the common fields, as MLC's converter writes it for Gemma 3: tiny (two layers:
-// one sliding, one full; a linear scaling so the global rotary differs) or gemma-3-1b's 26 layers.
+// one sliding, one full; a linear scaling so the global rotary differs), gemma-3-1b's 26 layers
+// or gemma-3-4b's 34 (a window of 1024 and a linear scaling of 8, as the larger models have).
 void WriteConfig(const WriterShape& shape, Json& mc) {
   const bool tiny = shape.tiny;
+  const bool large = shape.name == "gemma-3-4b";
   Json text = mc;
   text["hidden_activation"] = "gelu_pytorch_tanh";
   text["attention_bias"] = false;
   text["position_embedding_base"] = 1000000.0;
   text["rope_local_base_freq"] = 10000.0;
-  text["rope_scaling"] = tiny ? Json{{"rope_type", "linear"}, {"factor", 8.0}} : Json(nullptr);
+  text["rope_scaling"] = tiny || large ? Json{{"rope_type", "linear"}, {"factor", 8.0}} : Json(nullptr);
   text["query_pre_attn_scalar"] = tiny ? 48 : 256;
-  text["sliding_window_size"] = tiny ? 8 : 512;
+  text["sliding_window_size"] = tiny ? 8 : large ? 1024 : 512;
   text["sliding_window_pattern"] = tiny ? 2 : 6;
   text["attn_logit_softcapping"] = nullptr;
   text["final_logit_softcapping"] = nullptr;

@@ -67,26 +67,6 @@ void RejectUnsupported(ConfigReader& r) {
   }
 }
 
-// layer_types: "sliding_attention" or "full_attention" per layer; true where full.
-std::vector<bool> ReadLayerTypes(ConfigReader& r, int64_t layers) {
-  std::vector<bool> full;
-  if (!r.Has("layer_types") || !r.Get("layer_types").is_array() ||
-      static_cast<int64_t>(r.Get("layer_types").size()) != layers) {
-    r.Fail(r.Path("layer_types"), "required: an array of num_hidden_layers (" + std::to_string(layers) +
-                                      ") \"sliding_attention\" / \"full_attention\" strings");
-    return full;
-  }
-  const Json& types = r.Get("layer_types");
-  for (size_t l = 0; l < types.size(); ++l) {
-    const Json& t = types[l];
-    if (!t.is_string() || (t != "sliding_attention" && t != "full_attention")) {
-      r.Fail(r.Path("layer_types") + "/" + std::to_string(l), "expected \"sliding_attention\" or \"full_attention\"");
-      return {};
-    }
-    full.push_back(t == "full_attention");
-  }
-  return full;
-}
 
 void Configure(ConfigReader& r, ModelConfig& c) {
   ConfigureGemma(r, c);
