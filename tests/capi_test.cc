@@ -215,6 +215,40 @@ TEST(CApi, ImageTensorMatchesTheLibrary) {
   EXPECT_EQ(mlc_image_tensor(image, &t), MLC_ERR_STATE);
 }
 
+// Pixels a caller decoded (RGBA, alpha ignored) resize exactly as the same image decoded here.
+TEST(CApi, ImageResizeRgbaMatchesTheDecodedFile) {
+  RgbImage rgb;
+  rgb.width = 37;
+  rgb.height = 29;
+  std::vector<uint8_t> rgba;
+  for (int64_t i = 0; i < rgb.width * rgb.height; ++i) {
+    for (int c = 0; c < 3; ++c) rgb.pixels.push_back(static_cast<uint8_t>(i * (5 + c) + c * 40));
+    rgba.insert(rgba.end(), rgb.pixels.end() - 3, rgb.pixels.end());
+    rgba.push_back(static_cast<uint8_t>(i));  // alpha: dropped, as decoding drops it
+  }
+  std::string png = EncodePng(rgb).value();
+  mlc_image_params params = mlc_image_params_default();
+  params.height = 20;
+  params.width = 24;
+  params.mode = MLC_RESIZE_CENTER_CROP;
+  params.filter = MLC_FILTER_LANCZOS;
+  c::Image decoded, resized;
+  ASSERT_EQ(mlc_image_decode_memory(decoded, png.data(), png.size(), &params), MLC_OK);
+  ASSERT_EQ(mlc_image_resize_rgba(resized, rgba.data(), rgb.width, rgb.height, &params), MLC_OK)
+      << Describe(resized.errors());
+  DLTensor a, b;
+  ASSERT_EQ(mlc_image_tensor(decoded, &a), MLC_OK);
+  ASSERT_EQ(mlc_image_tensor(resized, &b), MLC_OK);
+  EXPECT_EQ(std::vector<int64_t>(b.shape, b.shape + 4), (std::vector<int64_t>{1, 20, 24, 3}));
+  EXPECT_EQ(std::string(static_cast<const char*>(a.data), 20 * 24 * 3),
+            std::string(static_cast<const char*>(b.data), 20 * 24 * 3));
+  EXPECT_EQ(mlc_image_resize_rgba(resized, nullptr, 2, 2, &params), MLC_ERR_ARGUMENT);
+  EXPECT_EQ(mlc_image_resize_rgba(resized, rgba.data(), 0, 2, &params), MLC_ERR_INVALID);
+  params.max_pixels = 100;
+  EXPECT_EQ(mlc_image_resize_rgba(resized, rgba.data(), rgb.width, rgb.height, &params), MLC_ERR_LIMIT);
+  EXPECT_EQ(mlc_image_tensor(resized, &b), MLC_ERR_STATE);
+}
+
 // A reference package (the built-in runtime's) in a temporary folder.
 struct RefPackage {
   test::TempDir dir;

@@ -170,6 +170,11 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
                                    int64_t width, const ImageOptions& options = {});
 Result<PreparedImage> PrepareImage(std::string_view bytes, const ImageDecode& processor,
                                    const ImageOptions& options = {});
+// The same resize over pixels a caller already decoded (a browser's createImageBitmap/canvas
+// ImageData): `rgba` is width x height x 4 bytes, row-major, alpha dropped (as the decoder
+// drops it). Limits as PrepareImage's.
+Result<PreparedImage> PrepareRgbaPixels(const uint8_t* rgba, int64_t width, int64_t height,
+                                        const ImageDecode& processor, const ImageOptions& options = {});
 Result<PreparedImage> PrepareImageFile(const std::string& path, const ImageDecode& processor,
                                        const ImageOptions& options = {});
 

@@ -224,6 +224,10 @@ MLC_API int mlc_image_decode_memory(mlc_image* image, const void* bytes, size_t 
                                     const mlc_image_params* params);
 /* A view of the library's tensor (shape [1, H, W, 3], uint8 or uint32, CPU, compact): valid
  * until the next decode or mlc_image_free. MLC_ERR_STATE before a decode. */
+/* The same resize over pixels already decoded (a browser's ImageData): rgba holds width x height
+ * x 4 bytes, row-major; alpha is dropped. The result is read as after a decode. */
+MLC_API int mlc_image_resize_rgba(mlc_image* image, const uint8_t* rgba, int64_t width, int64_t height,
+                                  const mlc_image_params* params);
 MLC_API int mlc_image_tensor(const mlc_image* image, DLTensor* out);
 /* Copies the tensor's bytes; MLC_ERR_BUFFER when capacity (bytes) is too small. *nbytes gets
  * the size either way. */

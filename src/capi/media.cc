@@ -190,6 +190,15 @@ int mlc_image_decode_memory(mlc_image* h, const void* bytes, size_t length,
                      });
 }
 
+int mlc_image_resize_rgba(mlc_image* h, const uint8_t* rgba, int64_t width, int64_t height,
+                          const mlc_image_params* params) {
+  if (!h || !rgba) return MLC_ERR_ARGUMENT;
+  return DecodeImage(h, params, kMemoryDocument,
+                     [&](const mlc::ImageDecode& proc, const mlc::ImageOptions& o) {
+                       return mlc::PrepareRgbaPixels(rgba, width, height, proc, o);
+                     });
+}
+
 int mlc_image_tensor(const mlc_image* h, DLTensor* out) {
   if (!h || !out) return MLC_ERR_ARGUMENT;
   if (!h->tensor) return MLC_ERR_STATE;

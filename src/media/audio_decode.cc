@@ -120,8 +120,10 @@ Result<StreamedAudio> DecodeOpen(const Decoder& decoder, const MlcAudioFormat& f
 
   const int64_t channels = format.channels;
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
-  auto block = std::make_unique_for_overwrite<double[]>(static_cast<size_t>(block_frames * channels));
-  auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
+  // Scratch left uninitialized (new T[n], not make_unique_for_overwrite, which emscripten's libc++
+  // lacks).
+  auto block = std::unique_ptr<double[]>(new double[static_cast<size_t>(block_frames * channels)]);
+  auto mono = std::unique_ptr<float[]>(new float[static_cast<size_t>(block_frames)]);
   MlcAudioError error{};
   for (;;) {
     const int64_t got = decoder.backend().read(decoder.get(), block.get(), block_frames, &error);
@@ -360,8 +362,9 @@ Result<StreamedAudio> DecodePcm16Wav(ReadAt&& read_at, const Pcm16Wav& wav, cons
   MonoPipeline& pipe = **pipeline;
   pipe.Expect(wav.frames);
   const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / wav.channels);
-  auto block = std::make_unique_for_overwrite<unsigned char[]>(static_cast<size_t>(block_frames * wav.channels * 2));
-  auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
+  const auto block_bytes = static_cast<size_t>(block_frames * wav.channels * 2);
+  auto block = std::unique_ptr<unsigned char[]>(new unsigned char[block_bytes]);
+  auto mono = std::unique_ptr<float[]>(new float[static_cast<size_t>(block_frames)]);
   for (int64_t done = 0; done < wav.frames;) {
     const int64_t n = std::min(block_frames, wav.frames - done);
     const size_t bytes = static_cast<size_t>(n * wav.channels * 2);
@@ -511,7 +514,7 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
     MonoPipeline& pipe = **pipeline;
     pipe.Expect(frames);
     const int64_t block_frames = std::max<int64_t>(1, kBlockSamples / channels);
-    auto mono = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(block_frames));
+    auto mono = std::unique_ptr<float[]>(new float[static_cast<size_t>(block_frames)]);
     for (int64_t start = 0; start < frames; start += block_frames) {
       int64_t count = std::min(block_frames, frames - start);
       Status mixed = audio_internal::DownmixFloat(interleaved.data() + start * channels, count,

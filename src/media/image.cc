@@ -94,6 +94,36 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, const ImageDecode& pr
   return PrepareImage(bytes, processor.mode, processor.height, processor.width, options);
 }
 
+Result<PreparedImage> PrepareRgbaPixels(const uint8_t* rgba, int64_t width, int64_t height,
+                                        const ImageDecode& processor, const ImageOptions& options) {
+  if (processor.height < 1 || processor.width < 1) {
+    return Error{ErrorCode::kUsage, "", "target size must be at least 1x1"};
+  }
+  MLC_RETURN_IF_ERROR(CheckTargetSize(processor.height, processor.width, options));
+  if (width < 1 || height < 1) return Error{ErrorCode::kInvalid, "", "image has no pixels"};
+  if (width > options.max_pixels / height) {
+    return Error{ErrorCode::kLimit, "", "image " + std::to_string(width) + "x" + std::to_string(height) +
+                                            " is over max_pixels " + std::to_string(options.max_pixels)};
+  }
+  PreparedImage prepared;
+  prepared.info.format = "rgba";
+  prepared.info.width = prepared.info.upright_width = width;
+  prepared.info.height = prepared.info.upright_height = height;
+  prepared.info.bands = 4;
+  prepared.info.colour = "srgb";
+  prepared.info.has_alpha = true;
+  prepared.plan = PlanResize(width, height, processor.mode, processor.height, processor.width);
+  MLC_RETURN_IF_ERROR(CheckTargetSize(prepared.plan.scaled_height, prepared.plan.scaled_width, options));
+  RowResizer resizer(prepared.plan, options.filter, std::nullopt);
+  const auto [first_row, last_row] = resizer.NeededRows();
+  const size_t stride = static_cast<size_t>(width) * 4;
+  // RGBX rows as they are: the resizer ignores the fourth byte (alpha dropped, as decoding does).
+  resizer.PushRgbxRows(first_row, last_row - first_row, rgba + static_cast<size_t>(first_row) * stride,
+                       static_cast<int64_t>(stride), 0);
+  prepared.rgb = resizer.Finish();
+  return prepared;
+}
+
 Result<PreparedImage> PrepareImageFile(const std::string& path, const ImageDecode& processor,
                                        const ImageOptions& options) {
   auto bytes = ReadFileBytes(path, options.max_file_bytes);

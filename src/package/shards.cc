@@ -1,6 +1,7 @@
 // Shard integrity: containment, presence, size and md5, hashed in parallel with bounded memory
 // (each worker streams its shard through one fixed block).
 #include <limits.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
