@@ -142,11 +142,7 @@ void AddScaled(float alpha, const float* x, float* y, int64_t n) { Kernels().add
 
 void SiluMul(const float* gate, const float* up, float* out, int64_t n) { Kernels().silu_mul(gate, up, out, n); }
 
-float ExpShiftedSum(float* x, int64_t n, float shift) {
-  // Every path but the portable one runs on a CPU with AVX2 and FMA.
-  if (&Kernels() != &detail::PortableKernels()) return detail::ExpShiftedSumAvx2(x, n, shift);
-  return detail::ExpShiftedSumPortable(x, n, shift);
-}
+float ExpShiftedSum(float* x, int64_t n, float shift) { return Kernels().exp_shifted_sum(x, n, shift); }
 
 const char* KernelIsa() {
   const detail::KernelTable* table = &Kernels();

@@ -189,7 +189,8 @@ const KernelTable* AmxKernels() {
     if (avx512 == nullptr || !CpuAndOsRunAmx()) return nullptr;
     avx512_linear_q4 = avx512->linear_q4;
     static const KernelTable amx{avx512->quantize, LinearQ4Amx,         avx512->linear_float,
-                                 avx512->dot,      avx512->add_scaled, avx512->silu_mul};
+                                 avx512->dot,      avx512->add_scaled, avx512->silu_mul,
+                                 avx512->exp_shifted_sum};
     return &amx;
   }();
   return table;

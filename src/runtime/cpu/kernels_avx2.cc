@@ -244,15 +244,7 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
-// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
-bool CpuHasF16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
-}
-
-}  // namespace
-
-float ExpShiftedSumAvx2(float* x, int64_t n, float shift) {
+float ExpShiftedSum(float* x, int64_t n, float shift) {
   const __m256 m = _mm256_set1_ps(shift);
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
@@ -272,17 +264,24 @@ float ExpShiftedSumAvx2(float* x, int64_t n, float shift) {
   return sum;
 }
 
+// CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+
+}  // namespace
+
 const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
-  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul};
+  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum};
   return supported ? &table : nullptr;
 }
 
 #else
 
 const KernelTable* Avx2Kernels() { return nullptr; }
-float ExpShiftedSumAvx2(float* x, int64_t n, float shift) { return ExpShiftedSumPortable(x, n, shift); }
 
 #endif
 

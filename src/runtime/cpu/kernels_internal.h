@@ -38,16 +38,12 @@ struct KernelTable {
   float (*dot)(const float* a, const float* b, int64_t n);
   void (*add_scaled)(float alpha, const float* x, float* y, int64_t n);
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
+  float (*exp_shifted_sum)(float* x, int64_t n, float shift);
 };
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
 // next call.
 uint8_t* ThreadScratch(size_t bytes);
-
-// ExpShiftedSum (kernels.h) with std::exp, and with AVX2's polynomial e^x (for CPUs with AVX2 and
-// FMA; a build without the AVX2 path forwards it to the portable one).
-float ExpShiftedSumPortable(float* x, int64_t n, float shift);
-float ExpShiftedSumAvx2(float* x, int64_t n, float shift);
 
 const KernelTable& PortableKernels();
 // Null when the build has no such path (non-x86 compilers) or the CPU cannot run it.

@@ -93,9 +93,7 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
-}  // namespace
-
-float ExpShiftedSumPortable(float* x, int64_t n, float shift) {
+float ExpShiftedSum(float* x, int64_t n, float shift) {
   float sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     x[i] = std::exp(x[i] - shift);
@@ -104,8 +102,10 @@ float ExpShiftedSumPortable(float* x, int64_t n, float shift) {
   return sum;
 }
 
+}  // namespace
+
 const KernelTable& PortableKernels() {
-  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul};
+  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum};
   return table;
 }
 

@@ -51,8 +51,6 @@ void SetGemmaNames(Names& n, const std::string& root) {
   n.mlp_out_norm = "post_feedforward_layernorm";
 }
 
-// MLC's template (gemma_instruction; gemma3_instruction differs only in its stop id) over the
-// reference vocabulary's begin and end ids.
 std::vector<bool> ReadLayerTypes(ConfigReader& r, int64_t layers) {
   const std::string what = "an array of num_hidden_layers (" + std::to_string(layers) +
                            ") \"sliding_attention\" / \"full_attention\" strings";
@@ -77,6 +75,8 @@ std::vector<bool> ReadLayerTypes(ConfigReader& r, int64_t layers) {
   return full;
 }
 
+// MLC's template (gemma_instruction; gemma3_instruction differs only in its stop id) over the
+// reference vocabulary's begin and end ids.
 Json GemmaInstructionTemplate(const std::string& name) {
   return {{"name", name},
           {"system_template", "{system_message}"},
