@@ -33,7 +33,7 @@ foreach(header nlohmann/json.hpp dlpack/dlpack.h)
   find_path(MLC_WASM_HOST_${folder} ${header} PATHS /usr/include NO_CMAKE_FIND_ROOT_PATH REQUIRED)
   file(COPY ${MLC_WASM_HOST_${folder}}/${folder} DESTINATION ${PROJECT_BINARY_DIR}/host-include)
 endforeach()
-foreach(lib soxr sndfile onig utf8proc jpeg)
+foreach(lib soxr mlc_glibc_m sndfile onig utf8proc jpeg)
   find_library(MLC_WASM_LIB_${lib} NAMES ${lib} PATHS ${MLC_WASM_PREFIX}/lib NO_DEFAULT_PATH
                NO_CMAKE_FIND_ROOT_PATH REQUIRED)
 endforeach()
@@ -61,7 +61,7 @@ target_include_directories(mlc_manifest_wasm PRIVATE ${PROJECT_SOURCE_DIR}/inclu
 target_compile_definitions(mlc_manifest_wasm PRIVATE MLC_MANIFEST_BUILDING
                            MLC_WASM_MODULE_audio MLC_WASM_MODULE_resampler MLC_WASM_MODULE_crypto)
 target_compile_options(mlc_manifest_wasm PRIVATE ${MLC_WARNINGS} ${MLC_WASM_FLAGS})
-target_link_libraries(mlc_manifest_wasm PRIVATE ${MLC_WASM_LIB_soxr}
+target_link_libraries(mlc_manifest_wasm PRIVATE ${MLC_WASM_LIB_soxr} ${MLC_WASM_LIB_mlc_glibc_m}
                       ${MLC_WASM_LIB_sndfile} ${MLC_WASM_LIB_onig} ${MLC_WASM_LIB_utf8proc} ${MLC_WASM_LIB_jpeg})
 # Linked at -O1: Debian's emscripten 3.1.6 optimizer breaks at -O2. The C API (mlc_*) is what
 # the JavaScript wrapper calls; MEMFS holds the packages and tokenizers it writes; node_shim.js

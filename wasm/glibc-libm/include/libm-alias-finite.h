@@ -1,0 +1,2 @@
+/* glibc's __*_finite aliases: none here. */
+#define libm_alias_finite(from, to)
