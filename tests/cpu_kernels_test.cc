@@ -487,6 +487,57 @@ TEST(CpuVector, ExpShiftedSumOnEveryPath) {
   }
 }
 
+TEST(CpuVector, MatMulRowsEqualsPortableBitForBitAndFloat64) {
+  // Shapes around every tile edge (6x16, 8x32) and tails; a right-hand side given by scattered
+  // row pointers, output with a stride wider than n (its padding must stay untouched).
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  for (int64_t m : {1, 5, 6, 7, 8, 9, 13, 17}) {
+    for (int64_t k : {1, 3, 64}) {
+      for (int64_t n : {1, 15, 16, 17, 31, 32, 33, 70}) {
+        const int64_t lda = k + 2, ldc = n + 3;
+        std::vector<float> a(static_cast<size_t>(m * lda));
+        for (float& v : a) v = normal(rng);
+        std::vector<std::vector<float>> b(static_cast<size_t>(k), std::vector<float>(static_cast<size_t>(n)));
+        std::vector<const float*> rows;
+        for (auto& row : b) {
+          for (float& v : row) v = normal(rng);
+          rows.push_back(row.data());
+        }
+        std::vector<float> want(static_cast<size_t>(m * ldc), -7.0f);
+        {
+          KernelPath path("portable");
+          MatMulRows(a.data(), lda, m, k, rows.data(), n, want.data(), ldc);
+        }
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t j = 0; j < ldc; ++j) {
+            const float got = want[static_cast<size_t>(r * ldc + j)];
+            if (j >= n) {
+              ASSERT_EQ(got, -7.0f) << "padding written at " << r << "," << j;
+              continue;
+            }
+            double ref = 0, magnitude = 0;
+            for (int64_t i = 0; i < k; ++i) {
+              const double p = static_cast<double>(a[static_cast<size_t>(r * lda + i)]) * b[static_cast<size_t>(i)][static_cast<size_t>(j)];
+              ref += p;
+              magnitude += std::fabs(p);
+            }
+            ASSERT_NEAR(got, ref, 1e-6 * magnitude + 1e-7) << m << "x" << k << "x" << n;
+          }
+        }
+        for (const char* isa : {"avx2", "avxvnni", "avx512", "amx"}) {
+          KernelPath path(isa);
+          if (!path.ok()) continue;
+          std::vector<float> got(static_cast<size_t>(m * ldc), -7.0f);
+          MatMulRows(a.data(), lda, m, k, rows.data(), n, got.data(), ldc);
+          ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+              << isa << " " << m << "x" << k << "x" << n;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuLinear, UnknownPathIsRefused) {
   EXPECT_FALSE(SetKernelIsa("neon"));
   EXPECT_FALSE(SetKernelIsa(""));

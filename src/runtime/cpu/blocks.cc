@@ -99,58 +99,172 @@ namespace {
 
 // Query rows of DenseAttention scored at once: a [block, n] score matrix per head.
 constexpr int64_t kAttentionBlock = 256;
+// Query rows x heads of one PagedAttention task (its score matrix's rows).
+constexpr int64_t kPagedTaskRows = 64;
 
-// o (d floats) = the softmax over i of q . keys[i] * scale (soft-capped when softcap > 0) weighting
-// values[i]; scores is scratch.
-void AttendOne(const float* q, const std::vector<const float*>& keys, const std::vector<const float*>& values,
-               int64_t d, float scale, float softcap, std::vector<float>& scores, float* o) {
-  scores.resize(keys.size());
-  float max_s = -INFINITY;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    float s = Dot(q, keys[i], d) * scale;
-    if (softcap > 0) s = softcap * std::tanh(s / softcap);
-    scores[i] = s;
-    max_s = std::max(max_s, s);
+// A run of rows of one sequence at consecutive positions (a prefill chunk; a decode row alone).
+struct RowRun {
+  int64_t begin = 0, end = 0;  // rows [begin, end) of the call
+};
+
+// One unit of PagedAttention's work: rows [row_begin, row_end) of a run, query heads
+// [head_begin, head_end), all of KV head kv_head.
+struct AttentionTask {
+  int64_t row_begin = 0, row_end = 0;
+  int64_t kv_head = 0, head_begin = 0, head_end = 0;
+};
+
+std::vector<RowRun> RowRuns(const std::vector<RowPlace>& rows) {
+  std::vector<RowRun> runs;
+  for (int64_t t = 0; t < static_cast<int64_t>(rows.size()); ++t) {
+    const RowPlace& place = rows[static_cast<size_t>(t)];
+    if (!runs.empty()) {
+      const RowPlace& last = rows[static_cast<size_t>(runs.back().end - 1)];
+      if (last.seq_id == place.seq_id && last.pos + 1 == place.pos) {
+        runs.back().end = t + 1;
+        continue;
+      }
+    }
+    runs.push_back({t, t + 1});
   }
-  float sum = 0;
-  for (float& s : scores) {
-    s = std::exp(s - max_s);
-    sum += s;
+  return runs;
+}
+
+// The tasks of a call: per run, per KV head, blocks of rows whose rows x heads fill about
+// kPagedTaskRows score rows; a KV head's query heads are split when there would be fewer tasks
+// than threads (a decode row of a model with one KV head still spreads).
+std::vector<AttentionTask> AttentionTasks(const std::vector<RowRun>& runs, int64_t kv_heads, int64_t group) {
+  int64_t head_parts = 1;
+  int64_t rows = 0;
+  for (const RowRun& r : runs) rows += r.end - r.begin;
+  if (rows * kv_heads < ThreadCount()) head_parts = std::min<int64_t>(group, ThreadCount());
+  const int64_t heads_per_part = (group + head_parts - 1) / head_parts;
+  const int64_t rows_per_task = std::max<int64_t>(1, kPagedTaskRows / heads_per_part);
+  std::vector<AttentionTask> tasks;
+  for (const RowRun& run : runs) {
+    for (int64_t r0 = run.begin; r0 < run.end; r0 += rows_per_task) {
+      for (int64_t kvh = 0; kvh < kv_heads; ++kvh) {
+        for (int64_t h0 = 0; h0 < group; h0 += heads_per_part) {
+          tasks.push_back({r0, std::min(run.end, r0 + rows_per_task), kvh, kvh * group + h0,
+                           kvh * group + std::min(group, h0 + heads_per_part)});
+        }
+      }
+    }
   }
-  std::fill(o, o + d, 0.0f);
-  for (size_t i = 0; i < values.size(); ++i) AddScaled(scores[i] / sum, values[i], o, d);
+  return tasks;
+}
+
+// Scratch of one thread's tasks.
+struct AttentionScratch {
+  std::vector<int64_t> positions;           // the keys gathered, in attention order
+  std::vector<float> keys_t;                // [head_dim][keys]: the keys transposed
+  std::vector<const float*> key_rows, value_rows;
+  std::vector<float> queries, scores, outputs;  // [rows x heads][head_dim | keys | head_dim]
+  std::vector<float> inv_sums;                  // [rows x heads]
+};
+
+// One task: the keys and values every row of it sees, gathered for its KV head (the sinks, then
+// [first window start, last position]); the scores of every (row, head) as one matrix product,
+// each row's softmax over its own keys (the sinks before its window, then its window up to its
+// position; the others weigh 0), the weighted values as a second product. Every value is
+// computed the same way whichever rows share its task (kernels.h's MatMulRows; the softmax sums
+// per contiguous piece of a row's keys), so a row's output does not depend on the batch or chunk.
+void AttendTask(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q, int64_t q_stride,
+                const std::vector<RowPlace>& rows, const AttentionTask& task, AttentionScratch& s, float* out) {
+  const int64_t d = spec.head_dim, heads = spec.num_heads, g = task.head_end - task.head_begin;
+  const int64_t seq_id = rows[static_cast<size_t>(task.row_begin)].seq_id;
+  auto window_start = [&](int64_t pos) {
+    int64_t lo = kv.WindowStart(pos);
+    if (spec.sliding_window > 0) lo = std::max<int64_t>(lo, pos - spec.sliding_window + 1);
+    return lo;
+  };
+  const int64_t first_pos = rows[static_cast<size_t>(task.row_begin)].pos;
+  const int64_t last_pos = rows[static_cast<size_t>(task.row_end - 1)].pos;
+  const int64_t lo_min = window_start(first_pos), sink_end = kv.SinkEnd();
+  const int64_t sinks = std::min(sink_end, lo_min);
+  s.positions.clear();
+  for (int64_t p = 0; p < sinks; ++p) s.positions.push_back(p);
+  for (int64_t p = lo_min; p <= last_pos; ++p) s.positions.push_back(p);
+  const int64_t nk = static_cast<int64_t>(s.positions.size());
+  s.keys_t.resize(static_cast<size_t>(d * nk));
+  s.key_rows.resize(static_cast<size_t>(d));
+  s.value_rows.resize(static_cast<size_t>(nk));
+  // Transposed 8 keys at a time through a register-sized tile: each write a run of 8 floats (the
+  // last run's missing keys read as the first key and are not stored).
+  constexpr int64_t kTile = 8;
+  for (int64_t j0 = 0; j0 < nk; j0 += kTile) {
+    const int64_t width = std::min(kTile, nk - j0);
+    const float* key[kTile];
+    for (int64_t j = 0; j < kTile; ++j) {
+      const int64_t p = s.positions[static_cast<size_t>(j0 + std::min(j, width - 1))];
+      key[j] = kv.Key(seq_id, kv_layer, p) + task.kv_head * d;
+      if (j < width) s.value_rows[static_cast<size_t>(j0 + j)] = kv.Value(seq_id, kv_layer, p) + task.kv_head * d;
+    }
+    for (int64_t i = 0; i < d; ++i) {
+      float tile[kTile];
+      for (int64_t j = 0; j < kTile; ++j) tile[j] = key[j][i];
+      std::copy_n(tile, width, s.keys_t.data() + i * nk + j0);
+    }
+  }
+  for (int64_t i = 0; i < d; ++i) s.key_rows[static_cast<size_t>(i)] = s.keys_t.data() + i * nk;
+
+  const int64_t m = (task.row_end - task.row_begin) * g;
+  s.queries.resize(static_cast<size_t>(m * d));
+  s.scores.resize(static_cast<size_t>(m * nk));
+  s.outputs.resize(static_cast<size_t>(m * d));
+  for (int64_t t = task.row_begin; t < task.row_end; ++t) {
+    std::copy_n(q + t * q_stride + task.head_begin * d, g * d, s.queries.data() + (t - task.row_begin) * g * d);
+  }
+  MatMulRows(s.queries.data(), d, m, d, s.key_rows.data(), nk, s.scores.data(), nk);
+
+  std::vector<float>& inv_sums = s.inv_sums;
+  inv_sums.resize(static_cast<size_t>(m));
+  for (int64_t t = task.row_begin; t < task.row_end; ++t) {
+    const int64_t pos = rows[static_cast<size_t>(t)].pos, lo = window_start(pos);
+    // The row's keys in the gathered order: [0, sink_count) its sinks, [from, to) its window.
+    const int64_t own_sinks = std::min(sink_end, lo);
+    const int64_t sink_count = own_sinks > lo_min ? sinks + own_sinks - lo_min : sinks;
+    const int64_t from = sinks + lo - lo_min, to = sinks + pos - lo_min + 1;
+    for (int64_t hh = 0; hh < g; ++hh) {
+      const int64_t r = (t - task.row_begin) * g + hh;
+      float* row = s.scores.data() + r * nk;
+      float max_s = -INFINITY;
+      auto score = [&](int64_t begin, int64_t end) {
+        for (int64_t j = begin; j < end; ++j) {
+          float v = row[j] * spec.scale;
+          if (spec.softcap > 0) v = spec.softcap * std::tanh(v / spec.softcap);
+          row[j] = v;
+          max_s = std::max(max_s, v);
+        }
+      };
+      score(0, sink_count);
+      score(from, to);
+      const float sum = ExpShiftedSum(row, sink_count, max_s) + ExpShiftedSum(row + from, to - from, max_s);
+      std::fill(row + sink_count, row + from, 0.0f);
+      std::fill(row + to, row + nk, 0.0f);
+      inv_sums[static_cast<size_t>(r)] = 1.0f / sum;
+    }
+  }
+  MatMulRows(s.scores.data(), nk, m, nk, s.value_rows.data(), d, s.outputs.data(), d);
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t t = task.row_begin + r / g, h = task.head_begin + r % g;
+    const float inv = inv_sums[static_cast<size_t>(r)];
+    const float* o = s.outputs.data() + r * d;
+    float* dst = out + t * heads * d + h * d;
+    for (int64_t i = 0; i < d; ++i) dst[i] = o[i] * inv;
+  }
 }
 
 }  // namespace
 
 void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
                     int64_t q_stride, const std::vector<RowPlace>& rows, float* out) {
-  const int64_t n = static_cast<int64_t>(rows.size());
-  const int64_t d = spec.head_dim, heads = spec.num_heads, group = spec.num_heads / spec.num_kv_heads;
-  ParallelFor(n * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> scores;
-    std::vector<const float*> keys, values;  // rows the task's (row, KV head) sees, found once
-    int64_t found_t = -1, found_kvh = -1;
-    for (int64_t task = begin; task < end; ++task) {
-      int64_t t = task / heads, h = task % heads, kvh = h / group;
-      const RowPlace& place = rows[static_cast<size_t>(t)];
-      const int64_t seq_id = place.seq_id, pos = place.pos;
-      const float* qh = q + t * q_stride + h * d;
-      if (t != found_t || kvh != found_kvh) {
-        int64_t lo = kv.WindowStart(pos);
-        if (spec.sliding_window > 0) lo = std::max<int64_t>(lo, pos - spec.sliding_window + 1);
-        keys.clear();
-        values.clear();
-        auto see = [&](int64_t j) {
-          keys.push_back(kv.Key(seq_id, kv_layer, j) + kvh * d);
-          values.push_back(kv.Value(seq_id, kv_layer, j) + kvh * d);
-        };
-        for (int64_t j = 0; j < std::min(kv.SinkEnd(), lo); ++j) see(j);
-        for (int64_t j = lo; j <= pos; ++j) see(j);
-        found_t = t;
-        found_kvh = kvh;
-      }
-      AttendOne(qh, keys, values, d, spec.scale, spec.softcap, scores, out + t * heads * d + h * d);
+  const int64_t group = spec.num_heads / spec.num_kv_heads;
+  const std::vector<AttentionTask> tasks = AttentionTasks(RowRuns(rows), spec.num_kv_heads, group);
+  ParallelFor(static_cast<int64_t>(tasks.size()), 1, [&](int64_t begin, int64_t end) {
+    AttentionScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      AttendTask(spec, kv, kv_layer, q, q_stride, rows, tasks[static_cast<size_t>(i)], scratch, out);
     }
   });
 }

@@ -144,6 +144,11 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) { Kernel
 
 float ExpShiftedSum(float* x, int64_t n, float shift) { return Kernels().exp_shifted_sum(x, n, shift); }
 
+void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                int64_t ldc) {
+  Kernels().matmul_rows(a, lda, m, k, b_rows, n, c, ldc);
+}
+
 const char* KernelIsa() {
   const detail::KernelTable* table = &Kernels();
   if (table == detail::AmxKernels()) return "amx";

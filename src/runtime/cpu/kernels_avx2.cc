@@ -264,6 +264,57 @@ float ExpShiftedSum(float* x, int64_t n, float shift) {
   return sum;
 }
 
+// Rows [r0, r0 + R) of c for columns [j0, j0 + 8 * V), the last vector holding `tail` columns (1-8)
+// through a mask: R x V accumulators of one FMA chain per value.
+template <int R, int V>
+void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t j0, int tail, float* c,
+                int64_t ldc) {
+  alignas(32) static const int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - tail));
+  __m256 acc[R][V];
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const float* b = b_rows[i] + j0;
+    __m256 bv[V];
+    for (int v = 0; v + 1 < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
+    bv[V - 1] = _mm256_maskload_ps(b + 8 * (V - 1), mask);
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + i);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int v = 0; v + 1 < V; ++v) _mm256_storeu_ps(c + r * ldc + j0 + 8 * v, acc[r][v]);
+    _mm256_maskstore_ps(c + r * ldc + j0 + 8 * (V - 1), mask, acc[r][V - 1]);
+  }
+}
+
+// Rows [0, R) of a and c over every column: 16 at a time, then the rest.
+template <int R>
+void MatMulRowBlock(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                    int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) MatMulTile<R, 2>(a, lda, k, b_rows, j, 8, c, ldc);
+  if (n - j > 8) MatMulTile<R, 2>(a, lda, k, b_rows, j, static_cast<int>(n - j - 8), c, ldc);
+  else if (n > j) MatMulTile<R, 1>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
+}
+
+void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                int64_t ldc) {
+  int64_t r = 0;
+  for (; r + 6 <= m; r += 6) MatMulRowBlock<6>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+  switch (m - r) {
+    case 5: return MatMulRowBlock<5>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 4: return MatMulRowBlock<4>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 3: return MatMulRowBlock<3>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 2: return MatMulRowBlock<2>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 1: return MatMulRowBlock<1>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    default: return;
+  }
+}
+
 // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
 bool CpuHasF16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -275,7 +326,8 @@ bool CpuHasF16c() {
 const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
-  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum};
+  static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum,
+                                 MatMulRows};
   return supported ? &table : nullptr;
 }
 

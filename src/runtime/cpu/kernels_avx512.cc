@@ -177,6 +177,65 @@ void LinearQ4Avx512(const Weight& w, const Q8Activations& x, int64_t n, float* y
 
 // CPUID leaf 7: AVX512F (EBX 16), AVX512BW (EBX 30), AVX512VL (EBX 31), AVX512_VNNI (ECX 11);
 // XCR0 bits 1, 2 and 5-7: the OS saves the xmm, ymm, opmask and zmm state.
+// Rows [0, R) of c for columns [j0, j0 + 16 * V), the last vector masked to `tail` columns (1-16):
+// R x V accumulators of one FMA chain per value, the row's a value broadcast from memory.
+template <int R, int V>
+void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t j0, int tail, float* c,
+                int64_t ldc) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1u);
+  __m512 acc[R][V];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    const float* b = b_rows[i] + j0;
+    __m512 bv[V];
+#pragma GCC unroll 2
+    for (int v = 0; v + 1 < V; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+    bv[V - 1] = _mm512_maskz_loadu_ps(mask, b + 16 * (V - 1));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + i]);
+#pragma GCC unroll 2
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v + 1 < V; ++v) _mm512_storeu_ps(c + r * ldc + j0 + 16 * v, acc[r][v]);
+    _mm512_mask_storeu_ps(c + r * ldc + j0 + 16 * (V - 1), mask, acc[r][V - 1]);
+  }
+}
+
+// Rows [0, R) of a and c over every column: 32 at a time, then the rest.
+template <int R>
+void MatMulRowBlock(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                    int64_t ldc) {
+  int64_t j = 0;
+  for (; j + 32 <= n; j += 32) MatMulTile<R, 2>(a, lda, k, b_rows, j, 16, c, ldc);
+  if (n - j > 16) MatMulTile<R, 2>(a, lda, k, b_rows, j, static_cast<int>(n - j - 16), c, ldc);
+  else if (n > j) MatMulTile<R, 1>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
+}
+
+void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                int64_t ldc) {
+  int64_t r = 0;
+  for (; r + 8 <= m; r += 8) MatMulRowBlock<8>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+  switch (m - r) {
+    case 7: return MatMulRowBlock<7>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 6: return MatMulRowBlock<6>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 5: return MatMulRowBlock<5>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 4: return MatMulRowBlock<4>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 3: return MatMulRowBlock<3>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 2: return MatMulRowBlock<2>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    case 1: return MatMulRowBlock<1>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
+    default: return;
+  }
+}
+
 bool CpuHasAvx512Vnni() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
@@ -195,7 +254,7 @@ const KernelTable* Avx512Kernels() {
     const KernelTable* avx2 = Avx2Kernels();
     if (avx2 == nullptr || !CpuHasAvx512Vnni()) return nullptr;
     static const KernelTable avx512{avx2->quantize, LinearQ4Avx512, avx2->linear_float, avx2->dot,
-                                    avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum};
+                                    avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum, MatMulRows};
     return &avx512;
   }();
   return table;

@@ -39,6 +39,8 @@ struct KernelTable {
   void (*add_scaled)(float alpha, const float* x, float* y, int64_t n);
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   float (*exp_shifted_sum)(float* x, int64_t n, float shift);
+  void (*matmul_rows)(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n,
+                      float* c, int64_t ldc);
 };
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's

@@ -102,10 +102,21 @@ float ExpShiftedSum(float* x, int64_t n, float shift) {
   return sum;
 }
 
+void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
+                int64_t ldc) {
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      float acc = 0.0f;
+      for (int64_t i = 0; i < k; ++i) acc = std::fma(a[r * lda + i], b_rows[i][j], acc);
+      c[r * ldc + j] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 const KernelTable& PortableKernels() {
-  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum};
+  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum, MatMulRows};
   return table;
 }
 
