@@ -538,6 +538,33 @@ TEST(CpuVector, MatMulRowsEqualsPortableBitForBitAndFloat64) {
   }
 }
 
+TEST(CpuVector, TransposeRowsOnEveryPath) {
+  // Row and column counts around the 8x8 blocks, scattered rows, a stride wider than n.
+  for (int64_t n : {1, 7, 8, 9, 16, 23}) {
+    for (int64_t d : {1, 5, 8, 13, 64}) {
+      std::vector<std::vector<float>> rows(static_cast<size_t>(n), std::vector<float>(static_cast<size_t>(d)));
+      std::vector<const float*> pointers;
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < d; ++i) rows[static_cast<size_t>(j)][static_cast<size_t>(i)] = static_cast<float>(j * 1000 + i);
+        pointers.push_back(rows[static_cast<size_t>(j)].data());
+      }
+      for (const char* isa : {"portable", "avx2", "avxvnni", "avx512", "amx"}) {
+        KernelPath path(isa);
+        if (!path.ok()) continue;
+        const int64_t ldo = n + 2;
+        std::vector<float> out(static_cast<size_t>(d * ldo), -1.0f);
+        TransposeRows(pointers.data(), n, d, out.data(), ldo);
+        for (int64_t i = 0; i < d; ++i) {
+          for (int64_t j = 0; j < ldo; ++j) {
+            const float want = j < n ? static_cast<float>(j * 1000 + i) : -1.0f;
+            ASSERT_EQ(out[static_cast<size_t>(i * ldo + j)], want) << isa << " n " << n << " d " << d << " at " << i << "," << j;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuLinear, UnknownPathIsRefused) {
   EXPECT_FALSE(SetKernelIsa("neon"));
   EXPECT_FALSE(SetKernelIsa(""));

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <random>
 
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/reference_model.h"
@@ -572,6 +574,34 @@ TEST(Sampler, TopKOneIsGreedyAndTopPKeepsTheNucleus) {
   EXPECT_GT(seen[3], 100);
   EXPECT_FALSE(CheckSamplerConfig(SamplerConfig{-1, 1, 0, 0}).ok());
   EXPECT_FALSE(CheckSamplerConfig(SamplerConfig{1, 0, 0, 0}).ok());
+}
+
+TEST(Sampler, GreedyIsTheFirstLargestLogitLikeMaxElement) {
+  // Lengths around the 16-lane passes, the largest at every place, ties, NaNs, infinities and
+  // signed zeros: the greedy choice is std::max_element's.
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> small(-3, 3);
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  for (size_t n : {1, 2, 15, 16, 17, 33, 151936}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> logits(n);
+      for (float& v : logits) v = static_cast<float>(small(rng));
+      const size_t at = static_cast<size_t>(rng() % n);
+      switch (trial % 8) {
+        case 1: logits[at] = 9; break;
+        case 2: logits[at] = nan; break;
+        case 3: logits[0] = nan; break;
+        case 4: logits[at] = inf; logits[n - 1] = inf; break;
+        case 5: std::fill(logits.begin(), logits.end(), -0.0f); logits[at] = 0.0f; break;
+        case 6: std::fill(logits.begin(), logits.end(), -inf); logits[at] = nan; break;
+        case 7: logits[at] = 3; logits[(at * 7) % n] = 3; break;
+        default: break;
+      }
+      const auto want = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      Sampler greedy(SamplerConfig{0.0, 1.0, 0, 1});
+      ASSERT_EQ(greedy.Sample(logits), want) << "n " << n << " trial " << trial;
+    }
+  }
 }
 
 TEST(Generate, Uint32PixelsWhenTheProgramSaysSo) {

@@ -10,8 +10,26 @@
 namespace mlc {
 namespace {
 
+// The first index of the largest logit (NaNs never win; a NaN first logit is returned as
+// std::max_element would), in two passes the compiler vectorises: the largest value over 16
+// independent lanes, then where it first occurs.
 int32_t Argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  const size_t n = logits.size();
+  if (n == 0 || std::isnan(logits[0])) return 0;
+  constexpr size_t kLanes = 16;
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, logits[0]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+  }
+  float best = logits[0];
+  for (float v : lane) best = v > best ? v : best;
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
+  for (size_t k = 0; k < n; ++k) {
+    if (logits[k] == best) return static_cast<int32_t>(k);
+  }
+  return 0;
 }
 
 }  // namespace

@@ -158,10 +158,33 @@ std::vector<AttentionTask> AttentionTasks(const std::vector<RowRun>& runs, int64
 struct AttentionScratch {
   std::vector<int64_t> positions;           // the keys gathered, in attention order
   std::vector<float> keys_t;                // [head_dim][keys]: the keys transposed
-  std::vector<const float*> key_rows, value_rows;
+  std::vector<const float*> keys, value_rows;  // per gathered position, its KV head's rows
+  std::vector<const float*> key_rows;          // rows of keys_t
   std::vector<float> queries, scores, outputs;  // [rows x heads][head_dim | keys | head_dim]
   std::vector<float> inv_sums;                  // [rows x heads]
 };
+
+// The key and value rows (from float `offset`: a KV head's) of `positions`, one page lookup
+// per page: consecutive positions of a page are a row stride apart.
+void GatherRows(PagedKvCache& kv, int64_t seq_id, int64_t layer, int64_t offset, const std::vector<int64_t>& positions,
+                std::vector<const float*>& keys, std::vector<const float*>& values) {
+  const int64_t stride = kv.RowStride(layer), page = kv.PageSize();
+  keys.resize(positions.size());
+  values.resize(positions.size());
+  const float *k = nullptr, *v = nullptr;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    const int64_t p = positions[i];
+    if (i > 0 && p == positions[i - 1] + 1 && p % page != 0) {
+      k += stride;
+      v += stride;
+    } else {
+      k = kv.Key(seq_id, layer, p) + offset;
+      v = kv.Value(seq_id, layer, p) + offset;
+    }
+    keys[i] = k;
+    values[i] = v;
+  }
+}
 
 // One task: the keys and values every row of it sees, gathered for its KV head (the sinks, then
 // [first window start, last position]); the scores of every (row, head) as one matrix product,
@@ -188,24 +211,8 @@ void AttendTask(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, c
   const int64_t nk = static_cast<int64_t>(s.positions.size());
   s.keys_t.resize(static_cast<size_t>(d * nk));
   s.key_rows.resize(static_cast<size_t>(d));
-  s.value_rows.resize(static_cast<size_t>(nk));
-  // Transposed 8 keys at a time through a register-sized tile: each write a run of 8 floats (the
-  // last run's missing keys read as the first key and are not stored).
-  constexpr int64_t kTile = 8;
-  for (int64_t j0 = 0; j0 < nk; j0 += kTile) {
-    const int64_t width = std::min(kTile, nk - j0);
-    const float* key[kTile];
-    for (int64_t j = 0; j < kTile; ++j) {
-      const int64_t p = s.positions[static_cast<size_t>(j0 + std::min(j, width - 1))];
-      key[j] = kv.Key(seq_id, kv_layer, p) + task.kv_head * d;
-      if (j < width) s.value_rows[static_cast<size_t>(j0 + j)] = kv.Value(seq_id, kv_layer, p) + task.kv_head * d;
-    }
-    for (int64_t i = 0; i < d; ++i) {
-      float tile[kTile];
-      for (int64_t j = 0; j < kTile; ++j) tile[j] = key[j][i];
-      std::copy_n(tile, width, s.keys_t.data() + i * nk + j0);
-    }
-  }
+  GatherRows(kv, seq_id, kv_layer, task.kv_head * d, s.positions, s.keys, s.value_rows);
+  TransposeRows(s.keys.data(), nk, d, s.keys_t.data(), nk);
   for (int64_t i = 0; i < d; ++i) s.key_rows[static_cast<size_t>(i)] = s.keys_t.data() + i * nk;
 
   const int64_t m = (task.row_end - task.row_begin) * g;
@@ -262,7 +269,7 @@ void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_laye
   const int64_t group = spec.num_heads / spec.num_kv_heads;
   const std::vector<AttentionTask> tasks = AttentionTasks(RowRuns(rows), spec.num_kv_heads, group);
   ParallelFor(static_cast<int64_t>(tasks.size()), 1, [&](int64_t begin, int64_t end) {
-    AttentionScratch scratch;
+    thread_local AttentionScratch scratch;  // kept between calls: no allocation per layer
     for (int64_t i = begin; i < end; ++i) {
       AttendTask(spec, kv, kv_layer, q, q_stride, rows, tasks[static_cast<size_t>(i)], scratch, out);
     }

@@ -149,6 +149,10 @@ void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* 
   Kernels().matmul_rows(a, lda, m, k, b_rows, n, c, ldc);
 }
 
+void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo) {
+  Kernels().transpose_rows(rows, n, d, out, ldo);
+}
+
 const char* KernelIsa() {
   const detail::KernelTable* table = &Kernels();
   if (table == detail::AmxKernels()) return "amx";

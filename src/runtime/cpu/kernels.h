@@ -65,6 +65,10 @@ float ExpShiftedSum(float* x, int64_t n, float shift);
 void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
                 int64_t ldc);
 
+// out[i * ldo + j] = rows[j][i] for j < n, i < d: n rows of d floats as the columns of a
+// [d, n] matrix (attention's keys, for MatMulRows). On the calling thread.
+void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo);
+
 // Row `row` of W as `in` floats (an embedding lookup of a quantized or half table).
 void DequantizeRow(const Weight& w, int64_t row, float* out);
 

@@ -190,7 +190,8 @@ const KernelTable* AmxKernels() {
     avx512_linear_q4 = avx512->linear_q4;
     static const KernelTable amx{avx512->quantize, LinearQ4Amx,         avx512->linear_float,
                                  avx512->dot,      avx512->add_scaled, avx512->silu_mul,
-                                 avx512->exp_shifted_sum, avx512->matmul_rows};
+                                 avx512->exp_shifted_sum, avx512->matmul_rows,
+                                 avx512->transpose_rows};
     return &amx;
   }();
   return table;

@@ -315,6 +315,41 @@ void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* 
   }
 }
 
+// Eight rows' floats [i0, i0 + 8) stored as eight columns: out[(i0 + i) * ldo + j] = r[j][i0 + i].
+void Transpose8x8(const float* const* r, int64_t i0, float* out, int64_t ldo) {
+  __m256 a[8], t[8], u[8];
+  for (int j = 0; j < 8; ++j) a[j] = _mm256_loadu_ps(r[j] + i0);
+  for (int j = 0; j < 8; j += 2) {
+    t[j] = _mm256_unpacklo_ps(a[j], a[j + 1]);  // r_j0 r_j+1,0 r_j1 r_j+1,1 | the same for 4, 5
+    t[j + 1] = _mm256_unpackhi_ps(a[j], a[j + 1]);
+  }
+  for (int j = 0; j < 8; j += 4) {
+    u[j] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(1, 0, 1, 0));  // column 0 (4) of rows j..j+3
+    u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    _mm256_storeu_ps(out + (i0 + c) * ldo, _mm256_permute2f128_ps(u[c], u[c + 4], 0x20));
+    _mm256_storeu_ps(out + (i0 + c + 4) * ldo, _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
+  }
+}
+
+void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo) {
+  int64_t j0 = 0;
+  for (; j0 + 8 <= n; j0 += 8) {
+    const float* const* r = rows + j0;
+    int64_t i0 = 0;
+    for (; i0 + 8 <= d; i0 += 8) Transpose8x8(r, i0, out + j0, ldo);
+    for (; i0 < d; ++i0) {
+      for (int64_t j = 0; j < 8; ++j) out[i0 * ldo + j0 + j] = r[j][i0];
+    }
+  }
+  for (; j0 < n; ++j0) {
+    for (int64_t i = 0; i < d; ++i) out[i * ldo + j0] = rows[j0][i];
+  }
+}
+
 // CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports does not know "f16c").
 bool CpuHasF16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -327,7 +362,7 @@ const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
   static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum,
-                                 MatMulRows};
+                                 MatMulRows, TransposeRows};
   return supported ? &table : nullptr;
 }
 

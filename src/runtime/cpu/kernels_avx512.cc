@@ -254,7 +254,8 @@ const KernelTable* Avx512Kernels() {
     const KernelTable* avx2 = Avx2Kernels();
     if (avx2 == nullptr || !CpuHasAvx512Vnni()) return nullptr;
     static const KernelTable avx512{avx2->quantize, LinearQ4Avx512, avx2->linear_float, avx2->dot,
-                                    avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum, MatMulRows};
+                                    avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum, MatMulRows,
+                                    avx2->transpose_rows};
     return &avx512;
   }();
   return table;

@@ -41,6 +41,7 @@ struct KernelTable {
   float (*exp_shifted_sum)(float* x, int64_t n, float shift);
   void (*matmul_rows)(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n,
                       float* c, int64_t ldc);
+  void (*transpose_rows)(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo);
 };
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's

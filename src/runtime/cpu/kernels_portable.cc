@@ -113,10 +113,17 @@ void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* 
   }
 }
 
+void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo) {
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t i = 0; i < d; ++i) out[i * ldo + j] = rows[j][i];
+  }
+}
+
 }  // namespace
 
 const KernelTable& PortableKernels() {
-  static const KernelTable table{Quantize, LinearQ4, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum, MatMulRows};
+  static const KernelTable table{Quantize, LinearQ4,      LinearFloat, Dot,          AddScaled,
+                                 SiluMul,  ExpShiftedSum, MatMulRows,  TransposeRows};
   return table;
 }
 

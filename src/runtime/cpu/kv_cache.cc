@@ -223,14 +223,16 @@ void PagedKvCache::Commit(const Segment& seg) {
   }
 }
 
+int64_t PagedKvCache::RowStride(int64_t layer) const {
+  const KvLayerPlan& plan = shape_.layers[static_cast<size_t>(layer)];
+  return plan.use == KvUse::kShared ? shape_.layers[static_cast<size_t>(plan.source)].row_size : plan.row_size;
+}
+
 float* PagedKvCache::Row(int64_t seq_id, int64_t layer, int64_t pos, int which) {
   Sequence& s = seqs_.at(seq_id);
   int32_t page = s.pages[static_cast<size_t>(pos / shape_.page_size)];
   std::vector<float>& data = pages_[static_cast<size_t>(page)];
-  const KvLayerPlan& plan = shape_.layers[static_cast<size_t>(layer)];
-  const int64_t row = plan.use == KvUse::kShared
-                          ? shape_.layers[static_cast<size_t>(plan.source)].row_size
-                          : plan.row_size;
+  const int64_t row = RowStride(layer);
   int64_t slot = offsets_[static_cast<size_t>(layer)] + (which * shape_.page_size + pos % shape_.page_size) * row;
   return data.data() + slot;
 }

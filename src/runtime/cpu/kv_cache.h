@@ -83,6 +83,9 @@ class PagedKvCache : public PagedKvState {
   // layer it shares them with); pos must be held (prepared and not evicted). Not for kNone layers.
   float* Key(int64_t seq_id, int64_t layer, int64_t pos);
   float* Value(int64_t seq_id, int64_t layer, int64_t pos);
+  // Floats from one position's key (value) row to the next position's within a page: positions
+  // p and p + 1 of one page are Key(p) and Key(p) + RowStride(layer).
+  int64_t RowStride(int64_t layer) const;
   // The first position a query at pos may attend to beside the sinks, and the sink count.
   int64_t WindowStart(int64_t pos) const;
   int64_t SinkEnd() const { return shape_.sliding ? shape_.attention_sink : 0; }

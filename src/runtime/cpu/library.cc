@@ -142,9 +142,11 @@ class Library : public FunctionTableLibrary {
     auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn, rows);
     MLC_RETURN_IF_ERROR(logits);
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
-    NDArray out = tokens && decode ? NDArray::Empty({sequences, 1, c_.vocab_size}, DlFloat32())
-                                   : NDArray::Empty({1, sequences, c_.vocab_size}, DlFloat32());
-    std::memcpy(out.data<float>(), logits->data(), logits->size() * sizeof(float));
+    // The logits tensor owns Forward's vector (no zero-filled copy of vocab_size floats a step).
+    auto held = std::make_shared<std::vector<float>>(std::move(*logits));
+    std::vector<int64_t> shape = tokens && decode ? std::vector<int64_t>{sequences, 1, c_.vocab_size}
+                                                  : std::vector<int64_t>{1, sequences, c_.vocab_size};
+    NDArray out = NDArray::View(held, held->data(), std::move(shape), DlFloat32());
     return std::vector<Value>{out, args[inputs]};
   }
 
