@@ -150,6 +150,15 @@ int Main(int argc, char** argv) {
   std::printf("  tower + projector: %.1f GFLOP -> %.1f GFLOP/s; f16 kernel alone on the MLP products: "
               "%.1f GFLOP/s; ratio %.2fx of the kernel\n",
               shape.Flops() / 1e9, gflops, kernel, gflops / kernel);
+  // The same products on each slower vector path this CPU runs.
+  const std::string chosen = mlc::cpu::KernelIsa();
+  for (const char* isa : {"avx512", "avxvnni", "avx2"}) {
+    if (chosen == isa || !mlc::cpu::SetKernelIsa(isa)) continue;
+    const double slower = KernelGflops(shape, reps);
+    std::printf("  f16 kernel on the %s path: %.1f GFLOP/s (%s is %.2fx this)\n", isa, slower, chosen.c_str(),
+                kernel / slower);
+  }
+  mlc::cpu::SetKernelIsa("auto");
 
   // An image prompt end to end through the CLI.
   const std::string image_path = work + "/image.bmp";
