@@ -275,6 +275,11 @@ void CheckEveryFormat() {
     CheckLinear(format, 17, 80, 5, true, seed++);
     CheckLinear(format, 5, 4304, 2, false, seed++);
   }
+  // The float panels (16 or 32 rows) and their tails against token tiles (6 or 8) and theirs, on
+  // a tower-sized input.
+  CheckLinear(WeightFormat::kF16, 77, 1024, 19, true, seed++);
+  CheckLinear(WeightFormat::kBF16, 64, 200, 8, false, seed++);
+  CheckLinear(WeightFormat::kF32, 40, 72, 13, true, seed++);
 }
 
 TEST(CpuLinear, PortablePathMatchesFloat64) {
@@ -303,11 +308,8 @@ TEST(CpuLinear, Avx512PathMatchesFloat64) {
   if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
   EXPECT_STREQ(KernelIsa(), "avx512");
   CheckEveryFormat();
-  // Several panels and token tiles per thread, on a prefill-sized input; float panels of 32 rows
-  // and their tails against 8-token tiles and theirs, on a tower-sized input.
+  // Several panels and token tiles per thread, on a prefill-sized input.
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
-  CheckLinear(WeightFormat::kF16, 77, 1024, 19, true, 33);
-  CheckLinear(WeightFormat::kBF16, 64, 200, 8, false, 34);
 }
 
 // Why the AMX path cannot run here, for the skip message.

@@ -17,6 +17,7 @@
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/package.h"
 #include "mlc_manifest/runtime.h"
+#include "runtime/cpu/blocks.h"
 #include "runtime/cpu/decoder.h"
 #include "runtime/cpu/family.h"
 #include "runtime/splitmix.h"
@@ -389,6 +390,42 @@ TEST(CpuKvCache, PagesFollowThePerLayerPlan) {
     for (int64_t pos = 0; pos < n; ++pos) {
       EXPECT_EQ(kv.Key(seq, 3, pos), kv.Key(seq, 0, pos));
       EXPECT_EQ(kv.Value(seq, 3, pos), kv.Value(seq, 0, pos));
+    }
+  }
+}
+
+TEST(CpuBlocks, DenseAttentionMatchesFloat64) {
+  // Row counts below, at and past the 32-row task blocks; rows wider than heads x head_dim.
+  SplitMix64 rng(21);
+  for (int64_t n : {1, 31, 32, 33, 70}) {
+    const int64_t heads = 3, d = 8, stride = heads * d + 5;
+    std::vector<float> q(static_cast<size_t>(n * stride)), k(q.size()), v(q.size());
+    for (std::vector<float>* m : {&q, &k, &v}) {
+      for (float& x : *m) x = 2 * rng.Symmetric();
+    }
+    std::vector<float> out(static_cast<size_t>(n * heads * d), std::nanf(""));
+    const float scale = 0.35f;
+    cpu::DenseAttention(q.data(), k.data(), v.data(), stride, n, heads, d, scale, out.data());
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t t = 0; t < n; ++t) {
+        std::vector<double> p(static_cast<size_t>(n));
+        double max_s = -1e300, sum = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t i = 0; i < d; ++i) {
+            dot += static_cast<double>(q[static_cast<size_t>(t * stride + h * d + i)]) * k[static_cast<size_t>(j * stride + h * d + i)];
+          }
+          p[static_cast<size_t>(j)] = dot * scale;
+          max_s = std::max(max_s, dot * scale);
+        }
+        for (double& x : p) sum += (x = std::exp(x - max_s));
+        for (int64_t i = 0; i < d; ++i) {
+          double want = 0;
+          for (int64_t j = 0; j < n; ++j) want += p[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * stride + h * d + i)];
+          ASSERT_NEAR(out[static_cast<size_t>(t * heads * d + h * d + i)], want, 1e-5)
+              << "n " << n << " head " << h << " row " << t << " dim " << i;
+        }
+      }
     }
   }
 }

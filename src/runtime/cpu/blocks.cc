@@ -97,8 +97,8 @@ void GatedActivation(Activation act, const float* gate, const float* up, float* 
 
 namespace {
 
-// Query rows of DenseAttention scored at once: a [block, n] score matrix per head.
-constexpr int64_t kAttentionBlock = 256;
+// Query rows of one DenseAttention task: a [block, n] score matrix of one head.
+constexpr int64_t kDenseBlockRows = 32;
 // Query rows x heads of one PagedAttention task (its score matrix's rows).
 constexpr int64_t kPagedTaskRows = 64;
 
@@ -278,45 +278,49 @@ void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_laye
 
 void DenseAttention(const float* q, const float* k, const float* v, int64_t stride, int64_t n,
                     int64_t heads, int64_t head_dim, float scale, float* out) {
-  // Per head, as matrix products on the float kernels: scores = q (k * scale)^T for a block of
-  // query rows, each row's softmax numerators, then numerators v, divided by the row's sum.
+  // Per head, its keys transposed and scaled once; then per (head, block of query rows) the scores
+  // as one matrix product, each row's softmax numerators, and the numerators times the value rows
+  // (read where they are), divided by the row's sum.
   const int64_t d = head_dim;
-  const int64_t block = std::min<int64_t>(n, kAttentionBlock);
-  std::vector<float> keys(static_cast<size_t>(n * d)), values_t(static_cast<size_t>(d * n));
-  std::vector<float> queries(static_cast<size_t>(block * d)), scores(static_cast<size_t>(block * n));
-  std::vector<float> sums(static_cast<size_t>(block)), heads_out(static_cast<size_t>(block * d));
-  const Weight key_rows{WeightFormat::kF32, n, d, keys.data(), nullptr};
-  const Weight value_cols{WeightFormat::kF32, d, n, values_t.data(), nullptr};
-  for (int64_t h = 0; h < heads; ++h) {
-    ParallelFor(n, 64, [&](int64_t begin, int64_t end) {
-      for (int64_t j = begin; j < end; ++j) {
-        for (int64_t i = 0; i < d; ++i) {
-          keys[static_cast<size_t>(j * d + i)] = k[j * stride + h * d + i] * scale;
-          values_t[static_cast<size_t>(i * n + j)] = v[j * stride + h * d + i];
-        }
-      }
-    });
-    for (int64_t r0 = 0; r0 < n; r0 += block) {
-      const int64_t rows = std::min(block, n - r0);
+  thread_local std::vector<float> keys_t;  // [heads][d][n]
+  keys_t.resize(static_cast<size_t>(heads * d * n));
+  float* keys = keys_t.data();
+  ParallelFor(heads, 1, [&](int64_t h_begin, int64_t h_end) {
+    std::vector<const float*> rows(static_cast<size_t>(n));
+    for (int64_t h = h_begin; h < h_end; ++h) {
+      for (int64_t j = 0; j < n; ++j) rows[static_cast<size_t>(j)] = k + j * stride + h * d;
+      float* kt = keys + h * d * n;
+      TransposeRows(rows.data(), n, d, kt, n);
+      for (int64_t i = 0; i < d * n; ++i) kt[i] *= scale;
+    }
+  });
+  const int64_t blocks = (n + kDenseBlockRows - 1) / kDenseBlockRows;
+  ParallelFor(heads * blocks, 1, [&](int64_t begin, int64_t end) {
+    thread_local std::vector<float> scores, heads_out, sums;
+    thread_local std::vector<const float*> key_rows, value_rows;
+    scores.resize(static_cast<size_t>(kDenseBlockRows * n));
+    heads_out.resize(static_cast<size_t>(kDenseBlockRows * d));
+    sums.resize(static_cast<size_t>(kDenseBlockRows));
+    key_rows.resize(static_cast<size_t>(d));
+    value_rows.resize(static_cast<size_t>(n));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t h = task / blocks, r0 = (task % blocks) * kDenseBlockRows;
+      const int64_t rows = std::min(kDenseBlockRows, n - r0);
+      for (int64_t i = 0; i < d; ++i) key_rows[static_cast<size_t>(i)] = keys + (h * d + i) * n;
+      for (int64_t j = 0; j < n; ++j) value_rows[static_cast<size_t>(j)] = v + j * stride + h * d;
+      MatMulRows(q + r0 * stride + h * d, stride, rows, d, key_rows.data(), n, scores.data(), n);
       for (int64_t t = 0; t < rows; ++t) {
-        std::copy_n(q + (r0 + t) * stride + h * d, d, queries.data() + t * d);
+        float* row = scores.data() + t * n;
+        sums[static_cast<size_t>(t)] = ExpShiftedSum(row, n, *std::max_element(row, row + n));
       }
-      Linear(key_rows, queries.data(), rows, scores.data());
-      ParallelFor(rows, 4, [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-          float* row = scores.data() + t * n;
-          const float max_s = *std::max_element(row, row + n);
-          sums[static_cast<size_t>(t)] = ExpShiftedSum(row, n, max_s);
-        }
-      });
-      Linear(value_cols, scores.data(), rows, heads_out.data());
+      MatMulRows(scores.data(), n, rows, n, value_rows.data(), d, heads_out.data(), d);
       for (int64_t t = 0; t < rows; ++t) {
         const float inv = 1.0f / sums[static_cast<size_t>(t)];
         float* o = out + (r0 + t) * heads * d + h * d;
         for (int64_t i = 0; i < d; ++i) o[i] = heads_out[static_cast<size_t>(t * d + i)] * inv;
       }
     }
-  }
+  });
 }
 
 std::vector<float> PatchRows(const float* chw, int64_t channels, int64_t height, int64_t width,

@@ -59,7 +59,8 @@ struct AttentionSpec {
 
 // out[t] ([num_heads * head_dim]) = the attention of row t's queries (q + t * q_stride, heads
 // contiguous) over the keys and values of its sequence held for `kv_layer` up to its position
-// (the cache's window and sinks applied), per (row, head) on the pool.
+// (the cache's window and sinks applied), on the pool in tasks of consecutive rows of a sequence x
+// the query heads of one KV head; a row's result does not depend on the rows beside it.
 void PagedAttention(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q,
                     int64_t q_stride, const std::vector<RowPlace>& rows, float* out);
 

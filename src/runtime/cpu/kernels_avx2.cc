@@ -121,71 +121,24 @@ void FloatRow(const Weight& w, const float* x, int64_t o, float* y, const float*
   y[o] = sum + (bias ? bias[o] : 0.0f);
 }
 
-// R rows from o against T tokens from t0: R x T accumulators (each summed over the input in the
-// same order as a one-row tile, so the results do not depend on the blocking), R weight vectors
-// and T token vectors per step: 16 registers for R = 4, T = 3.
-template <WeightFormat F, int R, int T>
-void FloatBlock(const Weight& w, const float* x, int64_t t0, int64_t o, float* y, const float* bias) {
-  const int64_t in = w.in;
-  __m256 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
-  }
-  int64_t i = 0;
-  for (; i + 8 <= in; i += 8) {
-    __m256 xv[T];
-    for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + (t0 + t) * in + i);
-    for (int r = 0; r < R; ++r) {
-      const __m256 wv = Load8<F>(w.data, (o + r) * in + i);
-      for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float sum = HorizontalSum(acc[r][t]);
-      for (int64_t j = i; j < in; ++j) sum += Load1<F>(w.data, (o + r) * in + j) * x[(t0 + t) * in + j];
-      y[(t0 + t) * w.out + o + r] = sum + (bias ? bias[o + r] : 0.0f);
-    }
-  }
-}
-
-// Rows [o, o + R) against tokens [t_begin, t_end), three at a time.
-template <WeightFormat F, int R>
-void FloatRows(const Weight& w, const float* x, int64_t t_begin, int64_t t_end, int64_t o, float* y,
-               const float* bias) {
-  int64_t t = t_begin;
-  for (; t + 3 <= t_end; t += 3) FloatBlock<F, R, 3>(w, x, t, o, y, bias);
-  if (t_end - t == 2) FloatBlock<F, R, 2>(w, x, t, o, y, bias);
-  if (t_end - t == 1) FloatBlock<F, R, 1>(w, x, t, o, y, bias);
-}
-
 template <WeightFormat F>
-void LinearFloatAs(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
-                   int64_t o_begin, int64_t o_end) {
-  if (n == 1) {
-    for (int64_t o = o_begin; o < o_end; ++o) FloatRow<F>(w, x, o, y, bias);
-    return;
-  }
-  // Tokens in blocks that stay in L2 while every row of the range passes over them; each tile of
-  // four rows stays in L1 across the block.
-  const int64_t block = std::max<int64_t>(3, (int64_t{192} << 10) / (w.in * 4) / 3 * 3);
-  for (int64_t t0 = 0; t0 < n; t0 += block) {
-    const int64_t t1 = std::min(n, t0 + block);
-    int64_t o = o_begin;
-    for (; o + 4 <= o_end; o += 4) FloatRows<F, 4>(w, x, t0, t1, o, y, bias);
-    for (; o < o_end; ++o) FloatRows<F, 1>(w, x, t0, t1, o, y, bias);
-  }
+void FloatRows(const Weight& w, const float* x, float* y, const float* bias, int64_t o_begin, int64_t o_end) {
+  for (int64_t o = o_begin; o < o_end; ++o) FloatRow<F>(w, x, o, y, bias);
 }
 
-void LinearFloat(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
-                 int64_t o_begin, int64_t o_end) {
+// Row o of float weights widened to float32 (in floats).
+template <WeightFormat F>
+void WidenRowAs(const Weight& w, int64_t o, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= w.in; i += 8) _mm256_storeu_ps(out + i, Load8<F>(w.data, o * w.in + i));
+  for (; i < w.in; ++i) out[i] = Load1<F>(w.data, o * w.in + i);
+}
+
+void WidenRow(const Weight& w, int64_t o, float* out) {
   switch (w.format) {
-    case WeightFormat::kF16:
-      return LinearFloatAs<WeightFormat::kF16>(w, x, n, y, bias, o_begin, o_end);
-    case WeightFormat::kBF16:
-      return LinearFloatAs<WeightFormat::kBF16>(w, x, n, y, bias, o_begin, o_end);
-    default:
-      return LinearFloatAs<WeightFormat::kF32>(w, x, n, y, bias, o_begin, o_end);
+    case WeightFormat::kF16: return WidenRowAs<WeightFormat::kF16>(w, o, out);
+    case WeightFormat::kBF16: return WidenRowAs<WeightFormat::kBF16>(w, o, out);
+    default: return WidenRowAs<WeightFormat::kF32>(w, o, out);
   }
 }
 
@@ -354,6 +307,46 @@ void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, i
 bool CpuHasF16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+}
+
+}  // namespace
+
+void LinearFloatPanels(const Weight& w, const float* x, int64_t n, float* y, const float* bias, int64_t o_begin,
+                       int64_t o_end, int64_t panel_rows, MatMulRowsFn matmul) {
+  const int64_t in = w.in;
+  const size_t floats = static_cast<size_t>(2 * panel_rows * in);
+  uint8_t* scratch = ThreadScratch(floats * sizeof(float) + static_cast<size_t>(in + panel_rows) * sizeof(float*));
+  float* rows = reinterpret_cast<float*>(scratch);  // [panel_rows][in]
+  float* panel = rows + panel_rows * in;            // [in][panel_rows]
+  auto** row_at = reinterpret_cast<const float**>(scratch + floats * sizeof(float));  // [panel_rows]
+  const float** panel_at = row_at + panel_rows;                                        // [in]
+  for (int64_t i = 0; i < in; ++i) panel_at[i] = panel + i * panel_rows;
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += panel_rows) {
+    const int64_t cols = o_end - o0 < panel_rows ? o_end - o0 : panel_rows;
+    for (int64_t r = 0; r < cols; ++r) {
+      WidenRow(w, o0 + r, rows + r * in);
+      row_at[r] = rows + r * in;
+    }
+    TransposeRows(row_at, cols, in, panel, panel_rows);
+    matmul(x, in, n, in, panel_at, cols, y + o0, w.out);
+    if (bias == nullptr) continue;
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t r = 0; r < cols; ++r) y[t * w.out + o0 + r] += bias[o0 + r];
+    }
+  }
+}
+
+namespace {
+
+// One token: a row's dot products. Several: 16-row panels through this path's MatMulRows.
+void LinearFloat(const Weight& w, const float* x, int64_t n, float* y, const float* bias,
+                 int64_t o_begin, int64_t o_end) {
+  if (n > 1) return LinearFloatPanels(w, x, n, y, bias, o_begin, o_end, 16, MatMulRows);
+  switch (w.format) {
+    case WeightFormat::kF16: return FloatRows<WeightFormat::kF16>(w, x, y, bias, o_begin, o_end);
+    case WeightFormat::kBF16: return FloatRows<WeightFormat::kBF16>(w, x, y, bias, o_begin, o_end);
+    default: return FloatRows<WeightFormat::kF32>(w, x, y, bias, o_begin, o_end);
+  }
 }
 
 }  // namespace

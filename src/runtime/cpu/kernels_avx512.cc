@@ -236,68 +236,14 @@ void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* 
   }
 }
 
-// Float weights (float32, float16, bfloat16) against several tokens: per panel of 32 output rows,
-// the rows widened to float32 and transposed ([in][32]) once, then every token meets the panel
-// through MatMulRows' 8 x 32 tiles (each output one fused multiply-add chain over the inputs in
-// order, then its bias). One token keeps the AVX2 path's row dot products.
-constexpr int64_t kFloatPanelRows = 32;
+// Float weights: one token through the AVX2 path's row dot products, several through 32-row
+// panels and this path's 8 x 32 tiles.
 const KernelTable* avx2_table = nullptr;  // set with the path's table
-
-void WidenRow(const Weight& w, int64_t o, float* out) {
-  const int64_t in = w.in;
-  int64_t i = 0;
-  switch (w.format) {
-    case WeightFormat::kF16: {
-      const uint16_t* h = static_cast<const uint16_t*>(w.data) + o * in;
-      for (; i + 16 <= in; i += 16) {
-        _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i))));
-      }
-      for (; i < in; ++i) out[i] = _cvtsh_ss(h[i]);
-      return;
-    }
-    case WeightFormat::kBF16: {
-      const uint16_t* h = static_cast<const uint16_t*>(w.data) + o * in;
-      for (; i + 16 <= in; i += 16) {
-        const __m512i wide = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i)));
-        _mm512_storeu_ps(out + i, _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)));
-      }
-      for (; i < in; ++i) {
-        out[i] = _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(static_cast<uint32_t>(h[i]) << 16))));
-      }
-      return;
-    }
-    default: {
-      const float* f = static_cast<const float*>(w.data) + o * in;
-      for (; i < in; ++i) out[i] = f[i];
-      return;
-    }
-  }
-}
 
 void LinearFloatAvx512(const Weight& w, const float* x, int64_t n, float* y, const float* bias, int64_t o_begin,
                        int64_t o_end) {
   if (n == 1) return avx2_table->linear_float(w, x, n, y, bias, o_begin, o_end);
-  const int64_t in = w.in;
-  const size_t floats = static_cast<size_t>(2 * kFloatPanelRows * in);
-  uint8_t* scratch = ThreadScratch(floats * sizeof(float) + static_cast<size_t>(in + kFloatPanelRows) * sizeof(float*));
-  float* rows = reinterpret_cast<float*>(scratch);      // [32][in]
-  float* panel = rows + kFloatPanelRows * in;           // [in][32]
-  auto** row_at = reinterpret_cast<const float**>(scratch + floats * sizeof(float));  // [32]
-  const float** panel_rows = row_at + kFloatPanelRows;                                 // [in]
-  for (int64_t i = 0; i < in; ++i) panel_rows[i] = panel + i * kFloatPanelRows;
-  for (int64_t o0 = o_begin; o0 < o_end; o0 += kFloatPanelRows) {
-    const int64_t cols = o_end - o0 < kFloatPanelRows ? o_end - o0 : kFloatPanelRows;
-    for (int64_t r = 0; r < cols; ++r) {
-      WidenRow(w, o0 + r, rows + r * in);
-      row_at[r] = rows + r * in;
-    }
-    avx2_table->transpose_rows(row_at, cols, in, panel, kFloatPanelRows);
-    MatMulRows(x, in, n, in, panel_rows, cols, y + o0, w.out);
-    if (bias == nullptr) continue;
-    for (int64_t t = 0; t < n; ++t) {
-      for (int64_t r = 0; r < cols; ++r) y[t * w.out + o0 + r] += bias[o0 + r];
-    }
-  }
+  LinearFloatPanels(w, x, n, y, bias, o_begin, o_end, 32, MatMulRows);
 }
 
 bool CpuHasAvx512Vnni() {

@@ -25,6 +25,10 @@ struct Q8Activations {
   const int32_t* start = nullptr;  // [n][blocks]
 };
 
+// MatMulRows (kernels.h) of one path.
+using MatMulRowsFn = void (*)(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows,
+                              int64_t n, float* c, int64_t ldc);
+
 struct KernelTable {
   // Rounds row t of x ([n, in], in a multiple of 32) for t in [t_begin, t_end).
   void (*quantize)(const float* x, int64_t in, int64_t t_begin, int64_t t_end, int8_t* q,
@@ -39,10 +43,16 @@ struct KernelTable {
   void (*add_scaled)(float alpha, const float* x, float* y, int64_t n);
   void (*silu_mul)(const float* gate, const float* up, float* out, int64_t n);
   float (*exp_shifted_sum)(float* x, int64_t n, float shift);
-  void (*matmul_rows)(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n,
-                      float* c, int64_t ldc);
+  MatMulRowsFn matmul_rows;
   void (*transpose_rows)(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo);
 };
+
+// Float weights (float32, float16, bfloat16) against n tokens, rows [o_begin, o_end): per panel of
+// panel_rows output rows, the rows widened to float32 and transposed ([in][panel_rows]) once, then
+// every token meets the panel through `matmul` (a path's MatMulRows: each output one fused
+// multiply-add chain over the inputs in order), then its bias. In kernels_avx2.cc (AVX2 builds).
+void LinearFloatPanels(const Weight& w, const float* x, int64_t n, float* y, const float* bias, int64_t o_begin,
+                       int64_t o_end, int64_t panel_rows, MatMulRowsFn matmul);
 
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
 // next call.

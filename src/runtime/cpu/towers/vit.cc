@@ -86,7 +86,11 @@ VitLayer::VitLayer(const VitLayerShape& s, const ModelConfig& c, const ParamInde
 void VitLayer::Run(std::vector<float>& x, int64_t n) const {
   const int64_t hs = s_.hidden_size, heads = s_.num_heads, d = hs / heads;
   const size_t rows = static_cast<size_t>(n * hs);
-  std::vector<float> h(rows), q(rows), k(rows), v(rows), attn(rows), o(rows);
+  // The layer's activations, kept per thread between layers and images (no zero-filled pages
+  // a layer: every element is written before it is read).
+  thread_local std::vector<float> h, q, k, v, attn, o, mid;
+  for (std::vector<float>* b : {&h, &q, &k, &v, &attn, &o}) b->resize(rows);
+  mid.resize(static_cast<size_t>(n * s_.intermediate_size));
   LayerNormRows(x.data(), ln1_w_, ln1_b_, n, hs, s_.layer_norm_eps, h.data());
   q_.Run(h.data(), n, q.data());
   k_.Run(h.data(), n, k.data());
@@ -96,9 +100,8 @@ void VitLayer::Run(std::vector<float>& x, int64_t n) const {
   out_.Run(attn.data(), n, o.data());
   for (size_t i = 0; i < rows; ++i) x[i] += o[i];
   LayerNormRows(x.data(), ln2_w_, ln2_b_, n, hs, s_.layer_norm_eps, h.data());
-  std::vector<float> mid(static_cast<size_t>(n * s_.intermediate_size));
   fc1_.Run(h.data(), n, mid.data());
-  ApplyRows(s_.activation, mid.data(), static_cast<int64_t>(mid.size()));
+  ApplyRows(s_.activation, mid.data(), n * s_.intermediate_size);
   fc2_.Run(mid.data(), n, o.data());
   for (size_t i = 0; i < rows; ++i) x[i] += o[i];
 }
