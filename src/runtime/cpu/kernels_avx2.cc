@@ -218,27 +218,34 @@ float ExpShiftedSum(float* x, int64_t n, float shift) {
 }
 
 // Rows [r0, r0 + R) of c for columns [j0, j0 + 8 * V), the last vector holding `tail` columns (1-8)
-// through a mask: R x V accumulators of one FMA chain per value.
-template <int R, int V>
+// through a mask (a plain load when kFull): R x V accumulators of one FMA chain per value.
+template <int R, int V, bool kFull>
 void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t j0, int tail, float* c,
                 int64_t ldc) {
   alignas(32) static const int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
   const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - tail));
   __m256 acc[R][V];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
   }
   for (int64_t i = 0; i < k; ++i) {
     const float* b = b_rows[i] + j0;
     __m256 bv[V];
+#pragma GCC unroll 2
     for (int v = 0; v + 1 < V; ++v) bv[v] = _mm256_loadu_ps(b + 8 * v);
-    bv[V - 1] = _mm256_maskload_ps(b + 8 * (V - 1), mask);
+    bv[V - 1] = kFull ? _mm256_loadu_ps(b + 8 * (V - 1)) : _mm256_maskload_ps(b + 8 * (V - 1), mask);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 av = _mm256_broadcast_ss(a + r * lda + i);
+#pragma GCC unroll 2
       for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 2
     for (int v = 0; v + 1 < V; ++v) _mm256_storeu_ps(c + r * ldc + j0 + 8 * v, acc[r][v]);
     _mm256_maskstore_ps(c + r * ldc + j0 + 8 * (V - 1), mask, acc[r][V - 1]);
   }
@@ -249,9 +256,9 @@ template <int R>
 void MatMulRowBlock(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t n, float* c,
                     int64_t ldc) {
   int64_t j = 0;
-  for (; j + 16 <= n; j += 16) MatMulTile<R, 2>(a, lda, k, b_rows, j, 8, c, ldc);
-  if (n - j > 8) MatMulTile<R, 2>(a, lda, k, b_rows, j, static_cast<int>(n - j - 8), c, ldc);
-  else if (n > j) MatMulTile<R, 1>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
+  for (; j + 16 <= n; j += 16) MatMulTile<R, 2, true>(a, lda, k, b_rows, j, 8, c, ldc);
+  if (n - j > 8) MatMulTile<R, 2, false>(a, lda, k, b_rows, j, static_cast<int>(n - j - 8), c, ldc);
+  else if (n > j) MatMulTile<R, 1, false>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
 }
 
 void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
