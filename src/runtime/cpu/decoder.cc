@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/phase_clock.h"
 #include "runtime/cpu/weights.h"
 
@@ -109,6 +110,11 @@ Result<std::vector<float>> PerLayerInputs(const ModelConfig& c, const ModelWeigh
   });
   return out;
 }
+
+// Forward's activations of one thread.
+struct ForwardBuffers {
+  std::vector<float> x, h, o, qkv, attn, gu, act;
+};
 
 }  // namespace
 
@@ -220,12 +226,24 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   }
   const int64_t hs = c.hidden_size, plw = c.per_layer.width;
   const bool fused = !c.family->names.qkv.empty();
-  std::vector<float> x(embeds, embeds + n * hs);
-  std::vector<float> h(static_cast<size_t>(n * hs)), o(static_cast<size_t>(n * hs));
-  std::vector<float> qkv(static_cast<size_t>(n * c.max_qkv_size()));
-  std::vector<float> attn(static_cast<size_t>(n * c.max_q_size()));
-  std::vector<float> gu(static_cast<size_t>(n * 2 * c.max_intermediate_size()));
-  std::vector<float> act(static_cast<size_t>(n * std::max(c.max_intermediate_size(), plw)));
+  // The step's activations, kept per thread between calls instead of tens of MB of zero-filled
+  // pages a prefill: every element a step reads, it wrote first.
+  thread_local ForwardBuffers buffers;
+  std::vector<float>& x = buffers.x;
+  std::vector<float>& h = buffers.h;
+  std::vector<float>& o = buffers.o;
+  std::vector<float>& qkv = buffers.qkv;
+  std::vector<float>& attn = buffers.attn;
+  std::vector<float>& gu = buffers.gu;
+  std::vector<float>& act = buffers.act;
+  ResizeHuge(x, static_cast<size_t>(n * hs));
+  std::copy_n(embeds, n * hs, x.data());
+  ResizeHuge(h, static_cast<size_t>(n * hs));
+  ResizeHuge(o, static_cast<size_t>(n * hs));
+  ResizeHuge(qkv, static_cast<size_t>(n * c.max_qkv_size()));
+  ResizeHuge(attn, static_cast<size_t>(n * c.max_q_size()));
+  ResizeHuge(gu, static_cast<size_t>(n * 2 * c.max_intermediate_size()));
+  ResizeHuge(act, static_cast<size_t>(n * std::max(c.max_intermediate_size(), plw)));
   lap.Skip();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
