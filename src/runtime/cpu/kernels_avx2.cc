@@ -251,29 +251,9 @@ void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_ro
   }
 }
 
-// Rows [0, R) of a and c over every column: 16 at a time, then the rest.
-template <int R>
-void MatMulRowBlock(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t n, float* c,
-                    int64_t ldc) {
-  int64_t j = 0;
-  for (; j + 16 <= n; j += 16) MatMulTile<R, 2, true>(a, lda, k, b_rows, j, 8, c, ldc);
-  if (n - j > 8) MatMulTile<R, 2, false>(a, lda, k, b_rows, j, static_cast<int>(n - j - 8), c, ldc);
-  else if (n > j) MatMulTile<R, 1, false>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
-}
-
-void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
-                int64_t ldc) {
-  int64_t r = 0;
-  for (; r + 6 <= m; r += 6) MatMulRowBlock<6>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-  switch (m - r) {
-    case 5: return MatMulRowBlock<5>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 4: return MatMulRowBlock<4>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 3: return MatMulRowBlock<3>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 2: return MatMulRowBlock<2>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 1: return MatMulRowBlock<1>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    default: return;
-  }
-}
+constexpr int64_t kMatMulVector = 8;
+constexpr int kMatMulRows = 6;
+#include "runtime/cpu/kernels_matmul_rows.h"
 
 // Eight rows' floats [i0, i0 + 8) stored as eight columns: out[(i0 + i) * ldo + j] = r[j][i0 + i].
 void Transpose8x8(const float* const* r, int64_t i0, float* out, int64_t ldo) {

@@ -175,11 +175,10 @@ void LinearQ4Avx512(const Weight& w, const Q8Activations& x, int64_t n, float* y
   }
 }
 
-// CPUID leaf 7: AVX512F (EBX 16), AVX512BW (EBX 30), AVX512VL (EBX 31), AVX512_VNNI (ECX 11);
-// XCR0 bits 1, 2 and 5-7: the OS saves the xmm, ymm, opmask and zmm state.
-// Rows [0, R) of c for columns [j0, j0 + 16 * V), the last vector masked to `tail` columns (1-16):
-// R x V accumulators of one FMA chain per value, the row's a value broadcast from memory.
-template <int R, int V>
+// Rows [0, R) of c for columns [j0, j0 + 16 * V), the last vector masked to `tail` columns (1-16;
+// a plain load when kFull): R x V accumulators of one FMA chain per value, the row's a value
+// broadcast from memory.
+template <int R, int V, bool kFull>
 void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t j0, int tail, float* c,
                 int64_t ldc) {
   const __mmask16 mask = static_cast<__mmask16>((1u << tail) - 1u);
@@ -194,7 +193,7 @@ void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_ro
     __m512 bv[V];
 #pragma GCC unroll 2
     for (int v = 0; v + 1 < V; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
-    bv[V - 1] = _mm512_maskz_loadu_ps(mask, b + 16 * (V - 1));
+    bv[V - 1] = kFull ? _mm512_loadu_ps(b + 16 * (V - 1)) : _mm512_maskz_loadu_ps(mask, b + 16 * (V - 1));
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * lda + i]);
@@ -210,31 +209,9 @@ void MatMulTile(const float* a, int64_t lda, int64_t k, const float* const* b_ro
   }
 }
 
-// Rows [0, R) of a and c over every column: 32 at a time, then the rest.
-template <int R>
-void MatMulRowBlock(const float* a, int64_t lda, int64_t k, const float* const* b_rows, int64_t n, float* c,
-                    int64_t ldc) {
-  int64_t j = 0;
-  for (; j + 32 <= n; j += 32) MatMulTile<R, 2>(a, lda, k, b_rows, j, 16, c, ldc);
-  if (n - j > 16) MatMulTile<R, 2>(a, lda, k, b_rows, j, static_cast<int>(n - j - 16), c, ldc);
-  else if (n > j) MatMulTile<R, 1>(a, lda, k, b_rows, j, static_cast<int>(n - j), c, ldc);
-}
-
-void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
-                int64_t ldc) {
-  int64_t r = 0;
-  for (; r + 8 <= m; r += 8) MatMulRowBlock<8>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-  switch (m - r) {
-    case 7: return MatMulRowBlock<7>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 6: return MatMulRowBlock<6>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 5: return MatMulRowBlock<5>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 4: return MatMulRowBlock<4>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 3: return MatMulRowBlock<3>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 2: return MatMulRowBlock<2>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    case 1: return MatMulRowBlock<1>(a + r * lda, lda, k, b_rows, n, c + r * ldc, ldc);
-    default: return;
-  }
-}
+constexpr int64_t kMatMulVector = 16;
+constexpr int kMatMulRows = 8;
+#include "runtime/cpu/kernels_matmul_rows.h"
 
 // Float weights: one token through the AVX2 path's row dot products, several through 32-row
 // panels and this path's 8 x 32 tiles.
@@ -246,6 +223,8 @@ void LinearFloatAvx512(const Weight& w, const float* x, int64_t n, float* y, con
   LinearFloatPanels(w, x, n, y, bias, o_begin, o_end, 32, MatMulRows);
 }
 
+// CPUID leaf 7: AVX512F (EBX 16), AVX512BW (EBX 30), AVX512VL (EBX 31), AVX512_VNNI (ECX 11);
+// XCR0 bits 1, 2 and 5-7: the OS saves the xmm, ymm, opmask and zmm state.
 bool CpuHasAvx512Vnni() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
