@@ -308,8 +308,12 @@ TEST(CpuLinear, Avx512PathMatchesFloat64) {
   if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
   EXPECT_STREQ(KernelIsa(), "avx512");
   CheckEveryFormat();
-  // Several panels and token tiles per thread, on a prefill-sized input.
+  // Several panels and token tiles per thread, on a prefill-sized input; batched decode's
+  // eight-, four- and fewer-token groups (15 = 8 + 4 + 3, 14 = 8 + 4 + 2) over odd block counts.
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
+  CheckLinear(WeightFormat::kQ4F16, 37, 160, 15, true, 35);
+  CheckLinear(WeightFormat::kQ4F32, 21, 288, 14, false, 36);
+  CheckLinear(WeightFormat::kQ4F16, 9, 896, 16, true, 37);
 }
 
 // Why the AMX path cannot run here, for the skip message.

@@ -166,12 +166,94 @@ void MatVecQ4Zmm(const Weight& w, const Q8Activations& x, float* y, const float*
   }
 }
 
+// A few tokens (batched decode) on zmm: MatVecQ4Zmm's two-block products with each row's weights
+// unpacked once for T tokens [t0, t0 + T), one pair of blocks a step, T accumulators. Per token and
+// pair, prepared once a call: the reordered activation bytes, the two block scales spread over the
+// lanes, and each block's start (-7 sum q, exact in int32) in one lane of its half, where the
+// int32 product begins: a block's value is then (start + sum q_w q) * d * the row's scale, so no
+// per-row work depends on the token. Cheaper than unpacking panels while the tokens are few.
+template <int T>
+void MatVecQ4ZmmTokens(const Weight& w, const Q8Activations& x, int64_t t0, float* y, const float* bias,
+                       int64_t o_begin, int64_t o_end) {
+  const int64_t blocks = x.blocks, pairs = blocks / 2;
+  const size_t plane = static_cast<size_t>(pairs * 64);  // one token's pairs, 64 bytes each
+  uint8_t* scratch = ThreadScratch(3 * T * plane + static_cast<size_t>(blocks) * 4 + 64);
+  auto* xr = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  auto* dv = reinterpret_cast<float*>(xr + T * plane);       // [T][pairs][16]
+  auto* sv = reinterpret_cast<int32_t*>(xr + 2 * T * plane);  // [T][pairs][16]
+  float* row_scale = reinterpret_cast<float*>(xr + 3 * T * plane);
+  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
+  const __m512i first_lanes = _mm512_setr_epi32(0, 16, 16, 16, 1, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16);
+  for (int t = 0; t < T; ++t) {
+    const int64_t at = t0 + t;
+    for (int64_t p = 0; p < pairs; ++p) {
+      const __m512i v = _mm512_loadu_si512(x.q + (at * blocks + p * 2) * 32);  // lo0 hi0 lo1 hi1
+      _mm512_store_si512(xr + t * plane + p * 64, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
+      const __m512 d01 = _mm512_castps128_ps512(
+          _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x.d + at * blocks + p * 2))));
+      _mm512_store_ps(dv + (t * pairs + p) * 16, _mm512_permutexvar_ps(spread, d01));
+      // Lanes 0 and 4 take the two starts; index 16 selects the zero vector's lane.
+      const __m512i s01 = _mm512_castsi128_si512(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.start + at * blocks + p * 2)));
+      _mm512_store_si512(sv + (t * pairs + p) * 16,
+                         _mm512_permutex2var_epi32(s01, first_lanes, _mm512_setzero_si512()));
+    }
+  }
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const __m512i low = _mm512_set1_epi8(0x0F);
+  const __m256i low256 = _mm256_set1_epi8(0x0F);
+  for (int64_t o = o_begin; o < o_end; ++o) {
+    RowScales(w, o, blocks, row_scale);
+    __m512 acc[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    const uint8_t* row = data + o * blocks * 16;
+    for (int64_t p = 0; p < pairs; ++p) {
+      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + p * 32));
+      const __m512i z0 = _mm512_and_si512(
+          _mm512_inserti64x4(_mm512_castsi256_si512(w0), _mm256_srli_epi16(w0, 4), 1), low);
+      const __m512 ws = _mm512_permutexvar_ps(
+          spread, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row_scale + p * 2)))));
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const int64_t at = (t * pairs + p) * 16;
+        const __m512i sum = _mm512_dpbusd_epi32(_mm512_load_si512(sv + at), z0, _mm512_load_si512(xr + t * plane + p * 64));
+        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_load_ps(dv + at)), ws, acc[t]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      float total = _mm512_reduce_add_ps(acc[t]);
+      if (blocks % 2 == 1) {
+        const int64_t b = blocks - 1, at = (t0 + t) * blocks + b;
+        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + at * 32));
+        const __m256i p0 = Vnni256Dot::Block(UnpackBlock(row + b * 16, low256), x0);
+        const int32_t exact = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(p0)) + x.start[at];
+        total += static_cast<float>(exact) * x.d[at] * row_scale[b];
+      }
+      y[(t0 + t) * w.out + o] = total + (bias ? bias[o] : 0.0f);
+    }
+  }
+}
+
+// Up to this many tokens take MatVecQ4ZmmTokens (eight at a time) rather than the panels.
+constexpr int64_t kMaxZmmTokens = 16;
+
 void LinearQ4Avx512(const Weight& w, const Q8Activations& x, int64_t n, float* y, const float* bias,
                     int64_t o_begin, int64_t o_end) {
-  if (n == 1) {
-    MatVecQ4Zmm(w, x, y, bias, o_begin, o_end);
-  } else {
-    MatMulQ4Panels(w, x, n, y, bias, o_begin, o_end);
+  if (n == 1) return MatVecQ4Zmm(w, x, y, bias, o_begin, o_end);
+  if (n > kMaxZmmTokens) return MatMulQ4Panels(w, x, n, y, bias, o_begin, o_end);
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) MatVecQ4ZmmTokens<8>(w, x, t, y, bias, o_begin, o_end);
+  if (n - t >= 4) {
+    MatVecQ4ZmmTokens<4>(w, x, t, y, bias, o_begin, o_end);
+    t += 4;
+  }
+  switch (n - t) {
+    case 3: return MatVecQ4ZmmTokens<3>(w, x, t, y, bias, o_begin, o_end);
+    case 2: return MatVecQ4ZmmTokens<2>(w, x, t, y, bias, o_begin, o_end);
+    case 1: return MatVecQ4ZmmTokens<1>(w, x, t, y, bias, o_begin, o_end);
+    default: return;
   }
 }
 
