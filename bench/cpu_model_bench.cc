@@ -92,7 +92,12 @@ Q4Matrix RandomQ4(int64_t out, int64_t in, std::mt19937& rng) {
   m.scale.resize(static_cast<size_t>(out * in / 32));
   for (uint32_t& w : m.data) w = static_cast<uint32_t>(rng()) & 0xEEEEEEEEu;  // nibbles 0..14
   for (uint16_t& s : m.scale) s = mlc::cpu::FloatToHalf(0.01f + static_cast<float>(rng() % 100) * 1e-4f);
-  m.weight = {WeightFormat::kQ4F16, out, in, m.data.data(), m.scale.data()};
+  m.weight.format = WeightFormat::kQ4F16;
+  m.weight.out = out;
+  m.weight.in = in;
+  m.weight.data = m.data.data();
+  m.weight.scale = m.scale.data();
+  mlc::cpu::PackForProducts(m.weight);  // as the model binding does (the chosen path's layout)
   return m;
 }
 

@@ -67,8 +67,8 @@ double KernelGflops(const TowerShape& s, int reps) {
   std::vector<uint16_t> w1(static_cast<size_t>(s.inter * s.hidden)), w2(w1.size());
   for (uint16_t& v : w1) v = mlc::cpu::FloatToHalf(static_cast<float>(rng() % 1000) * 1e-5f - 5e-3f);
   for (uint16_t& v : w2) v = mlc::cpu::FloatToHalf(static_cast<float>(rng() % 1000) * 1e-5f - 5e-3f);
-  mlc::cpu::Weight fc1{mlc::cpu::WeightFormat::kF16, s.inter, s.hidden, w1.data(), nullptr};
-  mlc::cpu::Weight fc2{mlc::cpu::WeightFormat::kF16, s.hidden, s.inter, w2.data(), nullptr};
+  mlc::cpu::Weight fc1{mlc::cpu::WeightFormat::kF16, s.inter, s.hidden, w1.data(), nullptr, nullptr};
+  mlc::cpu::Weight fc2{mlc::cpu::WeightFormat::kF16, s.hidden, s.inter, w2.data(), nullptr, nullptr};
   std::vector<float> x(static_cast<size_t>(n * s.hidden), 0.5f), mid(static_cast<size_t>(n * s.inter)), y(x.size());
   double best = 1e300;
   for (int r = 0; r < reps; ++r) {

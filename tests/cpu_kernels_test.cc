@@ -132,7 +132,9 @@ struct TestWeight {
 
 TestWeight MakeWeight(WeightFormat format, int64_t out, int64_t in, std::mt19937& rng) {
   TestWeight t;
-  t.weight = {format, out, in, nullptr, nullptr};
+  t.weight.format = format;
+  t.weight.out = out;
+  t.weight.in = in;
   t.values.resize(static_cast<size_t>(out * in));
   std::normal_distribution<float> normal(0.0f, 0.5f);
   std::uniform_int_distribution<uint32_t> nibble(0, 15);
@@ -215,10 +217,31 @@ std::vector<float> Activations(int64_t n, int64_t in, std::mt19937& rng) {
 // Checks Linear on the current path against float64. The error allowed is float32 rounding
 // (relative 1e-5 of sum |w x|) plus, for 4-bit weights, int8 rounding of x: each element moves by
 // at most half its block's step max|x| / 127.
+// While set, CheckLinear lays its 4-bit weights out for the chosen path first (PackForProducts,
+// as the model binding does) and checks that the AVX-512 path got its panels.
+bool g_pack_weights = false;
+
+class PackedWeights {
+ public:
+  PackedWeights() { g_pack_weights = true; }
+  ~PackedWeights() { g_pack_weights = false; }
+  PackedWeights(const PackedWeights&) = delete;
+  PackedWeights& operator=(const PackedWeights&) = delete;
+};
+
 void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool with_bias, uint32_t seed,
                  std::vector<float>* result = nullptr) {
   std::mt19937 rng(seed);
   TestWeight tw = MakeWeight(format, out, in, rng);
+  if (g_pack_weights) {
+    PackForProducts(tw.weight);
+    if (IsQ4(format) && std::string(KernelIsa()) == "avx512") {
+      ASSERT_TRUE(tw.weight.packed);
+    }
+    if (!IsQ4(format)) {
+      ASSERT_FALSE(tw.weight.packed);
+    }
+  }
   std::vector<float> x = Activations(n, in, rng);
   std::vector<float> bias(static_cast<size_t>(out));
   for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(o % 5) - 2.0f;
@@ -308,12 +331,56 @@ TEST(CpuLinear, Avx512PathMatchesFloat64) {
   if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
   EXPECT_STREQ(KernelIsa(), "avx512");
   CheckEveryFormat();
-  // Several panels and token tiles per thread, on a prefill-sized input; batched decode's
-  // eight-, four- and fewer-token groups (15 = 8 + 4 + 3, 14 = 8 + 4 + 2) over odd block counts.
+  // Several panels and token tiles per thread, on a prefill-sized input; batched decode's token
+  // tiles and their tails (15 = 8 + 7, 14 = 8 + 6) over odd block counts.
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
   CheckLinear(WeightFormat::kQ4F16, 37, 160, 15, true, 35);
   CheckLinear(WeightFormat::kQ4F32, 21, 288, 14, false, 36);
   CheckLinear(WeightFormat::kQ4F16, 9, 896, 16, true, 37);
+}
+
+// The same with the weights in the AVX-512 path's packed panels (every product of a bound model).
+TEST(CpuLinear, Avx512PackedPanelsMatchFloat64) {
+  KernelPath path("avx512");
+  if (!path.ok()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
+  PackedWeights packed;
+  CheckEveryFormat();
+  CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
+  CheckLinear(WeightFormat::kQ4F16, 37, 160, 15, true, 35);
+  CheckLinear(WeightFormat::kQ4F32, 21, 288, 14, false, 36);
+  CheckLinear(WeightFormat::kQ4F16, 9, 896, 16, true, 37);
+}
+
+// Packed panels compute each block as the unpacked ones do: the same bits for any token count
+// (so a row's logits do not depend on its batch), equal to the unpacked panels' (more than 16
+// tokens); other paths ignore the packed layout.
+TEST(CpuLinear, PackedPanelsGiveTheSameBitsForAnyTokenCount) {
+  if (!SetKernelIsa("avx512")) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/VNNI";
+  for (WeightFormat format : {WeightFormat::kQ4F16, WeightFormat::kQ4F32}) {
+    for (const Shape& s : {Shape{37, 160, 19}, Shape{130, 896, 24}, Shape{16, 4864, 17}}) {
+      SetKernelIsa("avx512");
+      std::mt19937 rng(static_cast<uint32_t>(s.out + s.in));
+      TestWeight tw = MakeWeight(format, s.out, s.in, rng);
+      std::vector<float> x = Activations(s.n, s.in, rng);
+      const size_t size = static_cast<size_t>(s.n * s.out);
+      std::vector<float> unpacked(size), packed(size), one_by_one(size), other(size);
+      Linear(tw.weight, x.data(), s.n, unpacked.data());
+      PackForProducts(tw.weight);
+      ASSERT_TRUE(tw.weight.packed);
+      Linear(tw.weight, x.data(), s.n, packed.data());
+      for (int64_t t = 0; t < s.n; ++t) {
+        Linear(tw.weight, x.data() + t * s.in, 1, one_by_one.data() + t * s.out);
+      }
+      ASSERT_TRUE(SetKernelIsa("portable"));
+      Linear(tw.weight, x.data(), s.n, other.data());
+      for (size_t k = 0; k < size; ++k) {
+        ASSERT_EQ(packed[k], unpacked[k]) << "out " << s.out << " in " << s.in << " element " << k;
+        ASSERT_EQ(one_by_one[k], packed[k]) << "out " << s.out << " in " << s.in << " element " << k;
+        ASSERT_NEAR(other[k], packed[k], 1e-4f * (1.0f + std::fabs(packed[k])));
+      }
+    }
+  }
+  SetKernelIsa("auto");
 }
 
 // Why the AMX path cannot run here, for the skip message.

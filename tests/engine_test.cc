@@ -151,7 +151,7 @@ TEST(PagedKv, ForkContinuesLikeTheParent) {
     SequenceChunk sc{1, &c, *e};
     auto l = b.Prefill(std::span<const SequenceChunk>(&sc, 1));
     ASSERT_TRUE(l.ok()) << FormatErrors(l.errors());
-    logits = (*l)[0];
+    logits.assign((*l)[0].begin(), (*l)[0].end());
   }
   const int64_t used = b.kv().TotalPages() - b.kv().FreePages();
   ASSERT_TRUE(b.kv().ForkSequence(1, 2).ok());

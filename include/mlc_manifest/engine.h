@@ -53,11 +53,10 @@ class BatchModel {
   Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const PreparedPrompt& prompt);
   // One prefill call over several sequences (each at most once), their positions laid end to
   // end; returns each sequence's last-position logits, in order.
-  Result<std::vector<std::vector<float>>> Prefill(std::span<const SequenceChunk> chunks);
+  Result<SequenceLogits> Prefill(std::span<const SequenceChunk> chunks);
   // One decode step for several sequences (decode_tokens [batch, 1]; for the embed pair
   // decode_embeds [1, 1, hidden] at batch 1, else prefill_embeds with one position each).
-  Result<std::vector<std::vector<float>>> Decode(std::span<const int64_t> seq_ids,
-                                                 std::span<const int32_t> tokens);
+  Result<SequenceLogits> Decode(std::span<const int64_t> seq_ids, std::span<const int32_t> tokens);
 
  private:
   BatchModel(const LoadedModel& model, const BatchOptions& options);
@@ -142,9 +141,9 @@ class Engine {
   void RunPrefill(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void RunDecode(std::vector<std::pair<StreamSink, StreamEvent>>& out);
   // Logprobs (top_n alternatives into *logprobs when given) are of the masked distribution.
-  int32_t SampleConstrained(Active& a, const std::vector<float>& logits, int top_n, TokenLogprobs* logprobs,
+  int32_t SampleConstrained(Active& a, std::span<const float> logits, int top_n, TokenLogprobs* logprobs,
                             std::vector<std::pair<StreamSink, StreamEvent>>& out);
-  void Accept(Active& a, const std::vector<float>& logits,
+  void Accept(Active& a, std::span<const float> logits,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);
   void Finish(Active& a, StopReason reason, Errors errors,
               std::vector<std::pair<StreamSink, StreamEvent>>& out);

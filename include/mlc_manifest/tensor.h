@@ -63,4 +63,25 @@ NDArray Int32Tensor(std::span<const int32_t> values, std::vector<int64_t> shape)
 uint16_t FloatToBf16(float value);
 float Bf16ToFloat(uint16_t value);
 
+// The last-position logits of each sequence one prefill or decode call ran, in call order: row i
+// is rows[first + i] of the program's logits tensor ([..., vocab]), viewed without a copy (a
+// batch's logits are megabytes a step). Valid as long as this object (or a copy) is.
+class SequenceLogits {
+ public:
+  SequenceLogits() = default;
+  SequenceLogits(NDArray logits, int64_t first, int64_t count, int64_t vocab)
+      : logits_(std::move(logits)), first_(first), count_(count), vocab_(vocab) {}
+  size_t size() const { return static_cast<size_t>(count_); }
+  bool empty() const { return count_ == 0; }
+  std::span<const float> operator[](size_t i) const {
+    return {logits_.data<float>() + (first_ + static_cast<int64_t>(i)) * vocab_, static_cast<size_t>(vocab_)};
+  }
+  std::span<const float> front() const { return (*this)[0]; }
+  std::span<const float> back() const { return (*this)[size() - 1]; }
+
+ private:
+  NDArray logits_;
+  int64_t first_ = 0, count_ = 0, vocab_ = 0;
+};
+
 }  // namespace mlc

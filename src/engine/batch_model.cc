@@ -61,11 +61,11 @@ Result<NDArray> BatchModel::ChunkEmbeddings(const PrefillChunk& chunk,
   return runner_->ChunkEmbeddings(chunk, prompt);
 }
 
-Result<std::vector<std::vector<float>>> BatchModel::Prefill(std::span<const SequenceChunk> chunks) {
+Result<SequenceLogits> BatchModel::Prefill(std::span<const SequenceChunk> chunks) {
   return runner_->Prefill({&kv_ref_, true}, chunks);
 }
 
-Result<std::vector<std::vector<float>>> BatchModel::Decode(std::span<const int64_t> seq_ids,
+Result<SequenceLogits> BatchModel::Decode(std::span<const int64_t> seq_ids,
                                                            std::span<const int32_t> tokens) {
   return runner_->Decode({&kv_ref_, true}, seq_ids, tokens);
 }

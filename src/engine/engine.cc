@@ -167,9 +167,9 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
 
 // A token among those the request's grammar allows, sampled in this sequence's own step (the
 // mask is this sequence's work only); -1 when the request ended instead.
-int32_t Engine::SampleConstrained(Active& a, const std::vector<float>& logits, int top_n, TokenLogprobs* logprobs,
+int32_t Engine::SampleConstrained(Active& a, std::span<const float> logits, int top_n, TokenLogprobs* logprobs,
                                   Outbox& out) {
-  std::vector<float> masked = logits;
+  std::vector<float> masked(logits.begin(), logits.end());
   if (a.grammar->Constrain(masked, a.request.stop_token_ids) == 0) {
     if (a.grammar->Accepting()) {
       Finish(a, StopReason::kStopToken, {}, out);
@@ -194,7 +194,7 @@ int32_t Engine::SampleConstrained(Active& a, const std::vector<float>& logits, i
 
 // A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
 // back unless the reply is complete.
-void Engine::Accept(Active& a, const std::vector<float>& logits, Outbox& out) {
+void Engine::Accept(Active& a, std::span<const float> logits, Outbox& out) {
   const bool logprobs = a.request.top_logprobs >= 0;
   TokenLogprobs lp;
   TokenLogprobs* lp_out = logprobs ? &lp : nullptr;

@@ -168,20 +168,13 @@ Result<SequenceLogits> ModelRunner::Call(const PackedFunction& fn, const std::st
                            ", expected " + expected);
   }
   const int64_t vocab = logits->shape().back();
-  SequenceLogits result;
   if (!target.batched) {
     if (out->size() > 1) {
       if (auto* kv = std::get_if<ObjectRef>(&(*out)[1]); kv && *kv) *target.kv = *kv;
     }
-    const float* last = logits->data<float>() + (logits->Elements() - vocab);
-    result.emplace_back(last, last + vocab);
-    return result;
+    return SequenceLogits(*logits, logits->Elements() / vocab - 1, 1, vocab);
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const float* row = logits->data<float>() + i * vocab;
-    result.emplace_back(row, row + vocab);
-  }
-  return result;
+  return SequenceLogits(*logits, 0, n, vocab);
 }
 
 Result<SequenceLogits> ModelRunner::Prefill(Target target, std::span<const SequenceChunk> chunks) {

@@ -25,9 +25,6 @@ struct KvCacheShape {
   bool sliding_window = false;
 };
 
-// Logits of the last position of each sequence a call ran, in call order.
-using SequenceLogits = std::vector<std::vector<float>>;
-
 // One thread at a time per runner; Fork gives another thread its own runner over the same model
 // (the adapters and embed_tokens take only the parameters, no KV state, so two runners may call
 // them while a third prefills or decodes).

@@ -62,7 +62,7 @@ Result<PrefillResult> Session::Prefill(const TurnInput& input) {
     SequenceChunk one{0, &chunk, std::move(*embeds)};
     auto logits = runner_->Prefill({&kv_, false}, std::span<const SequenceChunk>(&one, 1));
     MLC_RETURN_IF_ERROR(logits);
-    result.logits = std::move(logits->front());
+    result.logits.assign(logits->front().begin(), logits->front().end());
   }
   pending_token_.reset();
   result.plan = std::move(prompt->plan);
@@ -76,7 +76,9 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
   MLC_RETURN_IF_ERROR(prefill);
   TurnResult result;
   result.plan = std::move(prefill->plan);
-  std::vector<float> logits = std::move(prefill->logits);
+  // The step's logits: the prompt's last, then each decode step's (a view of its output tensor).
+  SequenceLogits step;
+  std::span<const float> logits = prefill->logits;
   Sampler sampler(options.sampler);
   StopReason reason = StopReason::kLength;
   while (static_cast<int64_t>(result.tokens.size()) < options.max_tokens) {
@@ -104,10 +106,11 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
     auto next = runner_->Decode({&kv_, false}, std::span<const int64_t>(&seq, 1),
                                 std::span<const int32_t>(&token, 1));
     MLC_RETURN_IF_ERROR(next);
-    logits = std::move(next->front());
+    step = std::move(*next);
+    logits = step.front();
   }
   result.stop_reason = StopReasonName(reason);
-  result.last_logits = std::move(logits);
+  result.last_logits.assign(logits.begin(), logits.end());
   // Timings of this turn only.
   result.timings = timings();
   result.timings.create_kv_ms -= before.create_kv_ms;

@@ -57,7 +57,7 @@ inline std::vector<int32_t> Alone(const LoadedModel& m, const TurnInput& in, int
   return r.ok() ? r->tokens : std::vector<int32_t>{};
 }
 
-inline int32_t Greedy(const std::vector<float>& logits) {
+inline int32_t Greedy(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
@@ -91,7 +91,7 @@ inline std::vector<std::vector<float>> PrefillAll(BatchModel& b, const std::vect
     EXPECT_TRUE(logits.ok()) << (logits.ok() ? "" : FormatErrors(logits.errors()));
     if (!logits.ok()) return {};
     EXPECT_EQ(logits->size(), chunks.size());
-    for (size_t k = 0; k < who.size(); ++k) last[who[k]] = (*logits)[k];
+    for (size_t k = 0; k < who.size(); ++k) last[who[k]].assign((*logits)[k].begin(), (*logits)[k].end());
   }
   return last;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/phase_clock.h"
@@ -126,13 +127,14 @@ Result<ModelWeights> BindWeights(const ModelConfig& c, const std::vector<ParamSp
   const Names& n = c.family->names;
   const int64_t hs = c.hidden_size;
   ModelWeights w;
-  w.embed = MatrixOf(c, p, n.embed, c.vocab_size, c.embed_width());
+  w.embed = TableOf(c, p, n.embed, c.vocab_size, c.embed_width());
   w.lm_head = c.tie_word_embeddings ? w.embed : MatrixOf(c, p, n.lm_head, c.vocab_size, hs);
+  if (c.tie_word_embeddings) PackForProducts(w.lm_head);
   w.final_norm = FloatsOf(p[n.final_norm + ".weight"]);
   const int64_t plw = c.per_layer.width;
   if (plw > 0) {
     for (int64_t l = 0; l < c.num_layers; ++l) {
-      w.per_layer_embed.push_back(MatrixOf(c, p, n.per_layer_embed + "." + std::to_string(l), c.per_layer.vocab, plw));
+      w.per_layer_embed.push_back(TableOf(c, p, n.per_layer_embed + "." + std::to_string(l), c.per_layer.vocab, plw));
     }
     w.per_layer_model_projection = MatrixOf(c, p, n.per_layer_model_projection, c.num_layers * plw, hs);
     w.per_layer_projection_norm = FloatsOf(p[n.per_layer_projection_norm + ".weight"]);
@@ -200,6 +202,45 @@ Status EmbedTokens(const ModelConfig& c, const ModelWeights& w, std::span<const 
     }
   });
   return Status::Ok();
+}
+
+namespace {
+
+struct LogitsPool {
+  static constexpr size_t kKept = 4;
+  std::mutex mu;
+  std::vector<std::vector<float>> kept;
+};
+
+LogitsPool& Pool() {
+  static LogitsPool* pool = new LogitsPool;  // outlives every tensor that gives one back
+  return *pool;
+}
+
+}  // namespace
+
+std::vector<float> TakeLogitsVector(size_t n) {
+  std::vector<float> v;
+  {
+    LogitsPool& pool = Pool();
+    std::lock_guard<std::mutex> lock(pool.mu);
+    auto fits = std::find_if(pool.kept.begin(), pool.kept.end(), [n](const auto& k) { return k.size() == n; });
+    if (fits == pool.kept.end()) {
+      fits = std::find_if(pool.kept.begin(), pool.kept.end(), [n](const auto& k) { return k.capacity() >= n; });
+    }
+    if (fits != pool.kept.end()) {
+      v = std::move(*fits);
+      pool.kept.erase(fits);
+    }
+  }
+  ResizeHuge(v, n);  // fills only what it adds
+  return v;
+}
+
+void RecycleLogitsVector(std::vector<float> v) {
+  LogitsPool& pool = Pool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  if (pool.kept.size() < LogitsPool::kKept) pool.kept.push_back(std::move(v));
 }
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
@@ -326,7 +367,7 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     RmsNorm(x.data() + (end - 1) * hs, w.final_norm.data(), hs, c.rms_norm_eps, h.data() + s * hs);
   }
   lap.Mark(Phase::kNormsRotaryActs);
-  std::vector<float> logits(static_cast<size_t>(rows * c.vocab_size));
+  std::vector<float> logits = TakeLogitsVector(static_cast<size_t>(rows * c.vocab_size));
   Linear(w.lm_head, h.data(), rows, logits.data());
   if (c.final_logit_softcap > 0) {
     const float cap = static_cast<float>(c.final_logit_softcap);

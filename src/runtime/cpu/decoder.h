@@ -67,8 +67,15 @@ struct RowTokens {
 // sequence), each appending its keys and values to its sequence. The Linear layers take all n
 // rows in one product; attention is per sequence. Returns the logits of each sequence's last
 // row ([sequences, vocab]). `function` names the call in errors.
+// The vector comes from TakeLogitsVector: hand it back to RecycleLogitsVector when done.
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
                                    const float* embeds, int64_t n, const std::string& function,
                                    RowTokens tokens = {});
+
+// Logits storage kept between steps: a vector of n floats whose values are left to be
+// overwritten, taken from those given back when one fits (no zero fill, no fresh pages to fault
+// in: a batch's logits are megabytes a step), and given back (up to four are kept).
+std::vector<float> TakeLogitsVector(size_t n);
+void RecycleLogitsVector(std::vector<float> v);
 
 }  // namespace mlc::cpu

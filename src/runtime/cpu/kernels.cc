@@ -3,9 +3,12 @@
 // (thread_pool.cc), and converts half / bfloat16 values.
 #include "runtime/cpu/kernels.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "runtime/cpu/kernels_internal.h"
@@ -84,7 +87,44 @@ uint8_t* ThreadScratch(size_t bytes) {
   return scratch.data();
 }
 
+std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
+  const int64_t blocks = Weight::Q4Groups(w.in), groups = (w.out + kPackRows - 1) / kPackRows;
+  const int64_t group_bytes = PackGroupBytes(w.format, blocks), scale_bytes = PackScaleBytes(w.format) / kPackRows;
+  const size_t bytes = static_cast<size_t>(groups * group_bytes);
+  constexpr size_t kHuge = size_t{2} << 20;
+  auto* base = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t{kHuge}));
+  if (bytes >= kHuge) madvise(base, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
+  std::shared_ptr<const void> packed(base, [](const void* p) {
+    ::operator delete(const_cast<void*>(p), std::align_val_t{kHuge});
+  });
+  const auto* words = static_cast<const uint8_t*>(w.data);
+  const auto* scales = static_cast<const uint8_t*>(w.scale);
+  ParallelFor(groups, 1, [&](int64_t g_begin, int64_t g_end) {
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      uint8_t* group = base + g * group_bytes;
+      std::memset(group, 0, static_cast<size_t>(group_bytes));
+      for (int64_t r = 0; r < kPackRows && g * kPackRows + r < w.out; ++r) {
+        const int64_t o = g * kPackRows + r;
+        for (int64_t b = 0; b < blocks; ++b) {
+          for (int k = 0; k < 4; ++k) {
+            std::memcpy(group + b * kPackWeightBytes + 64 * k + 4 * r, words + ((o * blocks + b) * 4 + k) * 4, 4);
+          }
+          std::memcpy(group + blocks * kPackWeightBytes + (b * kPackRows + r) * scale_bytes,
+                      scales + (o * blocks + b) * scale_bytes, static_cast<size_t>(scale_bytes));
+        }
+      }
+    }
+  });
+  return packed;
+}
+
 }  // namespace detail
+
+void PackForProducts(Weight& w) {
+  if ((w.format != WeightFormat::kQ4F16 && w.format != WeightFormat::kQ4F32) || w.out <= 0 || w.in <= 0) return;
+  if (&Kernels() != detail::Avx512Kernels()) return;
+  w.packed = detail::PackQ4Panels(w);
+}
 
 void DequantizeRow(const Weight& w, int64_t row, float* out) {
   for (int64_t i = 0; i < w.in; ++i) out[i] = WeightAt(w, row, i);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string_view>
 
 namespace mlc::cpu {
@@ -33,7 +34,17 @@ struct Weight {
   int64_t in = 0;
   const void* data = nullptr;
   const void* scale = nullptr;  // 4-bit formats only
+  // The same 4-bit weights laid out for the chosen kernel path's products (PackForProducts), or
+  // null: the kernels then read `data` and `scale` as above.
+  std::shared_ptr<const void> packed;
 };
+
+// Attaches to a 4-bit weight the layout the chosen kernel path multiplies fastest (the AVX-512
+// path's 16-row panels: each block of 16 rows' nibbles and scales in one 320-byte run), made
+// once at binding; changes nothing for other formats and paths. Costs the weight's size again in
+// memory (the original stays, e.g. for embedding lookups); every path gives the same results
+// with or without it, and a path that does not use it ignores it.
+void PackForProducts(Weight& w);
 
 // y[t][o] = sum_i x[t][i] * W[o][i] (+ bias[o] when bias is not null), for t < n rows of x
 // (row-major [n, in] in, [n, out] out). float32 accumulation; runs on every core.

@@ -1,11 +1,13 @@
 // The AVX-512 VNNI kernel path (this file alone is compiled with -mavx512f -mavx512bw -mavx512vl
 // -mavx512vnni beside the AVX2 flags; see CMakeLists.txt). Avx512Kernels() hands it out only when
-// the CPU reports those features and the OS saves the zmm state. Several tokens (prefill, batched
-// decode) use a register-tiled 4-bit product: 16 output rows at a time are unpacked once into a
-// per-thread panel whose 64-byte vectors hold four consecutive block inputs of each of the 16 rows,
-// so one vpdpbusd against four broadcast activation bytes advances 16 rows of one token, and a
-// block costs 8 vpdpbusd + 3 float operations per token over 16 rows; tiles are 16 rows x 8
-// tokens. One token goes through a matrix-vector product on zmm (two blocks per vpdpbusd).
+// the CPU reports those features and the OS saves the zmm state. The 4-bit products run on 16-row
+// panels whose 64-byte vectors hold four consecutive block inputs of each of the 16 rows, so one
+// vpdpbusd against four broadcast activation bytes advances 16 rows of one token, and a block
+// costs 8 vpdpbusd + 3 float operations per token over 16 rows; tiles are 16 rows x up to 8
+// tokens. A bound model's weights come packed that way (Weight::packed, kernels_internal.h), so
+// every token count, one included, reads them as one stream per panel and unpacks the nibbles in
+// registers; weights without it are unpacked into a per-thread panel (several tokens) or take a
+// matrix-vector product on zmm (one token, two blocks per vpdpbusd).
 // Activation rounding, the float formats and the vector helpers are the AVX2 path's.
 // No standard-library template is instantiated here (see kernels_avx2.cc).
 #include "runtime/cpu/kernels_internal.h"
@@ -166,95 +168,92 @@ void MatVecQ4Zmm(const Weight& w, const Q8Activations& x, float* y, const float*
   }
 }
 
-// A few tokens (batched decode) on zmm: MatVecQ4Zmm's two-block products with each row's weights
-// unpacked once for T tokens [t0, t0 + T), one pair of blocks a step, T accumulators. Per token and
-// pair, prepared once a call: the reordered activation bytes, the two block scales spread over the
-// lanes, and each block's start (-7 sum q, exact in int32) in one lane of its half, where the
-// int32 product begins: a block's value is then (start + sum q_w q) * d * the row's scale, so no
-// per-row work depends on the token. Cheaper than unpacking panels while the tokens are few.
-template <int T>
-void MatVecQ4ZmmTokens(const Weight& w, const Q8Activations& x, int64_t t0, float* y, const float* bias,
-                       int64_t o_begin, int64_t o_end) {
-  const int64_t blocks = x.blocks, pairs = blocks / 2;
-  const size_t plane = static_cast<size_t>(pairs * 64);  // one token's pairs, 64 bytes each
-  uint8_t* scratch = ThreadScratch(3 * T * plane + static_cast<size_t>(blocks) * 4 + 64);
-  auto* xr = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
-  auto* dv = reinterpret_cast<float*>(xr + T * plane);       // [T][pairs][16]
-  auto* sv = reinterpret_cast<int32_t*>(xr + 2 * T * plane);  // [T][pairs][16]
-  float* row_scale = reinterpret_cast<float*>(xr + 3 * T * plane);
-  const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1);
-  const __m512i first_lanes = _mm512_setr_epi32(0, 16, 16, 16, 1, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16);
-  for (int t = 0; t < T; ++t) {
-    const int64_t at = t0 + t;
-    for (int64_t p = 0; p < pairs; ++p) {
-      const __m512i v = _mm512_loadu_si512(x.q + (at * blocks + p * 2) * 32);  // lo0 hi0 lo1 hi1
-      _mm512_store_si512(xr + t * plane + p * 64, _mm512_shuffle_i64x2(v, v, _MM_SHUFFLE(3, 1, 2, 0)));
-      const __m512 d01 = _mm512_castps128_ps512(
-          _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x.d + at * blocks + p * 2))));
-      _mm512_store_ps(dv + (t * pairs + p) * 16, _mm512_permutexvar_ps(spread, d01));
-      // Lanes 0 and 4 take the two starts; index 16 selects the zero vector's lane.
-      const __m512i s01 = _mm512_castsi128_si512(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x.start + at * blocks + p * 2)));
-      _mm512_store_si512(sv + (t * pairs + p) * 16,
-                         _mm512_permutex2var_epi32(s01, first_lanes, _mm512_setzero_si512()));
-    }
-  }
-  const auto* data = static_cast<const uint8_t*>(w.data);
+// One packed panel (kernels_internal.h: 16 rows, `blocks` blocks of nibbles from `run`, their
+// scales from `scale`, half when kHalf) against T tokens from t0: y[t][o0 + r] for r < valid.
+// Each block's 64-byte words unpack in registers to the eight VNNI vectors (word k's low nibbles
+// meet activation positions 4k .. 4k + 3, its high ones 16 + 4k ..), which every token meets with
+// one vpdpbusd each from its block start; the sum is then scaled in float32 as PanelTile does, so
+// the result equals the unpacked panels' bit for bit and does not depend on T. One or two tokens
+// split each sum into two chains (the adds' latency).
+template <int T, bool kHalf>
+void PackedTile(const uint8_t* run, const uint8_t* scale, int64_t blocks, const Q8Activations& x, int64_t t0,
+                int64_t o0, int valid, int64_t out, float* y, const float* bias) {
+  constexpr bool kTwoChains = T <= 2;
   const __m512i low = _mm512_set1_epi8(0x0F);
-  const __m256i low256 = _mm256_set1_epi8(0x0F);
-  for (int64_t o = o_begin; o < o_end; ++o) {
-    RowScales(w, o, blocks, row_scale);
-    __m512 acc[T];
+  __m512 acc[T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-    const uint8_t* row = data + o * blocks * 16;
-    for (int64_t p = 0; p < pairs; ++p) {
-      const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + p * 32));
-      const __m512i z0 = _mm512_and_si512(
-          _mm512_inserti64x4(_mm512_castsi256_si512(w0), _mm256_srli_epi16(w0, 4), 1), low);
-      const __m512 ws = _mm512_permutexvar_ps(
-          spread, _mm512_castps128_ps512(_mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(row_scale + p * 2)))));
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const int64_t at = (t * pairs + p) * 16;
-        const __m512i sum = _mm512_dpbusd_epi32(_mm512_load_si512(sv + at), z0, _mm512_load_si512(xr + t * plane + p * 64));
-        acc[t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_load_ps(dv + at)), ws, acc[t]);
-      }
+  for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto* wp = reinterpret_cast<const __m512i*>(run + b * kPackWeightBytes);
+    __m512i wv[8];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      const __m512i d = _mm512_load_si512(wp + k);
+      wv[k] = _mm512_and_si512(d, low);
+      wv[4 + k] = _mm512_and_si512(_mm512_srli_epi16(d, 4), low);
+    }
+    __m512 ws;
+    if constexpr (kHalf) {
+      ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale + b * 32)));
+    } else {
+      ws = _mm512_load_ps(reinterpret_cast<const float*>(scale + b * 64));
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      float total = _mm512_reduce_add_ps(acc[t]);
-      if (blocks % 2 == 1) {
-        const int64_t b = blocks - 1, at = (t0 + t) * blocks + b;
-        const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + at * 32));
-        const __m256i p0 = Vnni256Dot::Block(UnpackBlock(row + b * 16, low256), x0);
-        const int32_t exact = _mm512_reduce_add_epi32(_mm512_zextsi256_si512(p0)) + x.start[at];
-        total += static_cast<float>(exact) * x.d[at] * row_scale[b];
+      const int64_t at = (t0 + t) * blocks + b;
+      const int8_t* q = x.q + at * 32;
+      __m512i s = _mm512_set1_epi32(x.start[at]);
+      __m512i s2 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int g = 0; g < 8; ++g) {
+        const __m512i xg = _mm512_set1_epi32(LoadInt32(q + g * 4));
+        if (kTwoChains && (g & 1)) {
+          s2 = _mm512_dpbusd_epi32(s2, wv[g], xg);
+        } else {
+          s = _mm512_dpbusd_epi32(s, wv[g], xg);
+        }
       }
-      y[(t0 + t) * w.out + o] = total + (bias ? bias[o] : 0.0f);
+      if (kTwoChains) s = _mm512_add_epi32(s, s2);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(x.d[at])), acc[t]);
+    }
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+  const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + o0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * out + o0, mask, _mm512_add_ps(acc[t], bv));
+}
+
+using PackedTileFn = void (*)(const uint8_t*, const uint8_t*, int64_t, const Q8Activations&, int64_t, int64_t, int,
+                              int64_t, float*, const float*);
+template <bool kHalf>
+constexpr PackedTileFn kPackedTiles[kTileTokens + 1] = {
+    nullptr, PackedTile<1, kHalf>, PackedTile<2, kHalf>, PackedTile<3, kHalf>, PackedTile<4, kHalf>,
+    PackedTile<5, kHalf>, PackedTile<6, kHalf>, PackedTile<7, kHalf>, PackedTile<8, kHalf>};
+
+// Rows [o_begin, o_end) (o_begin a multiple of 16) from the packed panels: each panel meets the
+// tokens eight at a time while its blocks are still in cache.
+void MatMulQ4Packed(const Weight& w, const Q8Activations& x, int64_t n, float* y, const float* bias,
+                    int64_t o_begin, int64_t o_end) {
+  const int64_t blocks = x.blocks, group_bytes = PackGroupBytes(w.format, blocks);
+  const PackedTileFn* tiles = w.format == WeightFormat::kQ4F16 ? kPackedTiles<true> : kPackedTiles<false>;
+  const auto* base = static_cast<const uint8_t*>(w.packed.get());
+  for (int64_t o0 = o_begin; o0 < o_end; o0 += kPackRows) {
+    const int valid = static_cast<int>(o_end - o0 < kPackRows ? o_end - o0 : kPackRows);
+    const uint8_t* run = base + (o0 / kPackRows) * group_bytes;
+    for (int64_t t0 = 0; t0 < n; t0 += kTileTokens) {
+      const int64_t tokens = n - t0 < kTileTokens ? n - t0 : kTileTokens;
+      tiles[tokens](run, run + blocks * kPackWeightBytes, blocks, x, t0, o0, valid, w.out, y, bias);
     }
   }
 }
 
-// Up to this many tokens take MatVecQ4ZmmTokens (eight at a time) rather than the panels.
-constexpr int64_t kMaxZmmTokens = 16;
-
+// Weights without the packed panels (bound before this path was chosen, or never bound): one
+// token streams the rows, several unpack each panel once.
 void LinearQ4Avx512(const Weight& w, const Q8Activations& x, int64_t n, float* y, const float* bias,
                     int64_t o_begin, int64_t o_end) {
+  if (w.packed) return MatMulQ4Packed(w, x, n, y, bias, o_begin, o_end);
   if (n == 1) return MatVecQ4Zmm(w, x, y, bias, o_begin, o_end);
-  if (n > kMaxZmmTokens) return MatMulQ4Panels(w, x, n, y, bias, o_begin, o_end);
-  int64_t t = 0;
-  for (; t + 8 <= n; t += 8) MatVecQ4ZmmTokens<8>(w, x, t, y, bias, o_begin, o_end);
-  if (n - t >= 4) {
-    MatVecQ4ZmmTokens<4>(w, x, t, y, bias, o_begin, o_end);
-    t += 4;
-  }
-  switch (n - t) {
-    case 3: return MatVecQ4ZmmTokens<3>(w, x, t, y, bias, o_begin, o_end);
-    case 2: return MatVecQ4ZmmTokens<2>(w, x, t, y, bias, o_begin, o_end);
-    case 1: return MatVecQ4ZmmTokens<1>(w, x, t, y, bias, o_begin, o_end);
-    default: return;
-  }
+  MatMulQ4Panels(w, x, n, y, bias, o_begin, o_end);
 }
 
 // Rows [0, R) of c for columns [j0, j0 + 16 * V), the last vector masked to `tail` columns (1-16;

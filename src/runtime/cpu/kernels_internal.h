@@ -54,6 +54,19 @@ struct KernelTable {
 void LinearFloatPanels(const Weight& w, const float* x, int64_t n, float* y, const float* bias, int64_t o_begin,
                        int64_t o_end, int64_t panel_rows, MatMulRowsFn matmul);
 
+// The 16-row panels of 4-bit weights (Weight::packed on the AVX-512 path): for each group of 16
+// rows (the last one padded with zero rows), first 256 bytes per block of 32 inputs: word k of
+// rows 0 .. 15 at bytes 64k + 4r (so one 64-byte load holds word k of all 16 rows, VNNI's 4-byte
+// groups); then per block the 16 rows' scales as the weight stores them (half or float32; 0 for
+// the padding rows). Two sequential streams per group, each aligned to its loads.
+constexpr int64_t kPackRows = 16;
+constexpr int64_t kPackWeightBytes = 256;
+constexpr int64_t PackScaleBytes(WeightFormat f) { return kPackRows * (f == WeightFormat::kQ4F16 ? 2 : 4); }
+constexpr int64_t PackGroupBytes(WeightFormat f, int64_t blocks) {
+  return blocks * (kPackWeightBytes + PackScaleBytes(f));
+}
+std::shared_ptr<const void> PackQ4Panels(const Weight& w);
+
 // Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
 // next call.
 uint8_t* ThreadScratch(size_t bytes);

@@ -143,7 +143,10 @@ class Library : public FunctionTableLibrary {
     MLC_RETURN_IF_ERROR(logits);
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
     // The logits tensor owns Forward's vector (no zero-filled copy of vocab_size floats a step).
-    auto held = std::make_shared<std::vector<float>>(std::move(*logits));
+    std::shared_ptr<std::vector<float>> held(new std::vector<float>(std::move(*logits)), [](std::vector<float>* v) {
+      RecycleLogitsVector(std::move(*v));
+      delete v;
+    });
     std::vector<int64_t> shape = tokens && decode ? std::vector<int64_t>{sequences, 1, c_.vocab_size}
                                                   : std::vector<int64_t>{1, sequences, c_.vocab_size};
     NDArray out = NDArray::View(held, held->data(), std::move(shape), DlFloat32());

@@ -53,6 +53,12 @@ Status CheckParamsPresent(const std::vector<ParamSpec>& specs, const ParamIndex&
 
 Weight MatrixOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out,
                 int64_t in) {
+  Weight w = TableOf(c, p, base, out, in);
+  PackForProducts(w);
+  return w;
+}
+
+Weight TableOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out, int64_t in) {
   if (!c.quantized()) return FloatMatrixOf(p, base, out, in);
   Weight w;
   w.out = out;

@@ -29,8 +29,11 @@ class ParamIndex {
 // the first that is not, prefixed by `owner` ("audio tower", "vision tower").
 Status CheckParamsPresent(const std::vector<ParamSpec>& specs, const ParamIndex& p, const std::string& owner);
 
-// The matrix "<base>" [out, in] as the config's quantization stores it (q_weight / q_scale, or a
-// float "weight").
+// The table "<base>" [out, in] as the config's quantization stores it (q_weight / q_scale, or a
+// float "weight"), for row lookups (embeddings).
+Weight TableOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out, int64_t in);
+// The same for a matrix of products (Linear), with the kernels' own layout attached
+// (PackForProducts).
 Weight MatrixOf(const ModelConfig& c, const ParamIndex& p, const std::string& base, int64_t out,
                 int64_t in);
 // A matrix kept in float ("<base>.weight" float16 or float32, whatever the quantization), viewed

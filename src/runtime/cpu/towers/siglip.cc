@@ -30,7 +30,7 @@ class BoundSiglip : public BoundTower {
     patch_ = BiasedLinear{FloatMatrixOf(p, r + "embeddings.patch_embedding", hs, 3 * cfg.patch_size * cfg.patch_size),
                           FloatsOf(p[r + "embeddings.patch_embedding.bias"])};
     // The position table is an embedding (quantized under q4): its rows dequantized once here.
-    const Weight positions = MatrixOf(c, p, r + "embeddings.position_embedding", np, hs);
+    const Weight positions = TableOf(c, p, r + "embeddings.position_embedding", np, hs);
     positions_.resize(static_cast<size_t>(np * hs));
     for (int64_t i = 0; i < np; ++i) DequantizeRow(positions, i, positions_.data() + i * hs);
     for (int64_t l = 0; l < cfg.num_layers; ++l) layers_.emplace_back(cfg.layer(), c, p, cfg.Layer(l));
