@@ -97,7 +97,8 @@ OrderedJson PhaseTotals::ToJson() const {
   static const char* const kNames[kPhases] = {"layer_products_ms", "lm_head_ms", "attention_ms",
                                               "norms_rotary_activations_ms", "embedding_ms", "sampling_ms",
                                               "step_ms"};
-  auto ms = [](int64_t nanos) { return static_cast<double>(nanos / 1000) / 1000.0; };
+  // To the nanosecond: a tiny model's phase can take less than a microsecond.
+  auto ms = [](int64_t nanos) { return static_cast<double>(nanos) / 1e6; };
   OrderedJson out = OrderedJson::object();
   const char* const kinds[kKinds] = {"decode", "prefill"};
   for (int k = 0; k < kKinds; ++k) {
