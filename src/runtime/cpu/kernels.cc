@@ -91,12 +91,13 @@ std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
   const int64_t blocks = Weight::Q4Groups(w.in), groups = (w.out + kPackRows - 1) / kPackRows;
   const int64_t group_bytes = PackGroupBytes(w.format, blocks), scale_bytes = PackScaleBytes(w.format) / kPackRows;
   const size_t bytes = static_cast<size_t>(groups * group_bytes);
+  // Large panels start on a 2 MB boundary and are advised as huge pages (fewer TLB misses while
+  // decode streams them); small ones need only the loads' 64 bytes.
   constexpr size_t kHuge = size_t{2} << 20;
-  auto* base = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t{kHuge}));
+  const std::align_val_t align{bytes >= kHuge ? kHuge : 64};
+  auto* base = static_cast<uint8_t*>(::operator new(bytes, align));
   if (bytes >= kHuge) madvise(base, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
-  std::shared_ptr<const void> packed(base, [](const void* p) {
-    ::operator delete(const_cast<void*>(p), std::align_val_t{kHuge});
-  });
+  std::shared_ptr<const void> packed(base, [align](const void* p) { ::operator delete(const_cast<void*>(p), align); });
   const auto* words = static_cast<const uint8_t*>(w.data);
   const auto* scales = static_cast<const uint8_t*>(w.scale);
   ParallelFor(groups, 1, [&](int64_t g_begin, int64_t g_end) {
