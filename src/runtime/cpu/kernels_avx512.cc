@@ -193,15 +193,15 @@ void PackedTile(const uint8_t* run, const uint8_t* scale, int64_t blocks, const 
     __m512i wv[8];
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
-      const __m512i d = _mm512_load_si512(wp + k);
+      const __m512i d = _mm512_loadu_si512(wp + k);
       wv[k] = _mm512_and_si512(d, low);
       wv[4 + k] = _mm512_and_si512(_mm512_srli_epi16(d, 4), low);
     }
     __m512 ws;
     if constexpr (kHalf) {
-      ws = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scale + b * 32)));
+      ws = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale + b * 32)));
     } else {
-      ws = _mm512_load_ps(reinterpret_cast<const float*>(scale + b * 64));
+      ws = _mm512_loadu_ps(reinterpret_cast<const float*>(scale + b * 64));
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {

@@ -58,12 +58,13 @@ void LinearFloatPanels(const Weight& w, const float* x, int64_t n, float* y, con
 // rows (the last one padded with zero rows), first 256 bytes per block of 32 inputs: word k of
 // rows 0 .. 15 at bytes 64k + 4r (so one 64-byte load holds word k of all 16 rows, VNNI's 4-byte
 // groups); then per block the 16 rows' scales as the weight stores them (half or float32; 0 for
-// the padding rows). Two sequential streams per group, each aligned to its loads.
+// the padding rows), padded to 64 bytes. Two sequential streams per group, each aligned to its loads.
 constexpr int64_t kPackRows = 16;
 constexpr int64_t kPackWeightBytes = 256;
 constexpr int64_t PackScaleBytes(WeightFormat f) { return kPackRows * (f == WeightFormat::kQ4F16 ? 2 : 4); }
+// The scales are padded to 64 bytes, so every group (and its weights) starts on a cache line.
 constexpr int64_t PackGroupBytes(WeightFormat f, int64_t blocks) {
-  return blocks * (kPackWeightBytes + PackScaleBytes(f));
+  return blocks * kPackWeightBytes + (blocks * PackScaleBytes(f) + 63) / 64 * 64;
 }
 std::shared_ptr<const void> PackQ4Panels(const Weight& w);
 
