@@ -56,14 +56,16 @@ Result<PrefillResult> Session::Prefill(const TurnInput& input) {
   auto prompt = runner_->Prepare(std::move(pieces), media, KvLength());
   MLC_RETURN_IF_ERROR(prompt);
   PrefillResult result;
+  SequenceLogits last;  // only the last chunk's logits are kept: one copy, not one per chunk
   for (const PrefillChunk& chunk : prompt->plan.chunks) {
     auto embeds = runner_->ChunkEmbeddings(chunk, *prompt);
     MLC_RETURN_IF_ERROR(embeds);
     SequenceChunk one{0, &chunk, std::move(*embeds)};
     auto logits = runner_->Prefill({&kv_, false}, std::span<const SequenceChunk>(&one, 1));
     MLC_RETURN_IF_ERROR(logits);
-    result.logits.assign(logits->front().begin(), logits->front().end());
+    last = std::move(*logits);
   }
+  if (!last.empty()) result.logits.assign(last.front().begin(), last.front().end());
   pending_token_.reset();
   result.plan = std::move(prompt->plan);
   return result;
