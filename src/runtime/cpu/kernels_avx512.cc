@@ -46,42 +46,60 @@ int32_t LoadInt32(const void* p) {
   return v;
 }
 
-// The panel's 16 rows against T tokens from t0: y[t][o0 + r] for r < valid. Each block's int32
-// sum starts at the activations' -7 * sum(q) (the weights' offset), then is scaled in float32.
+// One block of a 16-row panel against T tokens from t0: WV holds the block's eight VNNI vectors
+// (group g's bytes meet activation positions 4g .. 4g + 3 of every 32), WS the rows' scales. Each
+// token's int32 sum starts at its block's -7 * sum(q) (the weights' offset), takes one vpdpbusd per
+// group (two chains when kTwoChains: the adds' latency with one or two tokens), and is scaled in
+// float32 into acc[t]. The unpacked and the packed panels both go through it, so their results are
+// the same bits whatever the token count.
+template <int T, bool kTwoChains>
+inline void MeetTokens(const __m512i (&wv)[8], __m512 ws, const Q8Activations& x, int64_t t0, int64_t b,
+                       __m512 (&acc)[T]) {
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const int64_t at = (t0 + t) * x.blocks + b;
+    const int8_t* q = x.q + at * 32;
+    __m512i s = _mm512_set1_epi32(x.start[at]);
+    __m512i s2 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int g = 0; g < 8; ++g) {
+      const __m512i xg = _mm512_set1_epi32(LoadInt32(q + g * 4));
+      if (kTwoChains && (g & 1)) {
+        s2 = _mm512_dpbusd_epi32(s2, wv[g], xg);
+      } else {
+        s = _mm512_dpbusd_epi32(s, wv[g], xg);
+      }
+    }
+    if (kTwoChains) s = _mm512_add_epi32(s, s2);
+    acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(x.d[at])), acc[t]);
+  }
+}
+
+// A tile's T rows of sums, plus the bias, into y[t0 + t][o0 + r] for r < valid.
+template <int T>
+inline void StoreTile(const __m512 (&acc)[T], int64_t t0, int64_t o0, int valid, int64_t out, float* y,
+                      const float* bias) {
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+  const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + o0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * out + o0, mask, _mm512_add_ps(acc[t], bv));
+}
+
+// An unpacked panel (MatMulQ4Panels' scratch: per block its eight VNNI vectors, then float32
+// scales) against T tokens from t0.
 template <int T>
 void PanelTile(const uint8_t* panel, const float* scales, const Q8Activations& x, int64_t t0, int64_t o0, int valid, int64_t out, float* y, const float* bias) {
-  const int64_t blocks = x.blocks;
   __m512 acc[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
-  const int8_t* xq = x.q + t0 * blocks * 32;
-  const float* xd = x.d + t0 * blocks;
-  const int32_t* xo = x.start + t0 * blocks;
-  for (int64_t b = 0; b < blocks; ++b) {
+  for (int64_t b = 0; b < x.blocks; ++b) {
     const auto* wp = reinterpret_cast<const __m512i*>(panel + b * kPanelBlockBytes);
-    const int8_t* q = xq + b * 32;
-    __m512i s[T];
+    __m512i wv[8];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) s[t] = _mm512_set1_epi32(xo[t * blocks + b]);
-    // Group by group, so the T sums are independent chains.
-#pragma GCC unroll 8
-    for (int g = 0; g < 8; ++g) {
-      const __m512i wv = _mm512_loadu_si512(wp + g);
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        s[t] = _mm512_dpbusd_epi32(s[t], wv, _mm512_set1_epi32(LoadInt32(q + t * blocks * 32 + g * 4)));
-      }
-    }
-    const __m512 ws = _mm512_loadu_ps(scales + b * kPanelRows);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(ws, _mm512_set1_ps(xd[t * blocks + b])),
-                               acc[t]);
-    }
+    for (int g = 0; g < 8; ++g) wv[g] = _mm512_loadu_si512(wp + g);
+    MeetTokens<T, (T <= 2)>(wv, _mm512_loadu_ps(scales + b * kPanelRows), x, t0, b, acc);
   }
-  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-  const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + o0) : _mm512_setzero_ps();
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * out + o0, mask, _mm512_add_ps(acc[t], bv));
+  StoreTile<T>(acc, t0, o0, valid, out, y, bias);
 }
 
 using TileFn = void (*)(const uint8_t*, const float*, const Q8Activations&, int64_t, int64_t, int, int64_t,
@@ -172,13 +190,10 @@ void MatVecQ4Zmm(const Weight& w, const Q8Activations& x, float* y, const float*
 // scales from `scale`, half when kHalf) against T tokens from t0: y[t][o0 + r] for r < valid.
 // Each block's 64-byte words unpack in registers to the eight VNNI vectors (word k's low nibbles
 // meet activation positions 4k .. 4k + 3, its high ones 16 + 4k ..), which every token meets with
-// one vpdpbusd each from its block start; the sum is then scaled in float32 as PanelTile does, so
-// the result equals the unpacked panels' bit for bit and does not depend on T. One or two tokens
-// split each sum into two chains (the adds' latency).
+// MeetTokens, as the unpacked panels do.
 template <int T, bool kHalf>
 void PackedTile(const uint8_t* run, const uint8_t* scale, int64_t blocks, const Q8Activations& x, int64_t t0,
                 int64_t o0, int valid, int64_t out, float* y, const float* bias) {
-  constexpr bool kTwoChains = T <= 2;
   const __m512i low = _mm512_set1_epi8(0x0F);
   __m512 acc[T];
 #pragma GCC unroll 8
@@ -203,29 +218,9 @@ void PackedTile(const uint8_t* run, const uint8_t* scale, int64_t blocks, const 
     } else {
       ws = _mm512_loadu_ps(reinterpret_cast<const float*>(scale + b * 64));
     }
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const int64_t at = (t0 + t) * blocks + b;
-      const int8_t* q = x.q + at * 32;
-      __m512i s = _mm512_set1_epi32(x.start[at]);
-      __m512i s2 = _mm512_setzero_si512();
-#pragma GCC unroll 8
-      for (int g = 0; g < 8; ++g) {
-        const __m512i xg = _mm512_set1_epi32(LoadInt32(q + g * 4));
-        if (kTwoChains && (g & 1)) {
-          s2 = _mm512_dpbusd_epi32(s2, wv[g], xg);
-        } else {
-          s = _mm512_dpbusd_epi32(s, wv[g], xg);
-        }
-      }
-      if (kTwoChains) s = _mm512_add_epi32(s, s2);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(ws, _mm512_set1_ps(x.d[at])), acc[t]);
-    }
+    MeetTokens<T, (T <= 2)>(wv, ws, x, t0, b, acc);
   }
-  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-  const __m512 bv = bias ? _mm512_maskz_loadu_ps(mask, bias + o0) : _mm512_setzero_ps();
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * out + o0, mask, _mm512_add_ps(acc[t], bv));
+  StoreTile<T>(acc, t0, o0, valid, out, y, bias);
 }
 
 using PackedTileFn = void (*)(const uint8_t*, const uint8_t*, int64_t, const Q8Activations&, int64_t, int64_t, int,
