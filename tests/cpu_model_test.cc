@@ -20,6 +20,7 @@
 #include "runtime/cpu/blocks.h"
 #include "runtime/cpu/decoder.h"
 #include "runtime/cpu/family.h"
+#include "runtime/cpu/huge_pages.h"
 #include "runtime/splitmix.h"
 #include "support/reference64.h"
 #include "support/test_util.h"
@@ -392,6 +393,60 @@ TEST(CpuKvCache, PagesFollowThePerLayerPlan) {
       EXPECT_EQ(kv.Value(seq, 3, pos), kv.Value(seq, 0, pos));
     }
   }
+}
+
+// Pages of 1 MB come four to a block: a sequence's six pages and its fork's six take three blocks,
+// and no page overlaps another
+// (every row keeps its own values, a fork's copies included).
+TEST(CpuKvCache, PagesFromSeveralBlocksKeepTheirOwnRows) {
+  cpu::KvCacheShape shape;
+  shape.layers = {cpu::KvLayerPlan{cpu::KvUse::kOwn, 0, 32768}};  // a page: 2 x 4 x 32768 floats
+  shape.page_size = 4;
+  shape.max_total_seq_len = 48;
+  shape.prefill_chunk_size = 24;
+  shape.max_batch_size = 2;
+  cpu::PagedKvCache kv(shape);
+  ASSERT_TRUE(kv.AddSequence(0));
+  auto first = kv.Prepare("prefill", 22);
+  ASSERT_TRUE(first);
+  const int64_t row = 32768;
+  auto value = [](int64_t which, int64_t pos, int64_t i) { return static_cast<float>(which * 1000000 + pos * 1000 + i % 997); };
+  for (int64_t pos = 0; pos < 22; ++pos) {
+    for (int64_t i = 0; i < row; ++i) {
+      kv.Key(0, 0, pos)[i] = value(0, pos, i);
+      kv.Value(0, 0, pos)[i] = value(1, pos, i);
+    }
+  }
+  kv.Commit((*first)[0]);
+  ASSERT_TRUE(kv.ForkSequence(0, 1));
+  EXPECT_EQ(kv.pages_in_use(), 12);
+  for (int64_t seq : {0, 1}) {
+    for (int64_t pos = 0; pos < 22; ++pos) {
+      for (int64_t i = 0; i < row; i += 61) {
+        ASSERT_EQ(kv.Key(seq, 0, pos)[i], value(0, pos, i)) << seq << " " << pos << " " << i;
+        ASSERT_EQ(kv.Value(seq, 0, pos)[i], value(1, pos, i)) << seq << " " << pos << " " << i;
+      }
+    }
+  }
+}
+
+// Scratch kept between calls: 64-byte aligned, and a request a little larger than the last one
+// (a step one row longer) is served from the same block instead of a new one.
+TEST(CpuScratch, GrowsByHalfAgainAndStaysAligned) {
+  cpu::HugeScratch scratch;
+  void* small = scratch.Reserve(1000);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % 64, 0u);
+  EXPECT_EQ(scratch.Reserve(900), small);
+  void* grown = scratch.Reserve(1200);  // by half again: room up to 1500 bytes
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(grown) % 64, 0u);
+  EXPECT_EQ(scratch.Reserve(1500), grown);
+  void* large = scratch.Reserve(size_t{3} << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large) % (size_t{2} << 20), 0u);  // huge pages from 2 MB up
+  std::memset(large, 1, size_t{3} << 20);
+  EXPECT_EQ(scratch.Reserve((size_t{3} << 20) + 4096), large);
+  void* larger = scratch.Reserve(size_t{5} << 20);
+  EXPECT_NE(larger, nullptr);
+  std::memset(larger, 2, size_t{5} << 20);
 }
 
 TEST(CpuBlocks, DenseAttentionMatchesFloat64) {

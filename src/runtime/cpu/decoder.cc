@@ -34,7 +34,7 @@ AttentionSpec AttentionOf(const ModelConfig& c, const LayerPlan& p) {
   return a;
 }
 
-void AddInto(std::vector<float>& x, const std::vector<float>& y) {
+void AddInto(std::span<float> x, std::span<const float> y) {
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
@@ -112,10 +112,35 @@ Result<std::vector<float>> PerLayerInputs(const ModelConfig& c, const ModelWeigh
   return out;
 }
 
-// Forward's activations of one thread.
+// Forward's activations for n rows: spans of one block kept per thread between calls (its huge
+// pages are mapped once for the longest step yet, not per step; every element a step reads, it
+// wrote first).
 struct ForwardBuffers {
-  std::vector<float> x, h, o, qkv, attn, gu, act;
+  std::span<float> x, h, o, qkv, attn, gu, act;
 };
+
+ForwardBuffers StepBuffers(const ModelConfig& c, int64_t n) {
+  constexpr size_t kAlign = 16;  // floats: each buffer starts on a cache line
+  const size_t sizes[7] = {
+      static_cast<size_t>(n * c.hidden_size),
+      static_cast<size_t>(n * c.hidden_size),
+      static_cast<size_t>(n * c.hidden_size),
+      static_cast<size_t>(n * c.max_qkv_size()),
+      static_cast<size_t>(n * c.max_q_size()),
+      static_cast<size_t>(n * 2 * c.max_intermediate_size()),
+      static_cast<size_t>(n * std::max(c.max_intermediate_size(), c.per_layer.width)),
+  };
+  size_t total = 0;
+  for (size_t size : sizes) total += (size + kAlign - 1) / kAlign * kAlign;
+  thread_local HugeScratch block;
+  float* at = static_cast<float*>(block.Reserve(total * sizeof(float)));
+  std::span<float> spans[7];
+  for (size_t i = 0; i < 7; ++i) {
+    spans[i] = {at, sizes[i]};
+    at += (sizes[i] + kAlign - 1) / kAlign * kAlign;
+  }
+  return {spans[0], spans[1], spans[2], spans[3], spans[4], spans[5], spans[6]};
+}
 
 }  // namespace
 
@@ -267,24 +292,10 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   }
   const int64_t hs = c.hidden_size, plw = c.per_layer.width;
   const bool fused = !c.family->names.qkv.empty();
-  // The step's activations, kept per thread between calls instead of tens of MB of zero-filled
-  // pages a prefill: every element a step reads, it wrote first.
-  thread_local ForwardBuffers buffers;
-  std::vector<float>& x = buffers.x;
-  std::vector<float>& h = buffers.h;
-  std::vector<float>& o = buffers.o;
-  std::vector<float>& qkv = buffers.qkv;
-  std::vector<float>& attn = buffers.attn;
-  std::vector<float>& gu = buffers.gu;
-  std::vector<float>& act = buffers.act;
-  ResizeHuge(x, static_cast<size_t>(n * hs));
+  const ForwardBuffers buffers = StepBuffers(c, n);
+  const std::span<float> x = buffers.x, h = buffers.h, o = buffers.o, qkv = buffers.qkv, attn = buffers.attn,
+                         gu = buffers.gu, act = buffers.act;
   std::copy_n(embeds, n * hs, x.data());
-  ResizeHuge(h, static_cast<size_t>(n * hs));
-  ResizeHuge(o, static_cast<size_t>(n * hs));
-  ResizeHuge(qkv, static_cast<size_t>(n * c.max_qkv_size()));
-  ResizeHuge(attn, static_cast<size_t>(n * c.max_q_size()));
-  ResizeHuge(gu, static_cast<size_t>(n * 2 * c.max_intermediate_size()));
-  ResizeHuge(act, static_cast<size_t>(n * std::max(c.max_intermediate_size(), plw)));
   lap.Skip();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];

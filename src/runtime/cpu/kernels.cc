@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/kernels_internal.h"
 
 namespace mlc::cpu {
@@ -61,12 +62,24 @@ const detail::KernelTable& Kernels() {
 }
 
 // Per-thread buffers for the int8 activation blocks (Linear may run on several threads).
+// The four arrays of Q8Activations for n rows of `blocks` blocks, writable, carved from one block
+// of scratch kept per calling thread (no allocation, and no page faults, per product).
 struct Q8Buffer {
-  std::vector<int8_t> q;
-  std::vector<float> d;
-  std::vector<float> offset;
-  std::vector<int32_t> start;
+  int8_t* q;
+  float* d;
+  float* offset;
+  int32_t* start;
 };
+
+Q8Buffer Q8Scratch(int64_t n, int64_t blocks) {
+  auto line = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  const size_t q_bytes = line(static_cast<size_t>(n * blocks * 32));
+  const size_t part = line(static_cast<size_t>(n * blocks) * sizeof(float));
+  thread_local HugeScratch scratch;
+  auto* base = static_cast<uint8_t*>(scratch.Reserve(q_bytes + 3 * part));
+  return {reinterpret_cast<int8_t*>(base), reinterpret_cast<float*>(base + q_bytes),
+          reinterpret_cast<float*>(base + q_bytes + part), reinterpret_cast<int32_t*>(base + q_bytes + 2 * part)};
+}
 
 // 4-bit rows are handed out in panels of this many (the AVX-512 path's tile height).
 constexpr int64_t kPanelRows = 16;
@@ -82,9 +95,8 @@ int64_t RowGrain(const Weight& w, int64_t n) {
 namespace detail {
 
 uint8_t* ThreadScratch(size_t bytes) {
-  thread_local std::vector<uint8_t> scratch;
-  if (scratch.size() < bytes) scratch.resize(bytes);
-  return scratch.data();
+  thread_local HugeScratch scratch;
+  return static_cast<uint8_t*>(scratch.Reserve(bytes));
 }
 
 std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
@@ -93,11 +105,9 @@ std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
   const size_t bytes = static_cast<size_t>(groups * group_bytes);
   // Large panels start on a 2 MB boundary and are advised as huge pages (fewer TLB misses while
   // decode streams them); small ones need only the loads' 64 bytes.
-  constexpr size_t kHuge = size_t{2} << 20;
-  const std::align_val_t align{bytes >= kHuge ? kHuge : 64};
-  auto* base = static_cast<uint8_t*>(::operator new(bytes, align));
-  if (bytes >= kHuge) madvise(base, bytes / kHuge * kHuge, MADV_HUGEPAGE);  // advice only
-  std::shared_ptr<const void> packed(base, [align](const void* p) { ::operator delete(const_cast<void*>(p), align); });
+  HugeBlock block = AllocateHuge(bytes);
+  auto* base = static_cast<uint8_t*>(block.get());
+  std::shared_ptr<const void> packed(std::move(block));
   const auto* words = static_cast<const uint8_t*>(w.data);
   const auto* scales = static_cast<const uint8_t*>(w.scale);
   ParallelFor(groups, 1, [&](int64_t g_begin, int64_t g_end) {
@@ -154,22 +164,15 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
     Linear(whole, wide.data(), n, y, bias);
     return;
   }
-  thread_local Q8Buffer buffer;
   const int64_t blocks = w.in / 32;
-  buffer.q.resize(static_cast<size_t>(n * blocks * 32));
-  buffer.d.resize(static_cast<size_t>(n * blocks));
-  buffer.offset.resize(static_cast<size_t>(n * blocks));
-  buffer.start.resize(static_cast<size_t>(n * blocks));
-  Q8Buffer& b = buffer;  // the pool's threads see the caller's buffer, not their own
-  auto quantize = [&](int64_t begin, int64_t end) {
-    kernels.quantize(x, w.in, begin, end, b.q.data(), b.d.data(), b.offset.data(), b.start.data());
-  };
+  const Q8Buffer b = Q8Scratch(n, blocks);  // the pool's threads see the caller's buffer, not their own
+  auto quantize = [&](int64_t begin, int64_t end) { kernels.quantize(x, w.in, begin, end, b.q, b.d, b.offset, b.start); };
   if (n * w.in >= 65536) {
     ParallelFor(n, 1, quantize);
   } else {
     quantize(0, n);
   }
-  const detail::Q8Activations q8{blocks, b.q.data(), b.d.data(), b.offset.data(), b.start.data()};
+  const detail::Q8Activations q8{blocks, b.q, b.d, b.offset, b.start};
   // Ranges of whole panels of kPanelRows rows (the vector paths' tiles divide it).
   const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;
   ParallelFor(panels, std::max<int64_t>(1, grain / kPanelRows), [&](int64_t begin, int64_t end) {

@@ -68,7 +68,7 @@ constexpr int64_t PackGroupBytes(WeightFormat f, int64_t blocks) {
 }
 std::shared_ptr<const void> PackQ4Panels(const Weight& w);
 
-// Per-thread scratch memory of at least `bytes` (aligned for float), valid until the thread's
+// Per-thread scratch memory of at least `bytes` (64-byte aligned, not initialised), valid until the thread's
 // next call.
 uint8_t* ThreadScratch(size_t bytes);
 

@@ -100,8 +100,8 @@ Status PagedKvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
     int32_t dst = -1;
     if (src >= 0) {
       dst = NewPage();
-      std::memcpy(pages_[static_cast<size_t>(dst)].data(), pages_[static_cast<size_t>(src)].data(),
-                  pages_[static_cast<size_t>(src)].size() * sizeof(float));
+      std::memcpy(pages_[static_cast<size_t>(dst)], pages_[static_cast<size_t>(src)],
+                  static_cast<size_t>(page_floats_) * sizeof(float));
     }
     child.pages.push_back(dst);
   }
@@ -198,7 +198,23 @@ int32_t PagedKvCache::NewPage() {
     free_.pop_back();
     return p;
   }
-  pages_.emplace_back(static_cast<size_t>(page_floats_));
+  const size_t page_bytes = static_cast<size_t>(page_floats_) * sizeof(float);
+  if (spare_ == 0) {
+    constexpr size_t kBlock = size_t{4} << 20;
+    const int64_t left = max_pages_ - static_cast<int64_t>(pages_.size());  // >= 1: checked by the caller
+    const int64_t fill = page_bytes > 0 ? static_cast<int64_t>((kBlock + page_bytes - 1) / page_bytes) : 1;
+    const int64_t pages = std::max<int64_t>(1, std::min(fill, left));
+    const size_t bytes = static_cast<size_t>(pages) * page_bytes;
+    blocks_.push_back(AllocateHuge(bytes));
+    // Below 2 MB the block may be recycled heap memory: zeroed, as fresh pages are, so no key or
+    // value a step has not written yet holds anything but a finite number.
+    if (bytes < (size_t{2} << 20)) std::memset(blocks_.back().get(), 0, bytes);
+    spare_ = pages;
+    next_ = static_cast<float*>(blocks_.back().get());
+  }
+  pages_.push_back(next_);
+  next_ += page_floats_;
+  --spare_;
   return static_cast<int32_t>(pages_.size() - 1);
 }
 
@@ -231,10 +247,10 @@ int64_t PagedKvCache::RowStride(int64_t layer) const {
 float* PagedKvCache::Row(int64_t seq_id, int64_t layer, int64_t pos, int which) {
   Sequence& s = seqs_.at(seq_id);
   int32_t page = s.pages[static_cast<size_t>(pos / shape_.page_size)];
-  std::vector<float>& data = pages_[static_cast<size_t>(page)];
+  float* data = pages_[static_cast<size_t>(page)];
   const int64_t row = RowStride(layer);
   int64_t slot = offsets_[static_cast<size_t>(layer)] + (which * shape_.page_size + pos % shape_.page_size) * row;
-  return data.data() + slot;
+  return data + slot;
 }
 
 float* PagedKvCache::Key(int64_t seq_id, int64_t layer, int64_t pos) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mlc_manifest/runtime.h"
+#include "runtime/cpu/huge_pages.h"
 
 namespace mlc::cpu {
 
@@ -108,7 +109,13 @@ class PagedKvCache : public PagedKvState {
   KvCacheShape shape_;
   std::vector<int64_t> offsets_;  // per layer: where its keys start in a page (its source's)
   int64_t page_floats_ = 0;
-  std::vector<std::vector<float>> pages_;  // a page: per owning layer [k|v][page_size][row_size]
+  std::vector<float*> pages_;  // a page: per owning layer [k|v][page_size][row_size]
+  // The pages' storage: blocks of several pages (about 4 MB, in huge pages), so a prompt's new
+  // pages cost a few page faults, not one per 4 KB; the last block's spare_ pages from next_ are
+  // not handed out yet.
+  std::vector<HugeBlock> blocks_;
+  int64_t spare_ = 0;
+  float* next_ = nullptr;
   std::vector<int32_t> free_;
   int64_t max_pages_ = 0;
   std::map<int64_t, Sequence> seqs_;
