@@ -371,9 +371,11 @@ TEST(CpuKvCache, PagesFollowThePerLayerPlan) {
     const int64_t row = shape.layers[static_cast<size_t>(layer)].row_size;
     for (int64_t pos = 0; pos < n; ++pos) {
       for (int64_t i = 0; i < row; ++i) {
-        kv.Key(3, layer, pos)[i] = value(layer, 0, pos, i);
         kv.Value(3, layer, pos)[i] = value(layer, 1, pos, i);
       }
+      std::vector<float> key(static_cast<size_t>(row));
+      for (int64_t i = 0; i < row; ++i) key[static_cast<size_t>(i)] = value(layer, 0, pos, i);
+      kv.WriteKey(3, layer, pos, key.data());
     }
   }
   kv.Commit((*segments)[0]);
@@ -383,13 +385,14 @@ TEST(CpuKvCache, PagesFollowThePerLayerPlan) {
       const int64_t row = shape.layers[static_cast<size_t>(layer)].row_size;
       for (int64_t pos = 0; pos < n; ++pos) {
         for (int64_t i = 0; i < row; ++i) {
-          ASSERT_EQ(kv.Key(seq, layer, pos)[i], value(layer, 0, pos, i)) << seq << " " << layer << " " << pos;
+          ASSERT_EQ(kv.KeyColumn(seq, layer, pos)[i * shape.page_size], value(layer, 0, pos, i))
+              << seq << " " << layer << " " << pos;
           ASSERT_EQ(kv.Value(seq, layer, pos)[i], value(layer, 1, pos, i));
         }
       }
     }
     for (int64_t pos = 0; pos < n; ++pos) {
-      EXPECT_EQ(kv.Key(seq, 3, pos), kv.Key(seq, 0, pos));
+      EXPECT_EQ(kv.KeyColumn(seq, 3, pos), kv.KeyColumn(seq, 0, pos));
       EXPECT_EQ(kv.Value(seq, 3, pos), kv.Value(seq, 0, pos));
     }
   }
@@ -411,11 +414,13 @@ TEST(CpuKvCache, PagesFromSeveralBlocksKeepTheirOwnRows) {
   ASSERT_TRUE(first);
   const int64_t row = 32768;
   auto value = [](int64_t which, int64_t pos, int64_t i) { return static_cast<float>(which * 1000000 + pos * 1000 + i % 997); };
+  std::vector<float> key(static_cast<size_t>(row));
   for (int64_t pos = 0; pos < 22; ++pos) {
     for (int64_t i = 0; i < row; ++i) {
-      kv.Key(0, 0, pos)[i] = value(0, pos, i);
+      key[static_cast<size_t>(i)] = value(0, pos, i);
       kv.Value(0, 0, pos)[i] = value(1, pos, i);
     }
+    kv.WriteKey(0, 0, pos, key.data());
   }
   kv.Commit((*first)[0]);
   ASSERT_TRUE(kv.ForkSequence(0, 1));
@@ -423,7 +428,7 @@ TEST(CpuKvCache, PagesFromSeveralBlocksKeepTheirOwnRows) {
   for (int64_t seq : {0, 1}) {
     for (int64_t pos = 0; pos < 22; ++pos) {
       for (int64_t i = 0; i < row; i += 61) {
-        ASSERT_EQ(kv.Key(seq, 0, pos)[i], value(0, pos, i)) << seq << " " << pos << " " << i;
+        ASSERT_EQ(kv.KeyColumn(seq, 0, pos)[i * shape.page_size], value(0, pos, i)) << seq << " " << pos << " " << i;
         ASSERT_EQ(kv.Value(seq, 0, pos)[i], value(1, pos, i)) << seq << " " << pos << " " << i;
       }
     }

@@ -157,38 +157,52 @@ std::vector<AttentionTask> AttentionTasks(const std::vector<RowRun>& runs, int64
 // Scratch of one thread's tasks.
 struct AttentionScratch {
   std::vector<int64_t> positions;           // the keys gathered, in attention order
-  std::vector<float> keys_t;                // [head_dim][keys]: the keys transposed
-  std::vector<const float*> keys, value_rows;  // per gathered position, its KV head's rows
-  std::vector<const float*> key_rows;          // rows of keys_t
+  std::vector<const float*> value_rows;     // per gathered position, its KV head's value row
+  std::vector<const float*> key_rows;       // a page run's key dimensions (KeyColumns)
   std::vector<float> queries, scores, outputs;  // [rows x heads][head_dim | keys | head_dim]
   std::vector<float> inv_sums;                  // [rows x heads]
 };
 
-// The key and value rows (from float `offset`: a KV head's) of `positions`, one page lookup
-// per page: consecutive positions of a page are a row stride apart.
-void GatherRows(PagedKvCache& kv, int64_t seq_id, int64_t layer, int64_t offset, const std::vector<int64_t>& positions,
-                std::vector<const float*>& keys, std::vector<const float*>& values) {
+// The value rows (from float `offset`: a KV head's) of `positions`, one page lookup per page:
+// consecutive positions of a page are a row stride apart.
+void GatherValues(PagedKvCache& kv, int64_t seq_id, int64_t layer, int64_t offset, const std::vector<int64_t>& positions,
+                  std::vector<const float*>& values) {
   const int64_t stride = kv.RowStride(layer), page = kv.PageSize();
-  keys.resize(positions.size());
   values.resize(positions.size());
-  const float *k = nullptr, *v = nullptr;
+  const float* v = nullptr;
   for (size_t i = 0; i < positions.size(); ++i) {
     const int64_t p = positions[i];
     if (i > 0 && p == positions[i - 1] + 1 && p % page != 0) {
-      k += stride;
       v += stride;
     } else {
-      k = kv.Key(seq_id, layer, p) + offset;
       v = kv.Value(seq_id, layer, p) + offset;
     }
-    keys[i] = k;
     values[i] = v;
   }
 }
 
+// scores[r][j] = queries[r] . key(positions[j]) for r < m and every gathered position: per run of
+// positions within one page, one MatMulRows over that page's key columns (the cache keeps keys
+// transposed; the KV head's dimensions start at row `offset`), written at the run's columns.
+// MatMulRows computes each value alone, so the runs give what one product over all keys would.
+void KeyScores(PagedKvCache& kv, int64_t seq_id, int64_t layer, int64_t offset, int64_t d, const float* queries,
+               int64_t m, AttentionScratch& s, float* scores) {
+  const int64_t page = kv.PageSize(), nk = static_cast<int64_t>(s.positions.size());
+  s.key_rows.resize(static_cast<size_t>(d));
+  for (int64_t j = 0; j < nk;) {
+    const int64_t p = s.positions[static_cast<size_t>(j)];
+    int64_t run = 1;
+    while (j + run < nk && s.positions[static_cast<size_t>(j + run)] == p + run && (p + run) % page != 0) ++run;
+    const float* column = kv.KeyColumn(seq_id, layer, p) + offset * page;
+    for (int64_t i = 0; i < d; ++i) s.key_rows[static_cast<size_t>(i)] = column + i * page;
+    MatMulRows(queries, d, m, d, s.key_rows.data(), run, scores + j, nk);
+    j += run;
+  }
+}
+
 // One task: the keys and values every row of it sees, gathered for its KV head (the sinks, then
-// [first window start, last position]); the scores of every (row, head) as one matrix product,
-// each row's softmax over its own keys (the sinks before its window, then its window up to its
+// [first window start, last position]); the scores of every (row, head) as matrix products over
+// the cache's key columns (KeyScores), each row's softmax over its own keys (the sinks before its window, then its window up to its
 // position; the others weigh 0), the weighted values as a second product. Every value is
 // computed the same way whichever rows share its task (kernels.h's MatMulRows; the softmax sums
 // per contiguous piece of a row's keys), so a row's output does not depend on the batch or chunk.
@@ -209,11 +223,7 @@ void AttendTask(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, c
   for (int64_t p = 0; p < sinks; ++p) s.positions.push_back(p);
   for (int64_t p = lo_min; p <= last_pos; ++p) s.positions.push_back(p);
   const int64_t nk = static_cast<int64_t>(s.positions.size());
-  s.keys_t.resize(static_cast<size_t>(d * nk));
-  s.key_rows.resize(static_cast<size_t>(d));
-  GatherRows(kv, seq_id, kv_layer, task.kv_head * d, s.positions, s.keys, s.value_rows);
-  TransposeRows(s.keys.data(), nk, d, s.keys_t.data(), nk);
-  for (int64_t i = 0; i < d; ++i) s.key_rows[static_cast<size_t>(i)] = s.keys_t.data() + i * nk;
+  GatherValues(kv, seq_id, kv_layer, task.kv_head * d, s.positions, s.value_rows);
 
   const int64_t m = (task.row_end - task.row_begin) * g;
   s.queries.resize(static_cast<size_t>(m * d));
@@ -222,7 +232,7 @@ void AttendTask(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, c
   for (int64_t t = task.row_begin; t < task.row_end; ++t) {
     std::copy_n(q + t * q_stride + task.head_begin * d, g * d, s.queries.data() + (t - task.row_begin) * g * d);
   }
-  MatMulRows(s.queries.data(), d, m, d, s.key_rows.data(), nk, s.scores.data(), nk);
+  KeyScores(kv, seq_id, kv_layer, task.kv_head * d, d, s.queries.data(), m, s, s.scores.data());
 
   std::vector<float>& inv_sums = s.inv_sums;
   inv_sums.resize(static_cast<size_t>(m));

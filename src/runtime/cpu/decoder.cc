@@ -321,7 +321,7 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
         if (c.v_norm) HeadNorms(v, plan.num_kv_heads, plan.head_dim, nullptr, c.rms_norm_eps);
         rope.Apply(k, plan.num_kv_heads, plan.head_dim, at.pos);
         const size_t bytes = static_cast<size_t>(plan.kv_size()) * sizeof(float);
-        std::memcpy(kv.Key(at.seq_id, l, at.pos), k, bytes);
+        kv.WriteKey(at.seq_id, l, at.pos, k);
         std::memcpy(kv.Value(at.seq_id, l, at.pos), v, bytes);
       }
     });

@@ -244,21 +244,24 @@ int64_t PagedKvCache::RowStride(int64_t layer) const {
   return plan.use == KvUse::kShared ? shape_.layers[static_cast<size_t>(plan.source)].row_size : plan.row_size;
 }
 
-float* PagedKvCache::Row(int64_t seq_id, int64_t layer, int64_t pos, int which) {
+float* PagedKvCache::Block(int64_t seq_id, int64_t layer, int64_t pos, int which) {
   Sequence& s = seqs_.at(seq_id);
-  int32_t page = s.pages[static_cast<size_t>(pos / shape_.page_size)];
-  float* data = pages_[static_cast<size_t>(page)];
-  const int64_t row = RowStride(layer);
-  int64_t slot = offsets_[static_cast<size_t>(layer)] + (which * shape_.page_size + pos % shape_.page_size) * row;
-  return data + slot;
+  float* data = pages_[static_cast<size_t>(s.pages[static_cast<size_t>(pos / shape_.page_size)])];
+  return data + offsets_[static_cast<size_t>(layer)] + which * shape_.page_size * RowStride(layer);
 }
 
-float* PagedKvCache::Key(int64_t seq_id, int64_t layer, int64_t pos) {
-  return Row(seq_id, layer, pos, 0);
+void PagedKvCache::WriteKey(int64_t seq_id, int64_t layer, int64_t pos, const float* key) {
+  float* column = Block(seq_id, layer, pos, 0) + pos % shape_.page_size;
+  const int64_t row = RowStride(layer), page = shape_.page_size;
+  for (int64_t i = 0; i < row; ++i) column[i * page] = key[i];
+}
+
+const float* PagedKvCache::KeyColumn(int64_t seq_id, int64_t layer, int64_t pos) {
+  return Block(seq_id, layer, pos, 0) + pos % shape_.page_size;
 }
 
 float* PagedKvCache::Value(int64_t seq_id, int64_t layer, int64_t pos) {
-  return Row(seq_id, layer, pos, 1);
+  return Block(seq_id, layer, pos, 1) + (pos % shape_.page_size) * RowStride(layer);
 }
 
 }  // namespace mlc::cpu

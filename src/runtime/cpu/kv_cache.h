@@ -80,12 +80,20 @@ class PagedKvCache : public PagedKvState {
   // later query can see.
   void Commit(const Segment& s);
 
-  // Key / value row (the layer's row_size floats) of absolute position pos of a layer (of the
-  // layer it shares them with); pos must be held (prepared and not evicted). Not for kNone layers.
-  float* Key(int64_t seq_id, int64_t layer, int64_t pos);
+  // Keys are kept transposed within a page: per layer a [row_size][page_size] block, so the
+  // positions of a page are the columns attention's score product reads (no transposition per
+  // step) and each dimension's run of a page is one contiguous stretch. Values stay rows.
+  // pos must be held (prepared and not evicted); not for kNone layers; a kShared layer reads the
+  // layer it shares with.
+  // Stores the key row (the layer's row_size floats) of absolute position pos.
+  void WriteKey(int64_t seq_id, int64_t layer, int64_t pos, const float* key);
+  // Element 0 of pos's key; element i is i * PageSize() floats further, and position pos + 1 of
+  // the same page one float further.
+  const float* KeyColumn(int64_t seq_id, int64_t layer, int64_t pos);
+  // The value row (row_size floats) of pos.
   float* Value(int64_t seq_id, int64_t layer, int64_t pos);
-  // Floats from one position's key (value) row to the next position's within a page: positions
-  // p and p + 1 of one page are Key(p) and Key(p) + RowStride(layer).
+  // Floats from one position's value row to the next position's within a page: positions p and
+  // p + 1 of one page are Value(p) and Value(p) + RowStride(layer).
   int64_t RowStride(int64_t layer) const;
   // The first position a query at pos may attend to beside the sinks, and the sink count.
   int64_t WindowStart(int64_t pos) const;
@@ -103,13 +111,14 @@ class PagedKvCache : public PagedKvState {
   // [1, prefill_chunk_size], each sequence within the context window, pages for all.
   Status CheckPlan(const std::string& where, const Plan& plan) const;
   int64_t NewPages(const Sequence& s, int64_t n) const;
-  float* Row(int64_t seq_id, int64_t layer, int64_t pos, int which);
+  // Where pos's page holds the layer's keys (which 0) or values (1), and pos's index in the page.
+  float* Block(int64_t seq_id, int64_t layer, int64_t pos, int which);
   int32_t NewPage();
 
   KvCacheShape shape_;
   std::vector<int64_t> offsets_;  // per layer: where its keys start in a page (its source's)
   int64_t page_floats_ = 0;
-  std::vector<float*> pages_;  // a page: per owning layer [k|v][page_size][row_size]
+  std::vector<float*> pages_;  // a page: per owning layer [row_size][page_size] keys, [page_size][row_size] values
   // The pages' storage: blocks of several pages (about 4 MB, in huge pages), so a prompt's new
   // pages cost a few page faults, not one per 4 KB; the last block's spare_ pages from next_ are
   // not handed out yet.
