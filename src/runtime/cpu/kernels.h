@@ -69,8 +69,8 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n);
 float ExpShiftedSum(float* x, int64_t n, float shift);
 
 // c[r * ldc + j] = sum over i < k of a[r * lda + i] * b_rows[i][j], for r < m and j < n: float32
-// matrices with the right-hand one given by its rows (attention's keys transposed, or the value
-// rows where the KV cache holds them). Each c value is one chain of fused multiply-adds over i in
+// matrices with the right-hand one given by its rows (the KV cache's key columns of a page, or
+// the value rows where the KV cache holds them). Each c value is one chain of fused multiply-adds over i in
 // order, on every vector path alike, so it does not depend on m, n or the other rows. On the
 // calling thread.
 void MatMulRows(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows, int64_t n, float* c,
