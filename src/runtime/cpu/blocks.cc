@@ -202,10 +202,11 @@ void KeyScores(PagedKvCache& kv, int64_t seq_id, int64_t layer, int64_t offset, 
 
 // One task: the keys and values every row of it sees, gathered for its KV head (the sinks, then
 // [first window start, last position]); the scores of every (row, head) as matrix products over
-// the cache's key columns (KeyScores), each row's softmax over its own keys (the sinks before its window, then its window up to its
-// position; the others weigh 0), the weighted values as a second product. Every value is
-// computed the same way whichever rows share its task (kernels.h's MatMulRows; the softmax sums
-// per contiguous piece of a row's keys), so a row's output does not depend on the batch or chunk.
+// the cache's key columns (KeyScores), each row's softmax over its own keys (the sinks before its
+// window, then its window up to its position; the others weigh 0), the weighted values as a
+// second product. Every value is computed the same way whichever rows share its task (kernels.h's
+// MatMulRows; the softmax sums per contiguous piece of a row's keys), so a row's output does not
+// depend on the batch or chunk.
 void AttendTask(const AttentionSpec& spec, PagedKvCache& kv, int64_t kv_layer, const float* q, int64_t q_stride,
                 const std::vector<RowPlace>& rows, const AttentionTask& task, AttentionScratch& s, float* out) {
   const int64_t d = spec.head_dim, heads = spec.num_heads, g = task.head_end - task.head_begin;

@@ -61,7 +61,6 @@ const detail::KernelTable& Kernels() {
   return *table;
 }
 
-// Per-thread buffers for the int8 activation blocks (Linear may run on several threads).
 // The four arrays of Q8Activations for n rows of `blocks` blocks, writable, carved from one block
 // of scratch kept per calling thread (no allocation, and no page faults, per product).
 struct Q8Buffer {
