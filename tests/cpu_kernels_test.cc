@@ -7,9 +7,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -216,7 +218,9 @@ std::vector<float> Activations(int64_t n, int64_t in, std::mt19937& rng) {
 
 // Checks Linear on the current path against float64. The error allowed is float32 rounding
 // (relative 1e-5 of sum |w x|) plus, for 4-bit weights, int8 rounding of x: each element moves by
-// at most half its block's step max|x| / 127.
+// at most half its block's step max|x| / 127; or, where the path takes the tokens as bfloat16
+// (Bf16MinTokens), that rounding of each weight and activation: relative 2^-9 each, so 2^-8 + 2^-18
+// of sum |w x|.
 // While set, CheckLinear lays its 4-bit weights out for the chosen path first (PackForProducts,
 // as the model binding does) and checks that the AVX-512 path got its panels.
 bool g_pack_weights = false;
@@ -235,7 +239,7 @@ void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool w
   TestWeight tw = MakeWeight(format, out, in, rng);
   if (g_pack_weights) {
     PackForProducts(tw.weight);
-    if (IsQ4(format) && std::string(KernelIsa()) == "avx512") {
+    if (IsQ4(format) && (std::string(KernelIsa()) == "avx512" || std::string(KernelIsa()) == "amx")) {
       ASSERT_TRUE(tw.weight.packed);
     }
     if (!IsQ4(format)) {
@@ -247,9 +251,10 @@ void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool w
   for (size_t o = 0; o < bias.size(); ++o) bias[o] = static_cast<float>(o % 5) - 2.0f;
   std::vector<float> y(static_cast<size_t>(n * out), std::nanf(""));
   Linear(tw.weight, x.data(), n, y.data(), with_bias ? bias.data() : nullptr);
+  const bool bf16 = IsQ4(format) && Bf16MinTokens() > 0 && n >= Bf16MinTokens();
   for (int64_t t = 0; t < n; ++t) {
     std::vector<double> step(static_cast<size_t>(in / 32 + 1), 0.0);
-    if (IsQ4(format)) {
+    if (IsQ4(format) && !bf16) {
       for (int64_t i = 0; i < in; ++i) {
         double& s = step[static_cast<size_t>(i / 32)];
         s = std::max(s, std::fabs(static_cast<double>(x[static_cast<size_t>(t * in + i)])) / 127.0);
@@ -264,6 +269,7 @@ void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool w
         magnitude += std::fabs(w * xv);
         if (IsQ4(format)) rounding += std::fabs(w) * step[static_cast<size_t>(i / 32)] / 2;
       }
+      if (bf16) rounding = (std::ldexp(1.0, -8) + std::ldexp(1.0, -18)) * magnitude;
       const double got = y[static_cast<size_t>(t * out + o)];
       ASSERT_NEAR(got, ref, 1e-5 * magnitude + 1.0001 * rounding + 1e-6)
           << KernelIsa() << " format " << static_cast<int>(format) << " out " << out << " in " << in
@@ -390,8 +396,8 @@ const char* NoAmxReason() {
 #else
   if (!SetKernelIsa("avx512")) return "this CPU lacks AVX-512 F/BW/VL/VNNI, which the AMX path builds on";
   SetKernelIsa("auto");
-  return "this CPU lacks AMX-TILE/AMX-INT8 (CPUID leaf 7 EDX bits 24, 25), or Linux refused the tile data "
-         "state (arch_prctl ARCH_REQ_XCOMP_PERM), or the compiler had no -mamx-int8";
+  return "this CPU lacks AMX-TILE/AMX-BF16, AVX512-BF16 or AVX512-VBMI, or Linux refused the tile data "
+         "state (arch_prctl ARCH_REQ_XCOMP_PERM), or the compiler had no -mamx-bf16";
 #endif
 }
 
@@ -402,18 +408,62 @@ TEST(CpuLinear, AmxPathMatchesFloat64) {
   CheckEveryFormat();
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
   CheckLinear(WeightFormat::kQ4F32, 35, 896, 130, false, 32);
+  PackedWeights packed;
+  CheckEveryFormat();
+  CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
+  CheckLinear(WeightFormat::kQ4F32, 35, 896, 130, false, 32);
+  CheckLinear(WeightFormat::kQ4F16, 67, 1024, 33, true, 33);  // a third group of 32 tokens, one valid
+}
+
+// A CPU flag as Linux lists it in /proc/cpuinfo (the first "flags" line).
+bool CpuinfoHas(const std::string& flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string word; words >> word;) {
+      if (word == flag) return true;
+    }
+    return false;
+  }
+  return false;
+}
+
+// On a CPU with AMX-BF16, AVX512-BF16 and AVX512-VBMI the AMX path runs, takes many tokens as
+// bfloat16 (so the checks above met those tiles), and is the path chosen by default.
+TEST(CpuLinear, AmxPathIsChosenWhereTheCpuHasBf16Tiles) {
+  const bool cpu_has = CpuinfoHas("amx_tile") && CpuinfoHas("amx_bf16") && CpuinfoHas("avx512_bf16") &&
+                       CpuinfoHas("avx512vbmi") && CpuinfoHas("avx512_vnni");
+#if defined(__x86_64__)
+  EXPECT_EQ(SetKernelIsa("amx"), cpu_has);
+#endif
+  if (!SetKernelIsa("amx")) {
+    SetKernelIsa("auto");
+    GTEST_SKIP() << NoAmxReason();
+  }
+  EXPECT_GT(Bf16MinTokens(), 1);
+  EXPECT_LE(Bf16MinTokens(), 64);
+  ASSERT_TRUE(SetKernelIsa("auto"));
+  EXPECT_STREQ(KernelIsa(), "amx");
 }
 
 // The paths round activations the same way and sum each block exactly, so they differ only by
-// float32 rounding order.
+// float32 rounding order (except where a path takes the tokens as bfloat16: CheckLinear bounds
+// those against float64 alone).
 void CheckPathAgainstPortable(const std::string& isa) {
   uint32_t seed = 100;
   for (WeightFormat format : kFormats) {
     for (const Shape& s : kShapes) {
       std::vector<float> fast, portable;
+      bool bf16 = false;
       {
         KernelPath path(isa);
         CheckLinear(format, s.out, s.in, s.n, true, seed, &fast);
+        bf16 = IsQ4(format) && Bf16MinTokens() > 0 && s.n >= Bf16MinTokens();
+      }
+      if (bf16) {
+        ++seed;
+        continue;
       }
       {
         KernelPath path("portable");
@@ -438,9 +488,19 @@ TEST(CpuLinear, AmxPathAgreesWithPortableForEveryTokenCount) {
   for (const Shape& s : {Shape{37, 96, 0}, Shape{16, 64, 0}, Shape{130, 288, 0}}) {
     for (int64_t n = 1; n <= 200; n += (s.out == 37 ? 1 : 7)) {
       std::vector<float> amx, portable;
+      bool bf16 = false;
       {
         KernelPath path("amx");
         CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed, &amx);
+        bf16 = Bf16MinTokens() > 0 && n >= Bf16MinTokens();
+        if (bf16) {  // and from the packed panels a bound model's weights come in
+          PackedWeights packed;
+          CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed);
+        }
+      }
+      if (bf16) {
+        ++seed;
+        continue;
       }
       {
         KernelPath path("portable");

@@ -40,12 +40,11 @@ float WeightAt(const Weight& w, int64_t o, int64_t i) {
   return 0.0f;
 }
 
-// The path in use: the best table the CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2), else the portable one.
+// The path in use: the best table the CPU runs (AMX, AVX-512 VNNI, AVX-VNNI, AVX2), else the portable one.
 std::atomic<const detail::KernelTable*> active_kernels{nullptr};
 
-// AMX is not among them: on the one AMX machine measured (issue 29) its tile products were on
-// par with the AVX-512 register tiles (0.9-1.1x at 8-64 tokens), so it runs only when asked for.
 const detail::KernelTable* BestKernels() {
+  if (const detail::KernelTable* amx = detail::AmxKernels()) return amx;
   if (const detail::KernelTable* avx512 = detail::Avx512Kernels()) return avx512;
   if (const detail::KernelTable* vnni = detail::AvxVnniKernels()) return vnni;
   if (const detail::KernelTable* avx2 = detail::Avx2Kernels()) return avx2;
@@ -80,6 +79,16 @@ Q8Buffer Q8Scratch(int64_t n, int64_t blocks) {
           reinterpret_cast<float*>(base + q_bytes + part), reinterpret_cast<int32_t*>(base + q_bytes + 2 * part)};
 }
 
+// n rows of `in` activations as bfloat16, rounded up to a multiple of 32 rows (the extra ones
+// zero), from a per-calling-thread block as Q8Scratch's.
+uint16_t* Bf16Scratch(int64_t n, int64_t in) {
+  const int64_t rows = (n + 31) / 32 * 32;
+  thread_local HugeScratch scratch;
+  auto* base = static_cast<uint16_t*>(scratch.Reserve(static_cast<size_t>(rows * in) * sizeof(uint16_t)));
+  std::memset(base + n * in, 0, static_cast<size_t>((rows - n) * in) * sizeof(uint16_t));
+  return base;
+}
+
 // 4-bit rows are handed out in panels of this many (the AVX-512 path's tile height).
 constexpr int64_t kPanelRows = 16;
 
@@ -98,32 +107,35 @@ uint8_t* ThreadScratch(size_t bytes) {
   return static_cast<uint8_t*>(scratch.Reserve(bytes));
 }
 
+void PackQ4Group(const Weight& w, int64_t g, uint8_t* group) {
+  const int64_t blocks = Weight::Q4Groups(w.in), group_bytes = PackGroupBytes(w.format, blocks);
+  const int64_t scale_bytes = PackScaleBytes(w.format) / kPackRows;
+  const auto* words = static_cast<const uint8_t*>(w.data);
+  const auto* scales = static_cast<const uint8_t*>(w.scale);
+  std::memset(group, 0, static_cast<size_t>(group_bytes));
+  for (int64_t r = 0; r < kPackRows && g * kPackRows + r < w.out; ++r) {
+    const int64_t o = g * kPackRows + r;
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int k = 0; k < 4; ++k) {
+        std::memcpy(group + b * kPackWeightBytes + 64 * k + 4 * r, words + ((o * blocks + b) * 4 + k) * 4, 4);
+      }
+      std::memcpy(group + blocks * kPackWeightBytes + (b * kPackRows + r) * scale_bytes,
+                  scales + (o * blocks + b) * scale_bytes, static_cast<size_t>(scale_bytes));
+    }
+  }
+}
+
 std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
   const int64_t blocks = Weight::Q4Groups(w.in), groups = (w.out + kPackRows - 1) / kPackRows;
-  const int64_t group_bytes = PackGroupBytes(w.format, blocks), scale_bytes = PackScaleBytes(w.format) / kPackRows;
+  const int64_t group_bytes = PackGroupBytes(w.format, blocks);
   const size_t bytes = static_cast<size_t>(groups * group_bytes);
   // Large panels start on a 2 MB boundary and are advised as huge pages (fewer TLB misses while
   // decode streams them); small ones need only the loads' 64 bytes.
   HugeBlock block = AllocateHuge(bytes);
   auto* base = static_cast<uint8_t*>(block.get());
   std::shared_ptr<const void> packed(std::move(block));
-  const auto* words = static_cast<const uint8_t*>(w.data);
-  const auto* scales = static_cast<const uint8_t*>(w.scale);
   ParallelFor(groups, 1, [&](int64_t g_begin, int64_t g_end) {
-    for (int64_t g = g_begin; g < g_end; ++g) {
-      uint8_t* group = base + g * group_bytes;
-      std::memset(group, 0, static_cast<size_t>(group_bytes));
-      for (int64_t r = 0; r < kPackRows && g * kPackRows + r < w.out; ++r) {
-        const int64_t o = g * kPackRows + r;
-        for (int64_t b = 0; b < blocks; ++b) {
-          for (int k = 0; k < 4; ++k) {
-            std::memcpy(group + b * kPackWeightBytes + 64 * k + 4 * r, words + ((o * blocks + b) * 4 + k) * 4, 4);
-          }
-          std::memcpy(group + blocks * kPackWeightBytes + (b * kPackRows + r) * scale_bytes,
-                      scales + (o * blocks + b) * scale_bytes, static_cast<size_t>(scale_bytes));
-        }
-      }
-    }
+    for (int64_t g = g_begin; g < g_end; ++g) PackQ4Group(w, g, base + g * group_bytes);
   });
   return packed;
 }
@@ -132,9 +144,31 @@ std::shared_ptr<const void> PackQ4Panels(const Weight& w) {
 
 void PackForProducts(Weight& w) {
   if ((w.format != WeightFormat::kQ4F16 && w.format != WeightFormat::kQ4F32) || w.out <= 0 || w.in <= 0) return;
-  if (&Kernels() != detail::Avx512Kernels()) return;
+  if (&Kernels() != detail::Avx512Kernels() && &Kernels() != detail::AmxKernels()) return;
   w.packed = detail::PackQ4Panels(w);
 }
+
+namespace {
+
+// Many tokens on a path with WideProducts: x rounded to bfloat16 once, then ranges of an even
+// number of panels (the AMX kernel takes them in pairs), about four per thread.
+void LinearWide(const detail::WideProducts& wide, const Weight& w, const float* x, int64_t n, float* y,
+                const float* bias) {
+  uint16_t* rounded = Bf16Scratch(n, w.in);
+  auto round = [&](int64_t begin, int64_t end) { wide.round(x, w.in, begin, end, rounded); };
+  if (n * w.in >= 65536) {
+    ParallelFor(n, 1, round);
+  } else {
+    round(0, n);
+  }
+  const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;
+  const int64_t per_thread = (panels + 4 * ThreadCount() - 1) / (4 * ThreadCount());
+  ParallelFor(panels, std::max<int64_t>(2, (per_thread + 1) / 2 * 2), [&](int64_t begin, int64_t end) {
+    wide.linear_q4(w, rounded, n, y, bias, begin * kPanelRows, std::min(w.out, end * kPanelRows));
+  });
+}
+
+}  // namespace
 
 void DequantizeRow(const Weight& w, int64_t row, float* out) {
   for (int64_t i = 0; i < w.in; ++i) out[i] = WeightAt(w, row, i);
@@ -163,6 +197,7 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
     Linear(whole, wide.data(), n, y, bias);
     return;
   }
+  if (kernels.wide != nullptr && n >= kernels.wide->min_tokens) return LinearWide(*kernels.wide, w, x, n, y, bias);
   const int64_t blocks = w.in / 32;
   const Q8Buffer b = Q8Scratch(n, blocks);  // the pool's threads see the caller's buffer, not their own
   auto quantize = [&](int64_t begin, int64_t end) { kernels.quantize(x, w.in, begin, end, b.q, b.d, b.offset, b.start); };
@@ -202,6 +237,11 @@ const char* KernelIsa() {
   if (table == detail::Avx512Kernels()) return "avx512";
   if (table == detail::AvxVnniKernels()) return "avxvnni";
   return table == detail::Avx2Kernels() ? "avx2" : "portable";
+}
+
+int64_t Bf16MinTokens() {
+  const detail::WideProducts* wide = Kernels().wide;
+  return wide ? wide->min_tokens : 0;
 }
 
 bool SetKernelIsa(std::string_view isa) {

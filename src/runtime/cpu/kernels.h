@@ -90,14 +90,19 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // Threads the pool uses (the cores this process may run on).
 int ThreadCount();
 
-// The kernels in use: "amx" (the AVX-512 path with AMX-INT8 tile products for 4-bit weights and
-// several tokens), "avx512" (the AVX2 path with AVX-512 VNNI register-tiled 4-bit products),
+// The kernels in use: "amx" (the AVX-512 path with AMX-BF16 tile products for 4-bit weights and
+// many tokens: Bf16MinTokens), "avx512" (the AVX2 path with AVX-512 VNNI register-tiled 4-bit products),
 // "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA and F16C) or "portable".
 const char* KernelIsa();
 
+// The fewest tokens whose 4-bit products the path in use takes as bfloat16 (AMX-BF16 tiles: each
+// weight and activation rounded to bfloat16, relative error at most 2^-9 each, then summed in
+// float32) instead of int8 blocks; 0 when it never does.
+int64_t Bf16MinTokens();
+
 // Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni",
 // "avx512", "amx" (each only when the CPU has its features; "amx" also needs Linux's permission
-// for the tile state) or "auto" (the best the CPU has, AMX aside: see kernels.cc; the default).
+// for the tile state) or "auto" (the best the CPU has; the default).
 // Returns false, changing nothing, for an unknown name or a path this CPU cannot run.
 bool SetKernelIsa(std::string_view isa);
 

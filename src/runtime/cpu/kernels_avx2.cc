@@ -342,7 +342,7 @@ const KernelTable* Avx2Kernels() {
   static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                                 CpuHasF16c();
   static const KernelTable table{Quantize, LinearQ4<MaddDot>, LinearFloat, Dot, AddScaled, SiluMul, ExpShiftedSum,
-                                 MatMulRows, TransposeRows};
+                                 MatMulRows, TransposeRows, nullptr};
   return supported ? &table : nullptr;
 }
 

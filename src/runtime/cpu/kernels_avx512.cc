@@ -326,7 +326,7 @@ const KernelTable* Avx512Kernels() {
     avx2_table = avx2;
     static const KernelTable avx512{avx2->quantize, LinearQ4Avx512, LinearFloatAvx512, avx2->dot,
                                     avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum, MatMulRows,
-                                    avx2->transpose_rows};
+                                    avx2->transpose_rows, nullptr};
     return &avx512;
   }();
   return table;

@@ -36,7 +36,7 @@ const KernelTable* AvxVnniKernels() {
     if (avx2 == nullptr || !CpuHasAvxVnni()) return nullptr;
     static const KernelTable vnni{avx2->quantize, LinearQ4<VnniDot>, avx2->linear_float, avx2->dot,
                                   avx2->add_scaled, avx2->silu_mul, avx2->exp_shifted_sum,
-                                  avx2->matmul_rows, avx2->transpose_rows};
+                                  avx2->matmul_rows, avx2->transpose_rows, nullptr};
     return &vnni;
   }();
   return table;

@@ -25,6 +25,18 @@ struct Q8Activations {
   const int32_t* start = nullptr;  // [n][blocks]
 };
 
+// The products of a path that takes many tokens' activations as bfloat16 instead (AMX-BF16 tiles
+// accumulate in float32 over a whole row, so no per-block scaling is left for vector code).
+struct WideProducts {
+  int64_t min_tokens;  // fewer tokens go through the table's linear_q4
+  // Rows [t_begin, t_end) of x ([n, in], in a multiple of 32) rounded to bfloat16 (nearest even) into out.
+  void (*round)(const float* x, int64_t in, int64_t t_begin, int64_t t_end, uint16_t* out);
+  // y[t][o] for o in [o_begin, o_end) (o_begin a multiple of 16), every t < n; x holds n rounded up
+  // to a multiple of 32 rows ([rows][in] bfloat16), the rows past n zero.
+  void (*linear_q4)(const Weight& w, const uint16_t* x, int64_t n, float* y, const float* bias, int64_t o_begin,
+                    int64_t o_end);
+};
+
 // MatMulRows (kernels.h) of one path.
 using MatMulRowsFn = void (*)(const float* a, int64_t lda, int64_t m, int64_t k, const float* const* b_rows,
                               int64_t n, float* c, int64_t ldc);
@@ -45,6 +57,7 @@ struct KernelTable {
   float (*exp_shifted_sum)(float* x, int64_t n, float shift);
   MatMulRowsFn matmul_rows;
   void (*transpose_rows)(const float* const* rows, int64_t n, int64_t d, float* out, int64_t ldo);
+  const WideProducts* wide;  // null on the paths without
 };
 
 // Float weights (float32, float16, bfloat16) against n tokens, rows [o_begin, o_end): per panel of
@@ -67,6 +80,9 @@ constexpr int64_t PackGroupBytes(WeightFormat f, int64_t blocks) {
   return blocks * kPackWeightBytes + (blocks * PackScaleBytes(f) + 63) / 64 * 64;
 }
 std::shared_ptr<const void> PackQ4Panels(const Weight& w);
+// Group g of those panels (rows 16g .. 16g + 15, zero past w.out) written at `group`
+// (PackGroupBytes bytes).
+void PackQ4Group(const Weight& w, int64_t g, uint8_t* group);
 
 // Per-thread scratch memory of at least `bytes` (64-byte aligned, not initialised), valid until the thread's
 // next call.

@@ -123,7 +123,7 @@ void TransposeRows(const float* const* rows, int64_t n, int64_t d, float* out, i
 
 const KernelTable& PortableKernels() {
   static const KernelTable table{Quantize, LinearQ4,      LinearFloat, Dot,          AddScaled,
-                                 SiluMul,  ExpShiftedSum, MatMulRows,  TransposeRows};
+                                 SiluMul,  ExpShiftedSum, MatMulRows,  TransposeRows, nullptr};
   return table;
 }
 
