@@ -79,14 +79,16 @@ NDArray Clip(int64_t n, uint64_t seed = 3) {
 struct Reference {
   const Json& a;  // audio_config
   const Params64& p;
-  bool q8;  // 4-bit matrices: activations rounded to int8 blocks first, as the kernels do
+  bool q8;  // 4-bit matrices: operands rounded as the kernels round them (test::RoundingFor)
   int64_t text_hidden;
+
+  mutable int64_t product_rows = 0;  // rows of the product being computed (the frames, or the relative positions)
 
   int64_t H() const { return a["hidden_size"]; }
   double Eps() const { return a["rms_norm_eps"]; }
 
   Vec Lin(const std::string& base, const Vec& x, int64_t out, int64_t in) const {
-    return test::MatVec(p.Matrix(base, out, in), q8 ? test::RoundToQ8Blocks(x) : x, out, in);
+    return test::RoundedMatVec(p.Matrix(base, out, in), x, out, in, test::RoundingFor(q8, product_rows));
   }
 
   // Gemma4ClippableLinear.
@@ -228,9 +230,11 @@ struct Reference {
     }
     Vec pos = p.Floats(base + "relative_positions");
     std::vector<Vec> rel;
+    product_rows = R;
     for (int64_t r = 0; r < R; ++r) {
       rel.push_back(Lin(base + "relative_k_proj", Vec(pos.begin() + r * h, pos.begin() + (r + 1) * h), h, h));
     }
+    product_rows = T;
     std::vector<Vec> out(static_cast<size_t>(T), Vec(static_cast<size_t>(h), 0.0));
     const int64_t blocks = (T + chunk - 1) / chunk;
     for (int64_t b = 0; b < blocks; ++b) {
@@ -311,6 +315,7 @@ struct Reference {
     const std::string sub = "audio_tower.subsample_conv_projection.";
     img = ConvLayer(ConvLayer(img, sub + "layer0"), sub + "layer1");
     const int64_t T = static_cast<int64_t>(img[0].size()), F = static_cast<int64_t>(img[0][0].size());
+    product_rows = T;
     std::vector<Vec> x;
     for (int64_t t = 0; t < T; ++t) {
       Vec flat;  // permute(0, 2, 3, 1): frequency-major, channels inner

@@ -80,17 +80,18 @@ std::vector<Vec> ClipReference(const Params64& p, const Json& mc, const std::vec
     for (int64_t i = 0; i < hs; ++i) x[t][static_cast<size_t>(i)] += pos[t * static_cast<size_t>(hs) + static_cast<size_t>(i)];
     x[t] = test::LayerNorm(x[t], p.Floats(r + "pre_layrnorm.weight"), p.Floats(r + "pre_layrnorm.bias"), eps);
   }
-  auto linear = [&](const std::string& base, const Vec& in, int64_t out, int64_t width) {
-    return test::BiasedLinear64(p, base, in, out, width, /*q8=*/false);
+  auto linear = [&](const std::string& base, const Vec& in, int64_t out, int64_t width, test::Q4Rounding rounding) {
+    return test::BiasedLinear64(p, base, in, out, width, rounding);
   };
   // vision_feature_layer -2: the hidden state after all but the last layer.
   const test::VitLayer64 layer{hs, inter, heads, eps, QuickGelu64, /*q8=*/false};
   for (int64_t l = 0; l + 1 < layers; ++l) layer.Run(p, r + "encoder.layers." + std::to_string(l) + ".", x);
   std::vector<Vec> out;
+  const test::Q4Rounding rounding = test::RoundingFor(q8, static_cast<int64_t>(x.size()) - 1);
   for (size_t t = 1; t < x.size(); ++t) {  // the class row dropped
-    Vec a = linear("multi_modal_projector.linear_1", q8 ? test::RoundToQ8Blocks(x[t]) : x[t], th, hs);
+    Vec a = linear("multi_modal_projector.linear_1", x[t], th, hs, rounding);
     for (double& z : a) z = GeluErf64(z);
-    out.push_back(linear("multi_modal_projector.linear_2", q8 ? test::RoundToQ8Blocks(a) : a, th, th));
+    out.push_back(linear("multi_modal_projector.linear_2", a, th, th, rounding));
   }
   return out;
 }

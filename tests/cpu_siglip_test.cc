@@ -100,7 +100,12 @@ TEST_P(CpuSiglipRows, MatchFloat64Reference) {
     std::vector<float> got(rows->data<float>(), rows->data<float>() + rows->Elements());
     const double err = test::RelError(got, flat);
     std::printf("%s tokens=%lld relative error %.2e\n", q.name, static_cast<long long>(tokens), err);
-    EXPECT_LT(err, 1e-3) << q.name << " tokens " << tokens;
+    // Where the kernels take the 8 x 8 patch rows as bfloat16 (the AMX path), the reference rounds the
+    // same operands, but an activation that float32 and float64 put on either side of a rounding
+    // boundary moves by a whole bfloat16 step (2^-8 relative) in one of them, and the layers after
+    // it spread that: the bound is then 1e-2 (measured: 4e-3), still far below a wrong product.
+    const bool bf16 = test::RoundingFor(t.c.quantized(), (kImage / 4) * (kImage / 4)) == test::Q4Rounding::kBf16;
+    EXPECT_LT(err, bf16 ? 1e-2 : 1e-3) << q.name << " tokens " << tokens;
 
     auto rows32 = (*bound)->Embed(test::WidePixelTensor(px, kImage), "image_embed");
     ASSERT_TRUE(rows32) << rows32.error().ToString();

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#include "runtime/cpu/kernels.h"
 
 namespace mlc::test {
 
@@ -84,6 +87,45 @@ Vec RoundToQ8Blocks(const Vec& x) {
     }
   }
   return out;
+}
+
+Q4Rounding RoundingFor(bool quantized, int64_t product_rows) {
+  if (!quantized) return Q4Rounding::kExact;
+  const int64_t bf16 = cpu::Bf16MinTokens();
+  return bf16 > 0 && product_rows >= bf16 ? Q4Rounding::kBf16 : Q4Rounding::kQ8;
+}
+
+namespace {
+
+// v as float, then to the nearest bfloat16 (ties to even), as the kernels round.
+double ToBf16(double v) {
+  const auto f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
+Vec ToBf16(const Vec& x) {
+  Vec out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = ToBf16(x[i]);
+  return out;
+}
+
+}  // namespace
+
+Vec RoundedMatVec(const Vec& w, const Vec& x, int64_t rows, int64_t cols, Q4Rounding rounding) {
+  switch (rounding) {
+    case Q4Rounding::kExact:
+      return MatVec(w, x, rows, cols);
+    case Q4Rounding::kQ8:
+      return MatVec(w, RoundToQ8Blocks(x), rows, cols);
+    case Q4Rounding::kBf16:
+      return MatVec(ToBf16(w), ToBf16(x), rows, cols);
+  }
+  return {};
 }
 
 double RelError(const std::vector<float>& a, const Vec& b) {

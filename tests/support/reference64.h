@@ -44,6 +44,14 @@ Vec LayerNorm(const Vec& x, const Vec& g, const Vec& b, double eps);
 // so that their tolerance can stay tight. A partial last block is rounded over its own values.
 Vec RoundToQ8Blocks(const Vec& x);
 
+// How the kernels round the operands of a 4-bit product of `product_rows` rows: the activations to
+// int8 blocks, or, where the path in use takes that many rows as bfloat16 (cpu::Bf16MinTokens),
+// the activations and the weights to bfloat16 (nearest even); kExact for float weights.
+enum class Q4Rounding { kExact, kQ8, kBf16 };
+Q4Rounding RoundingFor(bool quantized, int64_t product_rows);
+// W x (W [rows, cols]) with its operands rounded that way.
+Vec RoundedMatVec(const Vec& w, const Vec& x, int64_t rows, int64_t cols, Q4Rounding rounding);
+
 // Relative max error of a against the float64 reference b (max |a - b| / max |b|).
 double RelError(const std::vector<float>& a, const Vec& b);
 

@@ -68,7 +68,7 @@ std::vector<Vec> SiglipReference64::Run(const std::vector<uint8_t>& px, int64_t 
   std::vector<Vec> out;
   for (const Vec& pooled : AveragePool(x, g, g / side)) {
     out.push_back(BiasedLinear64(p, "multi_modal_projector.mm_input_projection", RmsNorm(pooled, gain, eps),
-                                 text_hidden, h, q8));
+                                 text_hidden, h, RoundingFor(q8, tokens)));
   }
   return out;
 }

@@ -14,7 +14,7 @@ namespace mlc::test {
 struct SiglipReference64 {
   const Json& v;  // vision_config
   const Params64& p;
-  bool q8 = false;  // 4-bit matrices: activations rounded to int8 blocks first, as the kernels do
+  bool q8 = false;  // 4-bit matrices: operands rounded as the kernels round them (RoundingFor)
   int64_t tokens = 0;  // mm_tokens_per_image
 
   // The projector's rows ([tokens][text_hidden]) for RGB pixels [image_size, image_size, 3].

@@ -6,8 +6,9 @@
 
 namespace mlc::test {
 
-Vec BiasedLinear64(const Params64& p, const std::string& base, const Vec& x, int64_t out, int64_t in, bool q8) {
-  Vec y = MatVec(p.Matrix(base, out, in), q8 ? RoundToQ8Blocks(x) : x, out, in);
+Vec BiasedLinear64(const Params64& p, const std::string& base, const Vec& x, int64_t out, int64_t in,
+                   Q4Rounding rounding) {
+  Vec y = RoundedMatVec(p.Matrix(base, out, in), x, out, in, rounding);
   if (p.Has(base + ".bias")) {
     Vec b = p.Floats(base + ".bias");
     for (size_t i = 0; i < y.size(); ++i) y[i] += b[i];
@@ -45,8 +46,9 @@ std::vector<Vec> PatchEmbeddings64(const Vec& conv, const Vec& bias, const std::
 
 void VitLayer64::Run(const Params64& p, const std::string& prefix, std::vector<Vec>& x) const {
   const int64_t d = hidden / heads;
+  const Q4Rounding rounding = RoundingFor(q8, static_cast<int64_t>(x.size()));
   auto linear = [&](const std::string& name, const Vec& in, int64_t out, int64_t width) {
-    return BiasedLinear64(p, prefix + name, in, out, width, q8);
+    return BiasedLinear64(p, prefix + name, in, out, width, rounding);
   };
   std::vector<Vec> q, k, v;
   for (const Vec& row : x) {

@@ -11,9 +11,10 @@
 
 namespace mlc::test {
 
-// W x + bias for "<base>" ([out, in], float or 4-bit; no bias when the set has none); with q8 the
-// input is first rounded to int8 blocks, as the 4-bit kernels do.
-Vec BiasedLinear64(const Params64& p, const std::string& base, const Vec& x, int64_t out, int64_t in, bool q8);
+// W x + bias for "<base>" ([out, in], float or 4-bit; no bias when the set has none), its operands
+// rounded as the kernels round them (RoundingFor).
+Vec BiasedLinear64(const Params64& p, const std::string& base, const Vec& x, int64_t out, int64_t in,
+                   Q4Rounding rounding);
 
 // The patch convolution (kernel = stride = patch, `bias` empty: none) over RGB pixels [size,
 // size, 3] normalized as (p / 255 - mean[c]) / std[c]: one row of `hidden` per patch, row-major
@@ -25,7 +26,7 @@ struct VitLayer64 {
   int64_t hidden = 0, intermediate = 0, heads = 0;
   double eps = 1e-5;
   double (*activation)(double) = nullptr;
-  bool q8 = false;  // 4-bit matrices
+  bool q8 = false;  // 4-bit matrices (rounded per RoundingFor over the layer's rows)
 
   // x (rows of `hidden`) through the layer under `prefix` ("...encoder.layers.3."): LayerNorm,
   // q/k/v, softmax(q k / sqrt(head_dim)) v per head over every row, out_proj, residual;

@@ -15,8 +15,8 @@
 #include "runtime/cpu/kernels_internal.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VNNI__) && \
-    defined(__AVX512BF16__) && defined(__AVX512VBMI__) && defined(__AMX_TILE__) && defined(__AMX_BF16__) && \
-    defined(__linux__)
+    defined(__AVX512BF16__) && defined(__AVX512VBMI__) && (defined(__AMX_TILE__) || defined(__AMXTILE__)) && \
+    (defined(__AMX_BF16__) || defined(__AMXBF16__)) && defined(__linux__)  // GCC's and Clang's spellings
 #define MLC_HAVE_AMX_PATH 1
 #include <cpuid.h>
 #include <sys/syscall.h>
