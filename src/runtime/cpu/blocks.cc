@@ -57,12 +57,25 @@ RopeTable RopeTable::Of(const Rope& rope, int64_t context_window_size) {
   return t;
 }
 
+void RopeTable::Angles(int64_t pos, float* out) const {
+  const auto pairs = static_cast<int64_t>(inv_freq.size());
+  for (int64_t j = 0; j < pairs; ++j) {
+    const double angle = static_cast<double>(pos) * inv_freq[static_cast<size_t>(j)];
+    out[j] = static_cast<float>(std::cos(angle) * magnitude);
+    out[pairs + j] = static_cast<float>(std::sin(angle) * magnitude);
+  }
+}
+
 void RopeTable::Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
-  const int64_t half = rotary_dim / 2;
-  for (int64_t j = 0; j < static_cast<int64_t>(inv_freq.size()); ++j) {
-    double angle = static_cast<double>(pos) * inv_freq[static_cast<size_t>(j)];
-    float cs = static_cast<float>(std::cos(angle) * magnitude);
-    float sn = static_cast<float>(std::sin(angle) * magnitude);
+  std::vector<float> angles(2 * inv_freq.size());
+  Angles(pos, angles.data());
+  Rotate(x, heads, head_dim, angles.data());
+}
+
+void RopeTable::Rotate(float* x, int64_t heads, int64_t head_dim, const float* angles) const {
+  const int64_t half = rotary_dim / 2, pairs = static_cast<int64_t>(inv_freq.size());
+  for (int64_t j = 0; j < pairs; ++j) {
+    const float cs = angles[j], sn = angles[pairs + j];
     for (int64_t h = 0; h < heads; ++h) {
       float* v = x + h * head_dim;
       float a = v[j], b = v[j + half];

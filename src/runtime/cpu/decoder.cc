@@ -296,11 +296,20 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   const std::span<float> x = buffers.x, h = buffers.h, o = buffers.o, qkv = buffers.qkv, attn = buffers.attn,
                          gu = buffers.gu, act = buffers.act;
   std::copy_n(embeds, n * hs, x.data());
+  // Each row's rotary angles, once per table for all the layers that use it.
+  std::vector<std::vector<float>> angles(w.ropes.size());
+  for (size_t r = 0; r < w.ropes.size(); ++r) {
+    const int64_t width = 2 * static_cast<int64_t>(w.ropes[r].inv_freq.size());
+    angles[r].resize(static_cast<size_t>(n * width));
+    for (int64_t t = 0; t < n; ++t) w.ropes[r].Angles(places[static_cast<size_t>(t)].pos, angles[r].data() + t * width);
+  }
   lap.Skip();
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& plan = c.layers[static_cast<size_t>(l)];
     const RopeTable& rope = w.ropes[plan.rope];
+    const float* rope_angles = angles[plan.rope].data();
+    const int64_t angle_width = 2 * static_cast<int64_t>(rope.inv_freq.size());
     const bool own = plan.kv == KvUse::kOwn;
     RmsNormRows(x.data(), lw.attn_norm, n, hs, c.rms_norm_eps, h.data());
     lap.Mark(Phase::kNormsRotaryActs);
@@ -313,13 +322,13 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
         const RowPlace& at = places[static_cast<size_t>(t)];
         float* q = rows.q + t * rows.q_stride;
         if (!lw.q_norm.empty()) HeadNorms(q, plan.num_heads, plan.head_dim, lw.q_norm.data(), c.rms_norm_eps);
-        rope.Apply(q, plan.num_heads, plan.head_dim, at.pos);
+        rope.Rotate(q, plan.num_heads, plan.head_dim, rope_angles + t * angle_width);
         if (!own) continue;
         float* k = rows.k + t * rows.kv_stride;
         float* v = rows.v + t * rows.kv_stride;
         if (!lw.k_norm.empty()) HeadNorms(k, plan.num_kv_heads, plan.head_dim, lw.k_norm.data(), c.rms_norm_eps);
         if (c.v_norm) HeadNorms(v, plan.num_kv_heads, plan.head_dim, nullptr, c.rms_norm_eps);
-        rope.Apply(k, plan.num_kv_heads, plan.head_dim, at.pos);
+        rope.Rotate(k, plan.num_kv_heads, plan.head_dim, rope_angles + t * angle_width);
         const size_t bytes = static_cast<size_t>(plan.kv_size()) * sizeof(float);
         kv.WriteKey(at.seq_id, l, at.pos, k);
         std::memcpy(kv.Value(at.seq_id, l, at.pos), v, bytes);
