@@ -3,8 +3,6 @@
 // (thread_pool.cc), and converts half / bfloat16 values.
 #include "runtime/cpu/kernels.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>

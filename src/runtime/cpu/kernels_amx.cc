@@ -60,7 +60,9 @@ struct alignas(64) WideTileConfig {
 // (VBMI) per half of the rows puts each row's two nibbles of pair 4k + m side by side in the
 // order the bfloat16 conversion of two vectors leaves its values: rows 0-7, then 8-15.
 struct Widener {
-  __m512i pick[4][2];  // [m][rows 0-7 / 8-15]: byte 4m' of dword d <- nibble byte 4(d/2) + m of L (d even) or H
+  // [m][rows 0-7 / 8-15]: the low byte of dword d <- the nibble of byte m of row d / 2's word
+  // (rows 8 + d / 2 for the second half), the low nibble for even d, the high one for odd d.
+  __m512i pick[4][2];
   __m512i scale_pairs[2];  // dword d <- scale of row d / 2 (+ 8)
   __mmask64 low_bytes;
 
