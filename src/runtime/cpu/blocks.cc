@@ -66,12 +66,6 @@ void RopeTable::Angles(int64_t pos, float* out) const {
   }
 }
 
-void RopeTable::Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const {
-  std::vector<float> angles(2 * inv_freq.size());
-  Angles(pos, angles.data());
-  Rotate(x, heads, head_dim, angles.data());
-}
-
 void RopeTable::Rotate(float* x, int64_t heads, int64_t head_dim, const float* angles) const {
   const int64_t half = rotary_dim / 2, pairs = static_cast<int64_t>(inv_freq.size());
   for (int64_t j = 0; j < pairs; ++j) {

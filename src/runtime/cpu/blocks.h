@@ -30,12 +30,10 @@ struct RopeTable {
   std::vector<double> inv_freq;  // the pairs that turn (rotary_dim / 2, fewer when the rest stay still)
   double magnitude = 1.0;
   static RopeTable Of(const Rope& rope, int64_t context_window_size);
-  // Rotates `heads` heads of head_dim at x (each head contiguous) for position pos.
-  void Apply(float* x, int64_t heads, int64_t head_dim, int64_t pos) const;
-  // The same in two parts, so that a step works out each row's angles once for all its layers:
-  // the cosines, then the sines (times magnitude) of the turning pairs at pos (2 * inv_freq.size()
-  // floats), and the rotation by them.
+  // The cosines, then the sines (times magnitude) of the turning pairs at position pos
+  // (2 * inv_freq.size() floats), worked out once per row and step for all its layers.
   void Angles(int64_t pos, float* out) const;
+  // Rotates `heads` heads of head_dim at x (each head contiguous) by those angles.
   void Rotate(float* x, int64_t heads, int64_t head_dim, const float* angles) const;
 };
 

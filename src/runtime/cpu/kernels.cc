@@ -87,6 +87,15 @@ uint16_t* Bf16Scratch(int64_t n, int64_t in) {
   return base;
 }
 
+// fn over the n token rows of an `in`-wide product's input: on the pool when there is enough of it.
+void OverTokens(int64_t n, int64_t in, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n * in >= 65536) {
+    ParallelFor(n, 1, fn);
+  } else {
+    fn(0, n);
+  }
+}
+
 // 4-bit rows are handed out in panels of this many (the AVX-512 path's tile height).
 constexpr int64_t kPanelRows = 16;
 
@@ -153,12 +162,7 @@ namespace {
 void LinearWide(const detail::WideProducts& wide, const Weight& w, const float* x, int64_t n, float* y,
                 const float* bias) {
   uint16_t* rounded = Bf16Scratch(n, w.in);
-  auto round = [&](int64_t begin, int64_t end) { wide.round(x, w.in, begin, end, rounded); };
-  if (n * w.in >= 65536) {
-    ParallelFor(n, 1, round);
-  } else {
-    round(0, n);
-  }
+  OverTokens(n, w.in, [&](int64_t begin, int64_t end) { wide.round(x, w.in, begin, end, rounded); });
   const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;
   const int64_t per_thread = (panels + 4 * ThreadCount() - 1) / (4 * ThreadCount());
   ParallelFor(panels, std::max<int64_t>(2, (per_thread + 1) / 2 * 2), [&](int64_t begin, int64_t end) {
@@ -198,12 +202,9 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   if (kernels.wide != nullptr && n >= kernels.wide->min_tokens) return LinearWide(*kernels.wide, w, x, n, y, bias);
   const int64_t blocks = w.in / 32;
   const Q8Buffer b = Q8Scratch(n, blocks);  // the pool's threads see the caller's buffer, not their own
-  auto quantize = [&](int64_t begin, int64_t end) { kernels.quantize(x, w.in, begin, end, b.q, b.d, b.offset, b.start); };
-  if (n * w.in >= 65536) {
-    ParallelFor(n, 1, quantize);
-  } else {
-    quantize(0, n);
-  }
+  OverTokens(n, w.in, [&](int64_t begin, int64_t end) {
+    kernels.quantize(x, w.in, begin, end, b.q, b.d, b.offset, b.start);
+  });
   const detail::Q8Activations q8{blocks, b.q, b.d, b.offset, b.start};
   // Ranges of whole panels of kPanelRows rows (the vector paths' tiles divide it).
   const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;

@@ -1,7 +1,6 @@
-// The AVX-512 paths' 4-bit weight panels (kernels_avx512.cc's register tiles and kernels_amx.cc's
-// tile products): 16 output rows unpacked once into 64-byte vectors that hold four consecutive
-// block inputs of each of the 16 rows, the layout of VNNI's 4-byte groups (and of an AMX B tile:
-// 8 rows of 16 columns x 4 bytes per block). Include only inside an unnamed namespace of
+// The AVX-512 path's unpacked 4-bit weight panels (kernels_avx512.cc's register tiles, for weights
+// without the packed panels): 16 output rows unpacked once into 64-byte vectors that hold four
+// consecutive block inputs of each of the 16 rows, the layout of VNNI's 4-byte groups. Include only inside an unnamed namespace of
 // mlc::cpu::detail, after kernels_x86_q4.h (RowScales), in a file compiled with AVX-512 F/BW.
 #pragma once
 

@@ -67,7 +67,7 @@ struct KernelTable {
 void LinearFloatPanels(const Weight& w, const float* x, int64_t n, float* y, const float* bias, int64_t o_begin,
                        int64_t o_end, int64_t panel_rows, MatMulRowsFn matmul);
 
-// The 16-row panels of 4-bit weights (Weight::packed on the AVX-512 path): for each group of 16
+// The 16-row panels of 4-bit weights (Weight::packed on the AVX-512 and AMX paths): for each group of 16
 // rows (the last one padded with zero rows), first 256 bytes per block of 32 inputs: word k of
 // rows 0 .. 15 at bytes 64k + 4r (so one 64-byte load holds word k of all 16 rows, VNNI's 4-byte
 // groups); then per block the 16 rows' scales as the weight stores them (half or float32; 0 for
