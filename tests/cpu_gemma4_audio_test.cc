@@ -388,7 +388,14 @@ void CompareWithReference(cpu::Quant quant, const std::string& name, float clip)
     for (const Vec& r : want) flat.insert(flat.end(), r.begin(), r.end());
     const double err = test::RelError(got, flat);
     std::printf("%s n=%lld rows=%lld relative error %.2e\n", name.c_str(), static_cast<long long>(n), static_cast<long long>(expect_rows), err);
-    EXPECT_LT(err, 1e-3) << name << " n=" << n;
+    // Where the kernels take the frames' 4-bit products as bfloat16 (the AMX path), the reference
+    // rounds the same operands, but the float convolutions before them run as split bfloat16 there
+    // (cpu::SplitBf16MinTokens: within 2^-15, not float32's rounding), so an activation the two
+    // put on either side of a rounding boundary moves by a whole bfloat16 step (2^-8 relative) in
+    // one of them, and the layers after it spread that: the bound is then 1e-2 (measured: 6e-3),
+    // as for SigLIP's patches, still far below a wrong product.
+    const bool bf16 = test::RoundingFor(t.c.quantized(), expect_rows) == test::Q4Rounding::kBf16;
+    EXPECT_LT(err, bf16 ? 1e-2 : 1e-3) << name << " n=" << n;
   }
 }
 

@@ -205,6 +205,11 @@ TestWeight MakeWeight(WeightFormat format, int64_t out, int64_t in, std::mt19937
 
 bool IsQ4(WeightFormat f) { return f == WeightFormat::kQ4F16 || f == WeightFormat::kQ4F32; }
 
+// Whether the path in use takes n tokens' products with weights of format f as split bfloat16.
+bool IsSplit(WeightFormat f, int64_t n) {
+  return (f == WeightFormat::kF16 || f == WeightFormat::kBF16) && SplitBf16MinTokens() > 0 && n >= SplitBf16MinTokens();
+}
+
 std::vector<float> Activations(int64_t n, int64_t in, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n * in));
@@ -220,7 +225,8 @@ std::vector<float> Activations(int64_t n, int64_t in, std::mt19937& rng) {
 // (relative 1e-5 of sum |w x|) plus, for 4-bit weights, int8 rounding of x: each element moves by
 // at most half its block's step max|x| / 127; or, where the path takes the tokens as bfloat16
 // (Bf16MinTokens), that rounding of each weight and activation: relative 2^-9 each, so 2^-8 + 2^-18
-// of sum |w x|.
+// of sum |w x|; for half and bfloat16 weights where the path takes the tokens as split bfloat16
+// (SplitBf16MinTokens), 2^-15 of sum |w x|.
 // While set, CheckLinear lays its 4-bit weights out for the chosen path first (PackForProducts,
 // as the model binding does) and checks that the AVX-512 path got its panels.
 bool g_pack_weights = false;
@@ -252,6 +258,7 @@ void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool w
   std::vector<float> y(static_cast<size_t>(n * out), std::nanf(""));
   Linear(tw.weight, x.data(), n, y.data(), with_bias ? bias.data() : nullptr);
   const bool bf16 = IsQ4(format) && Bf16MinTokens() > 0 && n >= Bf16MinTokens();
+  const bool split = IsSplit(format, n);
   for (int64_t t = 0; t < n; ++t) {
     std::vector<double> step(static_cast<size_t>(in / 32 + 1), 0.0);
     if (IsQ4(format) && !bf16) {
@@ -270,6 +277,7 @@ void CheckLinear(WeightFormat format, int64_t out, int64_t in, int64_t n, bool w
         if (IsQ4(format)) rounding += std::fabs(w) * step[static_cast<size_t>(i / 32)] / 2;
       }
       if (bf16) rounding = (std::ldexp(1.0, -8) + std::ldexp(1.0, -18)) * magnitude;
+      if (split) rounding = std::ldexp(1.0, -15) * magnitude;
       const double got = y[static_cast<size_t>(t * out + o)];
       ASSERT_NEAR(got, ref, 1e-5 * magnitude + 1.0001 * rounding + 1e-6)
           << KernelIsa() << " format " << static_cast<int>(format) << " out " << out << " in " << in
@@ -413,6 +421,14 @@ TEST(CpuLinear, AmxPathMatchesFloat64) {
   CheckLinear(WeightFormat::kQ4F16, 200, 4864, 21, true, 31);
   CheckLinear(WeightFormat::kQ4F32, 35, 896, 130, false, 32);
   CheckLinear(WeightFormat::kQ4F16, 67, 1024, 33, true, 33);  // a third group of 32 tokens, one valid
+  // Half and bfloat16 weights as split bfloat16: rows and inputs past a tile, one to three passes of
+  // 32 tokens.
+  CheckLinear(WeightFormat::kF16, 77, 1024, 40, true, 34);
+  CheckLinear(WeightFormat::kBF16, 33, 200, 64, false, 35);
+  CheckLinear(WeightFormat::kBF16, 40, 72, 45, true, 36);
+  CheckLinear(WeightFormat::kF16, 16, 4304, 33, false, 37);
+  CheckLinear(WeightFormat::kF16, 130, 37, SplitBf16MinTokens(), true, 38);
+  CheckLinear(WeightFormat::kF32, 40, 72, 45, true, 39);  // float32 weights: float32 products
 }
 
 // A CPU flag as Linux lists it in /proc/cpuinfo (the first "flags" line).
@@ -443,13 +459,15 @@ TEST(CpuLinear, AmxPathIsChosenWhereTheCpuHasBf16Tiles) {
   }
   EXPECT_GT(Bf16MinTokens(), 1);
   EXPECT_LE(Bf16MinTokens(), 64);
+  EXPECT_GT(SplitBf16MinTokens(), 1);
+  EXPECT_LE(SplitBf16MinTokens(), 64);
   ASSERT_TRUE(SetKernelIsa("auto"));
   EXPECT_STREQ(KernelIsa(), "amx");
 }
 
 // The paths round activations the same way and sum each block exactly, so they differ only by
-// float32 rounding order (except where a path takes the tokens as bfloat16: CheckLinear bounds
-// those against float64 alone).
+// float32 rounding order (except where a path takes the tokens as bfloat16, whole or split:
+// CheckLinear bounds those against float64 alone).
 void CheckPathAgainstPortable(const std::string& isa) {
   uint32_t seed = 100;
   for (WeightFormat format : kFormats) {
@@ -459,7 +477,7 @@ void CheckPathAgainstPortable(const std::string& isa) {
       {
         KernelPath path(isa);
         CheckLinear(format, s.out, s.in, s.n, true, seed, &fast);
-        bf16 = IsQ4(format) && Bf16MinTokens() > 0 && s.n >= Bf16MinTokens();
+        bf16 = (IsQ4(format) && Bf16MinTokens() > 0 && s.n >= Bf16MinTokens()) || IsSplit(format, s.n);
       }
       if (bf16) {
         ++seed;
@@ -480,38 +498,43 @@ void CheckPathAgainstPortable(const std::string& isa) {
 }
 
 // The AMX path against the portable one for every token count 1 .. 200 (the tile's 16 tokens,
-// their tails, the AVX-512 fallback below the threshold), with rows past a multiple of 16.
+// their tails, the AVX-512 fallback below the thresholds), with rows past a multiple of 16, for
+// 4-bit and float weights.
 TEST(CpuLinear, AmxPathAgreesWithPortableForEveryTokenCount) {
   if (!SetKernelIsa("amx")) GTEST_SKIP() << NoAmxReason();
   SetKernelIsa("auto");
   uint32_t seed = 500;
-  for (const Shape& s : {Shape{37, 96, 0}, Shape{16, 64, 0}, Shape{130, 288, 0}}) {
-    for (int64_t n = 1; n <= 200; n += (s.out == 37 ? 1 : 7)) {
-      std::vector<float> amx, portable;
-      bool bf16 = false;
-      {
-        KernelPath path("amx");
-        CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed, &amx);
-        bf16 = Bf16MinTokens() > 0 && n >= Bf16MinTokens();
-        if (bf16) {  // and from the packed panels a bound model's weights come in
-          PackedWeights packed;
-          CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed);
+  for (WeightFormat format : {WeightFormat::kQ4F16, WeightFormat::kF16}) {
+    for (const Shape& s : {Shape{37, 96, 0}, Shape{16, 64, 0}, Shape{130, 288, 0}}) {
+      for (int64_t n = 1; n <= 200; n += (s.out == 37 ? 1 : 7)) {
+        std::vector<float> amx, portable;
+        bool bf16 = false, split = false;
+        {
+          KernelPath path("amx");
+          CheckLinear(format, s.out, s.in, n, n % 2 == 0, seed, &amx);
+          bf16 = IsQ4(format) && Bf16MinTokens() > 0 && n >= Bf16MinTokens();
+          split = IsSplit(format, n);
+          if (bf16) {  // and from the packed panels a bound model's weights come in
+            PackedWeights packed;
+            CheckLinear(format, s.out, s.in, n, n % 2 == 0, seed);
+          }
         }
-      }
-      if (bf16) {
+        if (bf16 || split) {  // bounded against float64 alone (CheckLinear)
+          ++seed;
+          continue;
+        }
+        {
+          KernelPath path("portable");
+          CheckLinear(format, s.out, s.in, n, n % 2 == 0, seed, &portable);
+        }
+        ASSERT_EQ(amx.size(), portable.size());
+        for (size_t k = 0; k < amx.size(); ++k) {
+          ASSERT_NEAR(amx[k], portable[k], 1e-4f * (1.0f + std::fabs(portable[k])))
+              << "format " << static_cast<int>(format) << " out " << s.out << " in " << s.in << " n " << n
+              << " element " << k;
+        }
         ++seed;
-        continue;
       }
-      {
-        KernelPath path("portable");
-        CheckLinear(WeightFormat::kQ4F16, s.out, s.in, n, n % 2 == 0, seed, &portable);
-      }
-      ASSERT_EQ(amx.size(), portable.size());
-      for (size_t k = 0; k < amx.size(); ++k) {
-        ASSERT_NEAR(amx[k], portable[k], 1e-4f * (1.0f + std::fabs(portable[k])))
-            << "out " << s.out << " in " << s.in << " n " << n << " element " << k;
-      }
-      ++seed;
     }
   }
 }

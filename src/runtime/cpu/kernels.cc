@@ -77,13 +77,18 @@ Q8Buffer Q8Scratch(int64_t n, int64_t blocks) {
           reinterpret_cast<float*>(base + q_bytes + part), reinterpret_cast<int32_t*>(base + q_bytes + 2 * part)};
 }
 
-// n rows of `in` activations as bfloat16, rounded up to a multiple of 32 rows (the extra ones
-// zero), from a per-calling-thread block as Q8Scratch's.
-uint16_t* Bf16Scratch(int64_t n, int64_t in) {
-  const int64_t rows = (n + 31) / 32 * 32;
+// `parts` arrays of n rows of `in` bfloat16 values each, every one rounded up to a multiple of 32
+// rows (the extra ones zero), from a per-calling-thread block as Q8Scratch's: part k at
+// base + k * Bf16Rows(n) * in.
+int64_t Bf16Rows(int64_t n) { return (n + 31) / 32 * 32; }
+
+uint16_t* Bf16Scratch(int64_t n, int64_t in, int parts) {
+  const int64_t rows = Bf16Rows(n);
   thread_local HugeScratch scratch;
-  auto* base = static_cast<uint16_t*>(scratch.Reserve(static_cast<size_t>(rows * in) * sizeof(uint16_t)));
-  std::memset(base + n * in, 0, static_cast<size_t>((rows - n) * in) * sizeof(uint16_t));
+  auto* base = static_cast<uint16_t*>(scratch.Reserve(static_cast<size_t>(parts * rows * in) * sizeof(uint16_t)));
+  for (int k = 0; k < parts; ++k) {
+    std::memset(base + (k * rows + n) * in, 0, static_cast<size_t>((rows - n) * in) * sizeof(uint16_t));
+  }
   return base;
 }
 
@@ -157,16 +162,34 @@ void PackForProducts(Weight& w) {
 
 namespace {
 
-// Many tokens on a path with WideProducts: x rounded to bfloat16 once, then ranges of an even
-// number of panels (the AMX kernel takes them in pairs), about four per thread.
-void LinearWide(const detail::WideProducts& wide, const Weight& w, const float* x, int64_t n, float* y,
-                const float* bias) {
-  uint16_t* rounded = Bf16Scratch(n, w.in);
-  OverTokens(n, w.in, [&](int64_t begin, int64_t end) { wide.round(x, w.in, begin, end, rounded); });
+// fn(o_begin, o_end) over ranges of an even number of panels (the AMX kernels take them in pairs),
+// about four per thread.
+void OverPanelPairs(const Weight& w, const std::function<void(int64_t, int64_t)>& fn) {
   const int64_t panels = (w.out + kPanelRows - 1) / kPanelRows;
   const int64_t per_thread = (panels + 4 * ThreadCount() - 1) / (4 * ThreadCount());
   ParallelFor(panels, std::max<int64_t>(2, (per_thread + 1) / 2 * 2), [&](int64_t begin, int64_t end) {
-    wide.linear_q4(w, rounded, n, y, bias, begin * kPanelRows, std::min(w.out, end * kPanelRows));
+    fn(begin * kPanelRows, std::min(w.out, end * kPanelRows));
+  });
+}
+
+// 4-bit weights and many tokens on a path with WideProducts: x rounded to bfloat16 once.
+void LinearWide(const detail::WideProducts& wide, const Weight& w, const float* x, int64_t n, float* y,
+                const float* bias) {
+  uint16_t* rounded = Bf16Scratch(n, w.in, 1);
+  OverTokens(n, w.in, [&](int64_t begin, int64_t end) { wide.round(x, w.in, begin, end, rounded); });
+  OverPanelPairs(w, [&](int64_t begin, int64_t end) { wide.linear_q4(w, rounded, n, y, bias, begin, end); });
+}
+
+// Half and bfloat16 weights and many tokens on a path with WideProducts: x split into bfloat16
+// halves once.
+void LinearWideFloat(const detail::WideProducts& wide, const Weight& w, const float* x, int64_t n, float* y,
+                     const float* bias) {
+  const int64_t in_pad = (w.in + 31) / 32 * 32;
+  uint16_t* hi = Bf16Scratch(n, in_pad, 2);
+  uint16_t* lo = hi + Bf16Rows(n) * in_pad;
+  OverTokens(n, w.in, [&](int64_t begin, int64_t end) { wide.split(x, w.in, in_pad, begin, end, hi, lo); });
+  OverPanelPairs(w, [&](int64_t begin, int64_t end) {
+    wide.linear_float(w, hi, lo, in_pad, n, y, bias, begin, end);
   });
 }
 
@@ -181,6 +204,11 @@ void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* b
   const detail::KernelTable& kernels = Kernels();
   const int64_t grain = RowGrain(w, n);
   if (w.format != WeightFormat::kQ4F16 && w.format != WeightFormat::kQ4F32) {
+    // float32 weights keep float32 products: their precision is what they were chosen for (the audio
+    // frontend's DFT and mel tables, q0f32 packages).
+    if (kernels.wide != nullptr && w.format != WeightFormat::kF32 && n >= kernels.wide->float_min_tokens) {
+      return LinearWideFloat(*kernels.wide, w, x, n, y, bias);
+    }
     ParallelFor(w.out, grain, [&](int64_t begin, int64_t end) {
       kernels.linear_float(w, x, n, y, bias, begin, end);
     });
@@ -241,6 +269,11 @@ const char* KernelIsa() {
 int64_t Bf16MinTokens() {
   const detail::WideProducts* wide = Kernels().wide;
   return wide ? wide->min_tokens : 0;
+}
+
+int64_t SplitBf16MinTokens() {
+  const detail::WideProducts* wide = Kernels().wide;
+  return wide ? wide->float_min_tokens : 0;
 }
 
 bool SetKernelIsa(std::string_view isa) {

@@ -50,8 +50,9 @@ void PackForProducts(Weight& w);
 // (row-major [n, in] in, [n, out] out). float32 accumulation; runs on every core.
 // For the 4-bit formats x is first rounded to int8 per block of 32 (scale max|x| / 127, as
 // llama.cpp does for Q4_0 x Q8_0), so each block's products are summed exactly in int32 and the
-// blocks are accumulated in float32; the other formats multiply float32 x directly.
-// Any `out`; any `in` for the float formats. Not to be called with y aliasing x.
+// blocks are accumulated in float32 (many tokens on the AMX path: both rounded to bfloat16 instead,
+// Bf16MinTokens); the other formats multiply float32 x directly (half and bfloat16 weights and many
+// tokens on the AMX path: as split bfloat16, SplitBf16MinTokens). Any `out`; any `in` for the float formats. Not to be called with y aliasing x.
 void Linear(const Weight& w, const float* x, int64_t n, float* y, const float* bias = nullptr);
 
 // sum_i a[i] * b[i] in float32 (attention scores), vectorised where the CPU allows.
@@ -90,8 +91,8 @@ void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int
 // Threads the pool uses (the cores this process may run on).
 int ThreadCount();
 
-// The kernels in use: "amx" (the AVX-512 path with AMX-BF16 tile products for 4-bit weights and
-// many tokens: Bf16MinTokens), "avx512" (the AVX2 path with AVX-512 VNNI register-tiled 4-bit products),
+// The kernels in use: "amx" (the AVX-512 path with AMX-BF16 tile products for many tokens:
+// Bf16MinTokens, SplitBf16MinTokens), "avx512" (the AVX2 path with AVX-512 VNNI register-tiled 4-bit products),
 // "avxvnni" (the AVX2 path with AVX-VNNI 4-bit products), "avx2" (AVX2, FMA and F16C) or "portable".
 const char* KernelIsa();
 
@@ -99,6 +100,13 @@ const char* KernelIsa();
 // weight and activation rounded to bfloat16, relative error at most 2^-9 each, then summed in
 // float32) instead of int8 blocks; 0 when it never does.
 int64_t Bf16MinTokens();
+
+// The fewest tokens whose half and bfloat16 weights' products the path in use takes as split
+// bfloat16 (AMX-BF16 tiles): each weight and activation v the sum of hi = v rounded to bfloat16 and
+// lo = v - hi rounded to bfloat16 (exact for the weights, within 2^-17 |v| for the activations), the
+// products hi x hi + lo x hi + hi x lo summed in float32 (lo x lo, at most 2^-16 |w x|, left out):
+// within 2^-15 of sum |w x| in all. 0 when it never does. float32 weights never are.
+int64_t SplitBf16MinTokens();
 
 // Chooses the kernels for tests and benchmarks that compare paths: "portable", "avx2", "avxvnni",
 // "avx512", "amx" (each only when the CPU has its features; "amx" also needs Linux's permission

@@ -35,6 +35,17 @@ struct WideProducts {
   // to a multiple of 32 rows ([rows][in] bfloat16), the rows past n zero.
   void (*linear_q4)(const Weight& w, const uint16_t* x, int64_t n, float* y, const float* bias, int64_t o_begin,
                     int64_t o_end);
+  // Half and bfloat16 weights' products of float_min_tokens or more tokens, as split bfloat16 (each
+  // value the sum of two bfloat16 halves, hi and lo; the products hi x hi + lo x hi + hi x lo).
+  int64_t float_min_tokens;
+  // Rows [t_begin, t_end) of x ([n, in]) split into hi and lo ([n][in_pad], in_pad = in rounded up
+  // to a multiple of 32, the values past in zero).
+  void (*split)(const float* x, int64_t in, int64_t in_pad, int64_t t_begin, int64_t t_end, uint16_t* hi,
+                uint16_t* lo);
+  // y[t][o] for o in [o_begin, o_end) (o_begin a multiple of 16), every t < n; x_hi and x_lo hold n
+  // rounded up to a multiple of 32 rows of in_pad values, the rows past n zero.
+  void (*linear_float)(const Weight& w, const uint16_t* x_hi, const uint16_t* x_lo, int64_t in_pad, int64_t n,
+                       float* y, const float* bias, int64_t o_begin, int64_t o_end);
 };
 
 // MatMulRows (kernels.h) of one path.
