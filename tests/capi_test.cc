@@ -472,5 +472,46 @@ TEST(CApi, SessionsWithBuiltInProgramsAndACallersFunctionTable) {
             MLC_ERR_STATE);
 }
 
+// Structured output and log-probabilities through the C API, as the server has them: the reply
+// parses and keeps to its schema, each token has its log-probability and at most `logprobs`
+// alternatives, none of them a token the grammar masked.
+TEST(CApi, SessionStructuredOutputAndLogprobs) {
+  RefPackage ref(true);
+  mlc_session_params params = mlc_session_params_default();
+  EXPECT_EQ(params.prefix_cache, 1);
+  EXPECT_EQ(params.logprobs, -1);
+  params.max_tokens = 48;
+  params.temperature = 1.0;
+  params.seed = 4;
+  params.logprobs = 2;
+  params.response_format = R"({"type": "json_schema", "json_schema": {"name": "w", "schema":
+      {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"], "additionalProperties": false}}})";
+  c::Session s;
+  ASSERT_EQ(mlc_session_open(s, ref.path.c_str(), &params), MLC_OK) << Describe(s.errors());
+  std::string request = R"([{"tokens": [1, 20, 21]}])";
+  ASSERT_EQ(mlc_session_generate(s, request.data(), request.size(), nullptr, nullptr, nullptr), MLC_OK)
+      << Describe(s.errors());
+  const std::string text = mlc_session_text(s);
+  Json reply = Json::parse(text, nullptr, false);
+  ASSERT_TRUE(reply.is_object()) << text;
+  EXPECT_EQ(reply.size(), 1u) << text;
+  EXPECT_TRUE(reply.contains("ok") && reply["ok"].is_boolean()) << text;
+  EXPECT_STREQ(mlc_session_stop_reason(s), "stop_token");
+  size_t n = 0;
+  const mlc_token_logprob* lp = mlc_session_logprobs(s, &n);
+  ASSERT_EQ(n, s.Tokens().size());
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(lp[i].token, s.Tokens()[i]);
+    EXPECT_LE(lp[i].logprob, 0.0);
+    EXPECT_GE(lp[i].num_top, 1u);
+    EXPECT_LE(lp[i].num_top, 2u);
+    for (size_t k = 0; k < lp[i].num_top; ++k) EXPECT_TRUE(std::isfinite(lp[i].top_logprobs[k]));
+  }
+  EXPECT_EQ(mlc_session_cached_tokens(s), 0);
+  params.response_format = R"({"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "string", "contentMediaType": "x"}}})";
+  c::Session refused;
+  EXPECT_NE(mlc_session_open(refused, ref.path.c_str(), &params), MLC_OK);
+}
+
 }  // namespace
 }  // namespace mlc

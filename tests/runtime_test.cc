@@ -339,7 +339,9 @@ TEST(Generate, EachAdapterRowLandsAtItsPlaceholder) {
   LoadedModel m = MustLoad(*p, spy);
   PlanLimits limits = m.limits;
   limits.prefill_chunk_size = 4;
-  Session s(m.bound, m.params, limits, m.hidden_size);
+  LoadedModel chunked_model = m;
+  chunked_model.limits = limits;
+  Session s = chunked_model.NewSession();
   TurnInput in = MixedTurn(m.bound.contract);
   auto r = s.Prefill(in);
   ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());

@@ -58,6 +58,25 @@ class PagedKvState : public KvState {
   virtual int64_t PageSize() const = 0;
   virtual int64_t FreePages() const = 0;
   virtual int64_t TotalPages() const = 0;
+
+  // Page sharing, for the engine's prefix cache: a full page (page_size positions, written once
+  // and never again) may be held by several sequences and by the cache itself, each holder
+  // counted; it goes back to the pool when the last one lets go. Caches without it say false and
+  // refuse the three calls below.
+  virtual bool SharesPages() const { return false; }
+  // One more hold on page `index` of seq_id, which must be full; returns the page's id.
+  virtual Result<int32_t> RetainPage(int64_t seq_id, int64_t index) {
+    (void)seq_id, (void)index;
+    return Error{ErrorCode::kUnsupported, "", TypeName() + ": no page sharing"};
+  }
+  // Lets go of a hold RetainPage took.
+  virtual void ReleasePage(int32_t page) { (void)page; }
+  // Adds an empty sequence that starts with these full pages (each held once more): its length
+  // is pages.size() x PageSize(), and its next position goes to a page of its own.
+  virtual Status AddSequenceWithPages(int64_t seq_id, std::span<const int32_t> pages) {
+    (void)seq_id, (void)pages;
+    return Error{ErrorCode::kUnsupported, "", TypeName() + ": no page sharing"};
+  }
 };
 
 // The parameters, in the order the library asked for them.

@@ -350,6 +350,12 @@ typedef struct mlc_session_params {
   double top_p;             /* default 1 */
   int64_t top_k;            /* default 0 (all) */
   uint64_t seed;            /* default 0 */
+  int prefix_cache;         /* default 1: reuse the KV pages of an earlier prompt's start */
+  /* Structured output: an OpenAI response_format object as JSON ({"type": "json_schema",
+   * "json_schema": {"name", "schema"}} or {"type": "json_object"}); NULL: free text. Needs the
+   * package's tokenizer. */
+  const char* response_format;
+  int logprobs;             /* default -1 (none); 0..20: each token's and this many alternatives */
 } mlc_session_params;
 MLC_API mlc_session_params mlc_session_params_default(void);
 
@@ -379,6 +385,20 @@ MLC_API int mlc_session_generate(mlc_session* session, const char* request_json,
 MLC_API const int32_t* mlc_session_tokens(const mlc_session* session, size_t* count);
 MLC_API const char* mlc_session_stop_reason(const mlc_session* session);
 MLC_API int64_t mlc_session_kv_length(const mlc_session* session);
+/* Of the last turn: the prompt positions taken from the prefix cache, and its text (with the
+ * package's tokenizer, which response_format loads; else ""). */
+MLC_API int64_t mlc_session_cached_tokens(const mlc_session* session);
+MLC_API const char* mlc_session_text(const mlc_session* session);
+/* A generated token's log-probability and its most likely alternatives (params.logprobs >= 0). */
+typedef struct mlc_token_logprob {
+  int32_t token;
+  double logprob;
+  size_t num_top;
+  const int32_t* top_tokens;
+  const double* top_logprobs;
+} mlc_token_logprob;
+/* One per token of the last turn (valid until the next call on the session). */
+MLC_API const mlc_token_logprob* mlc_session_logprobs(const mlc_session* session, size_t* count);
 
 #ifdef __cplusplus
 }  /* extern "C" */

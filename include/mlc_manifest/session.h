@@ -1,8 +1,7 @@
 // Generation over a bound model: a request turn's media decoded for its adapters (PrepareTurn),
-// and a Session that drives create_kv_cache, embed_tokens, the adapters, prefill and decode
-// (through the model runner) with a sampler, turn by turn over one KV cache; why a reply ended
-// (StopReason); LoadModel opens a package with its library (OpenPackage, open_package.h, adds
-// the tokenizer and template).
+// and a Session: one conversation over the Engine (engine.h), the one generation loop, turn by
+// turn over one kept sequence; why a reply ended (StopReason); LoadModel opens a package with its
+// library (OpenPackage, open_package.h, adds the tokenizer and template).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/sampler.h"
 #include "mlc_manifest/tensor.h"
+#include "mlc_manifest/tokenizer.h"
 
 namespace mlc {
 
@@ -36,13 +36,23 @@ struct TurnInput {
 // the bound contract's adapter takes.
 Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn);
 
+struct JsonConstraint;
+
 struct GenerationOptions {
   int64_t max_tokens = 32;
   SamplerConfig sampler;
   std::vector<int32_t> stop_token_ids;
-  // Called with each generated token (stop tokens excluded) once it is kept; returning false
-  // ends the turn there with stop reason "stop_str" (a stop string was found in the text).
+  // Cut the reply's text at the first (needs the session's tokenizer; not inside a structured
+  // reply).
+  std::vector<std::string> stop_strings;
+  // Structured output: every token sampled among those the grammar allows.
+  std::shared_ptr<const JsonConstraint> json;
+  int top_logprobs = -1;  // -1: none; 0..20: each token's log-probability and alternatives
+  // Called (on the engine's thread) with each generated token (stop tokens excluded) once it is
+  // kept; returning false ends the turn there with stop reason "stop_str".
   std::function<bool(int32_t token)> on_token;
+  // Called (on the engine's thread) with the reply's new text as it becomes safe to show.
+  std::function<void(const std::string& text)> on_text;
 };
 
 // A prompt ready to prefill into a sequence: its plan and the adapter outputs its chunks use.
@@ -74,37 +84,49 @@ struct PhaseTimings {
   int64_t decode_steps = 0;
 };
 
+// Field by field: the timings of two stretches added, or of one taken from a later total.
+PhaseTimings operator+(PhaseTimings a, const PhaseTimings& b);
+PhaseTimings operator-(PhaseTimings a, const PhaseTimings& b);
+
 struct PrefillResult {
   PrefillPlan plan;
   std::vector<float> logits;  // of the last prompt position
 };
 
-// Why a reply ended: one vocabulary for Session and the Engine, each face naming it its way.
+// Why a reply ended: one type for every face. StopReasonName gives its one name ("stop_token",
+// "stop_str", "length", "cancelled", "error"), which `run`, the C API and Python report;
+// FinishReasonName maps it onto OpenAI's finish_reason, which serve sends ("stop" for a stop id or
+// string).
 enum class StopReason { kStopToken, kStopString, kLength, kCancelled, kError };
-// The names of `run`, the C API and TurnResult: "stop_token", "stop_str", "length",
-// "cancelled", "error".
 const char* StopReasonName(StopReason reason);
-// The names of the engine's stream events (as OpenAI's finish_reason, which serve sends): "stop"
-// for a stop id or string, "length", "cancelled", "error".
 const char* FinishReasonName(StopReason reason);
 
 struct TurnResult {
-  PrefillPlan plan;
+  PrefillPlan plan;  // kv_length: positions held before the turn; chunks: those prefilled
   std::vector<int32_t> tokens;
   std::string stop_reason;  // StopReasonName: "stop_token", "stop_str" or "length"
+  StopReason reason = StopReason::kLength;
+  std::string text;                     // with the session's tokenizer
+  std::vector<TokenLogprobs> logprobs;  // per token, when asked for
+  int64_t cached_tokens = 0;            // prompt positions the prefix cache held
   std::vector<float> last_logits;
   PhaseTimings timings;
 };
 
-// One conversation over one KV cache: each turn continues the cache of the previous ones. Owns
-// its KV cache and shares the parameters; the library behind `model` must outlive it. One
-// thread at a time.
+struct SessionOptions {
+  const Tokenizer* tokenizer = nullptr;  // text, stop strings (borrowed)
+  bool prefix_cache = true;
+};
+
+class Engine;
+struct LoadedModel;
+
+// One conversation over its own Engine (one sequence at a time, started by the first turn): each
+// turn continues the sequence of the previous ones. The library behind the model must outlive
+// it. One thread at a time.
 class Session {
  public:
-  // The KV cache is created lazily by the first turn, with create_kv_cache(max_batch_size 1,
-  // context window, prefill chunk size, page size 16, sliding window flag).
-  Session(const BoundModel& model, std::shared_ptr<ParameterSet> params, PlanLimits limits,
-          std::optional<int64_t> hidden_size = std::nullopt);
+  Session(const LoadedModel& model, SessionOptions options = {});
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   ~Session();
@@ -113,19 +135,18 @@ class Session {
   // An image that cannot fit is rejected before its adapter runs.
   Result<PrefillResult> Prefill(const TurnInput& input);
   // Prefill, then sample and decode until a stop token, max_tokens, a full context window
-  // (stop reason "length", like max_tokens) or on_token says stop. The
-  // sampled stop token is not fed back; a last token cut by the limit or by on_token is fed at
-  // the start of the next turn.
+  // (stop reason "length", like max_tokens), a stop string or on_token says stop. The
+  // sampled stop token is not fed back; a last token cut by the limit or a stop is fed at the
+  // start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
 
   int64_t KvLength() const;
-  const PhaseTimings& timings() const;
+  const PhaseTimings& timings() const;  // of every turn so far
   int64_t adapter_calls() const;
 
  private:
-  std::unique_ptr<ModelRunner> runner_;
-  ObjectRef kv_;
-  std::optional<int32_t> pending_token_;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // A package and a library opened together: chat config, binding, parameters, session limits.
@@ -138,7 +159,7 @@ struct LoadedModel {
   std::optional<int64_t> hidden_size;
   double load_ms = 0;
 
-  Session NewSession() const { return Session(bound, params, limits, hidden_size); }
+  Session NewSession(SessionOptions options = {}) const { return Session(*this, options); }
 };
 
 Result<LoadedModel> LoadModel(const std::string& package_dir, const ModelLibrary& library,

@@ -349,10 +349,15 @@ py::object PlanPy(const std::string& dir, const py::object& request,
 class PySession {
  public:
   PySession(const std::string& dir, const std::optional<std::string>& program, int64_t max_tokens,
-            double temperature, double top_p, int64_t top_k, uint64_t seed)
-      : program_(program.value_or("")) {
+            double temperature, double top_p, int64_t top_k, uint64_t seed, bool prefix_cache,
+            const std::optional<py::object>& response_format, int logprobs)
+      : program_(program.value_or("")),
+        response_format_(response_format ? JsonText(*response_format) : std::string()) {
     mlc_session_params params = mlc_session_params_default();
     params.program_path = program ? program_.c_str() : nullptr;
+    params.prefix_cache = prefix_cache ? 1 : 0;
+    params.response_format = response_format ? response_format_.c_str() : nullptr;
+    params.logprobs = logprobs;
     params.max_tokens = max_tokens;
     params.temperature = temperature;
     params.top_p = top_p;
@@ -376,12 +381,32 @@ class PySession {
     const char* reason = mlc_session_stop_reason(session_);
     out["stop_reason"] = reason ? reason : "";
     out["kv_length"] = mlc_session_kv_length(session_);
+    out["cached_tokens"] = mlc_session_cached_tokens(session_);
+    out["text"] = mlc_session_text(session_);
+    size_t n = 0;
+    const mlc_token_logprob* lp = mlc_session_logprobs(session_, &n);
+    if (n > 0) {
+      py::list all;
+      for (size_t i = 0; i < n; ++i) {
+        py::list top;
+        for (size_t k = 0; k < lp[i].num_top; ++k) {
+          top.append(py::make_tuple(lp[i].top_tokens[k], lp[i].top_logprobs[k]));
+        }
+        py::dict one;
+        one["token"] = lp[i].token;
+        one["logprob"] = lp[i].logprob;
+        one["top_logprobs"] = top;
+        all.append(one);
+      }
+      out["logprobs"] = all;
+    }
     return out;
   }
   int64_t KvLength() const { return mlc_session_kv_length(session_); }
 
  private:
   std::string program_;
+  std::string response_format_;  // JSON text, kept while the session lives
   c::Session session_;
 };
 
@@ -445,9 +470,10 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, const std::optional<std::string>&, int64_t, double, double,
-                    int64_t, uint64_t>(),
+                    int64_t, uint64_t, bool, const std::optional<py::object>&, int>(),
            a::arg("dir"), a::arg("program") = py::none(), a::arg("max_tokens") = 32,
-           a::arg("temperature") = 0.0, a::arg("top_p") = 1.0, a::arg("top_k") = 0, a::arg("seed") = 0)
+           a::arg("temperature") = 0.0, a::arg("top_p") = 1.0, a::arg("top_k") = 0, a::arg("seed") = 0,
+           a::arg("prefix_cache") = true, a::arg("response_format") = py::none(), a::arg("logprobs") = -1)
       .def("generate", &PySession::Generate, a::arg("request"), a::arg("base_dir") = py::none())
       .def_property_readonly("kv_length", &PySession::KvLength);
 }

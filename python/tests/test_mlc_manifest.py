@@ -245,3 +245,25 @@ def test_session_generates_like_the_cli(reference):
     assert again["tokens"] == result["tokens"]
     with pytest.raises(mlc_manifest.Error):
         session.generate([{"image": "missing.png"}])
+
+
+def test_session_structured_output_and_logprobs(reference):
+    schema = {"type": "object", "properties": {"mood": {"enum": ["calm", "stormy"]}, "n": {"type": "integer"}},
+              "required": ["mood"], "additionalProperties": False}
+    fmt = {"type": "json_schema", "json_schema": {"name": "weather", "schema": schema}}
+    session = mlc_manifest.Session(str(reference), max_tokens=48, temperature=1.0, seed=11,
+                                   response_format=fmt, logprobs=3)
+    result = session.generate([{"tokens": [1, 30, 31, 32]}])
+    assert result["stop_reason"] == "stop_token", result
+    reply = json.loads(result["text"])
+    assert reply["mood"] in ("calm", "stormy") and set(reply) <= {"mood", "n"}
+    assert len(result["logprobs"]) == len(result["tokens"])
+    for entry, token in zip(result["logprobs"], result["tokens"]):
+        assert entry["token"] == token and entry["logprob"] <= 0
+        assert 1 <= len(entry["top_logprobs"]) <= 3
+        assert all(math.isfinite(lp) for _, lp in entry["top_logprobs"])  # masked tokens never listed
+    with pytest.raises(mlc_manifest.Error):
+        mlc_manifest.Session(str(reference), response_format={"type": "json_schema", "json_schema": {
+            "name": "x", "schema": {"type": "string", "contentMediaType": "text/html"}}})
+    plain = mlc_manifest.Session(str(reference), max_tokens=5, prefix_cache=False)
+    assert plain.generate([{"tokens": [1, 30, 31, 32]}])["cached_tokens"] == 0

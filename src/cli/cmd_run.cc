@@ -1,9 +1,11 @@
 // `mlc-manifest run DIR --request FILE`: binds a package to its library (the reference runtime
-// for a reference package, else the built-in CPU program chosen by model_type) and generates: adapters, chunked prefill, sampled decode, per-phase timings; turns share one KV cache.
-// With --messages FILE instead, chat messages become the prompt through the package's
-// conversation template and tokenizer (SPEC 7); the reply is streamed to stdout and generation
-// stops at stop ids and stop strings; the sampling defaults come from mlc-chat-config.json
-// unless given as flags. More --messages files continue the conversation.
+// for a reference package, else the built-in CPU program chosen by model_type) and generates
+// through a Session, a client of the engine: adapters, chunked prefill, sampled decode, per-phase
+// timings; turns continue one sequence. With --messages FILE instead, chat messages become the
+// prompt through the package's conversation template and tokenizer (SPEC 7); the reply is streamed
+// to stdout and generation stops at stop ids and stop strings; the sampling defaults come from
+// mlc-chat-config.json unless given as flags. More --messages files continue the conversation.
+// --response-format and --logprobs work as the server's fields of the same names.
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,7 +18,9 @@
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/request.h"
+#include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/runtime.h"
+#include "mlc_manifest/serve.h"
 
 namespace mlc::cli {
 namespace {
@@ -28,6 +32,9 @@ struct RunArgs {
   std::vector<std::string> messages;  // the conversation, then follow-up messages
   int64_t max_tokens = 16;
   SamplerConfig sampler;
+  std::string response_format;  // a file holding an OpenAI response_format object
+  int logprobs = -1;
+  bool prefix_cache = true;
   bool json = false;
   std::map<std::string, CLI::Option*> sampling_flags;  // chat-config field -> its flag
 };
@@ -68,6 +75,32 @@ void PrintHumanTurn(std::ostream& out, size_t index, size_t count, const TurnRes
       << t.prefill_calls << " calls), decode " << Ms(t.decode_ms) << " (" << t.decode_steps
       << " steps)\n  speed: prefill " << Rate(PerSecond(t.prefill_positions, t.prefill_ms))
       << ", decode " << Rate(PerSecond(t.decode_steps, t.decode_ms)) << "\n";
+}
+
+// The grammar of a response_format file ({"type": "json_schema", "json_schema": {...}} or
+// {"type": "json_object"}), over the package's vocabulary.
+Result<std::shared_ptr<const JsonConstraint>> ReadResponseFormat(const std::string& path,
+                                                                 const Tokenizer* tokenizer) {
+  if (!tokenizer) return Error{ErrorCode::kUsage, "", "--response-format needs the package's tokenizer"};
+  auto text = ReadFile(path);
+  MLC_RETURN_IF_ERROR(text);
+  auto checked = ParseJson(*text);  // strict: duplicate keys, depth, UTF-8
+  if (!checked) return checked.take_errors();
+  OrderedJson body = {{"response_format", OrderedJson::parse(*text)}};
+  auto grammar = ParseResponseFormat(body, JsonGrammarOptions{});
+  MLC_RETURN_IF_ERROR(grammar);
+  if (!*grammar) return std::shared_ptr<const JsonConstraint>();
+  return std::make_shared<const JsonConstraint>(JsonConstraint{*grammar, TokenVocabulary::FromTokenizer(*tokenizer)});
+}
+
+OrderedJson LogprobsJson(const std::vector<TokenLogprobs>& all) {
+  OrderedJson out = OrderedJson::array();
+  for (const TokenLogprobs& t : all) {
+    OrderedJson top = OrderedJson::array();
+    for (const auto& [id, lp] : t.top) top.push_back({{"token", id}, {"logprob", lp}});
+    out.push_back({{"token", t.token}, {"logprob", t.logprob}, {"top_logprobs", top}});
+  }
+  return out;
 }
 
 int Run(const RunArgs& a) {
@@ -111,11 +144,28 @@ int Run(const RunArgs& a) {
     return terminal ? EscapeForTerminal(text) : text;
   };
   std::ostream& report = stream ? std::cerr : std::cout;
+  if (a.logprobs < -1 || a.logprobs > 20) {
+    return ReportFailure({UsageError("--logprobs: expected 0..20")}, a.json);
+  }
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
   options.sampler = sampler;
   options.stop_token_ids = package->stop_ids;
-  Session session = model->NewSession();
+  options.stop_strings = package->stop_strings;
+  options.top_logprobs = a.logprobs;
+  if (!a.response_format.empty()) {
+    auto json = ReadResponseFormat(a.response_format, tokenizer);
+    if (!json) return ReportFailure(json.errors(), a.json, a.response_format);
+    options.json = *json;
+  }
+  if (stream) options.on_text = [&](const std::string& piece) {
+    std::cout << show(piece);
+    if (terminal) std::cout.flush();
+  };
+  SessionOptions session_options;
+  session_options.tokenizer = tokenizer;
+  session_options.prefix_cache = a.prefix_cache;
+  Session session = model->NewSession(session_options);
   if (!a.json) report << model->bound.note << "\n";
   OrderedJson turns = OrderedJson::array(), all_tokens = OrderedJson::array();
   int64_t prompt_total = 0;
@@ -126,24 +176,13 @@ int Run(const RunArgs& a) {
     if (!turn) return ReportFailure(turn.errors(), a.json, input_file);
     auto input = PrepareTurn(model->bound.contract, *turn);
     if (!input) return ReportFailure(input.errors(), a.json, input_file);
-    std::optional<ReplyStream> text;
-    if (tokenizer) {
-      text.emplace(*tokenizer, package->stop_strings);
-      options.on_token = [&](int32_t token) {
-        std::string piece = text->Push(token);
-        if (stream) std::cout << show(piece);
-        if (terminal) std::cout.flush();
-        return !text->stopped();
-      };
-    }
     if (CpuPhaseClockOn()) ResetCpuPhases();
     auto result = session.Generate(*input, options);
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
-    if (text) {
-      std::string rest = text->Finish();
-      if (stream) std::cout << show(rest) << std::endl;
-      if (!chat && !a.json) std::cout << "text: " << OrderedJson(text->text()).dump() << "\n";
-      reply = text->text();
+    if (tokenizer) {
+      if (stream) std::cout << std::endl;
+      if (!chat && !a.json) std::cout << "text: " << OrderedJson(result->text).dump() << "\n";
+      reply = result->text;
     }
     prompt_total += result->plan.prompt_length;
     for (int32_t t : result->tokens) all_tokens.push_back(t);
@@ -153,8 +192,10 @@ int Run(const RunArgs& a) {
                      {"chunks", result->plan.chunks.size()},
                      {"tokens", result->tokens},
                      {"stop_reason", result->stop_reason},
-                     {"text", text ? OrderedJson(text->text()) : OrderedJson()},
+                     {"text", tokenizer ? OrderedJson(result->text) : OrderedJson()},
+                     {"cached_tokens", result->cached_tokens},
                      {"timings", PhaseTimingsJson(result->timings)}});
+    if (a.logprobs >= 0) turns.back()["logprobs"] = LogprobsJson(result->logprobs);
     // MLC_CPU_PHASES=1: where the CPU program's time went in this turn (cpu_model_bench reads it).
     if (CpuPhaseClockOn()) turns.back()["cpu_phases"] = CpuPhasesJson();
   }
@@ -211,6 +252,14 @@ const Registration kRun(610, "run",
       "--frequency-penalty", a->sampler.frequency_penalty, std::string("In [-2, 2]") + chat_default);
   cmd->add_option("--top-k", a->sampler.top_k, "0: all tokens");
   cmd->add_option("--seed", a->sampler.seed, "Sampler seed");
+  cmd->add_option("--response-format", a->response_format,
+                  "Structured output: a file holding an OpenAI response_format object "
+                  "({\"type\": \"json_schema\", \"json_schema\": {\"name\", \"schema\"}} or "
+                  "{\"type\": \"json_object\"})");
+  cmd->add_option("--logprobs", a->logprobs,
+                  "Each generated token's log-probability with this many alternatives (0..20; --json)");
+  cmd->add_flag("--no-prefix-cache{false}", a->prefix_cache,
+                "Prefill every turn whole instead of reusing cached KV pages");
   cmd->add_flag("--json", a->json, "One JSON object on stdout");
   return [a]() { return Run(*a); };
 });

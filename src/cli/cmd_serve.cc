@@ -78,6 +78,9 @@ const Registration kServe(620, "serve",
   cmd->add_option("--kv-positions", a->kv_positions,
                   "KV cache positions over all sequences (0: context window x batch size)");
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a batch slot")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache{false}", a->options.engine.prefix_cache,
+                "Prefill every prompt whole (by default a prompt reuses the KV pages of an earlier one "
+                "that starts the same)");
   cmd->add_option("--max-concurrent", a->options.max_concurrent, "Requests in flight (more get 429)")
       ->capture_default_str();
   cmd->add_option("--max-body-bytes", a->options.max_body_bytes,

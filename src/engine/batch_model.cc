@@ -1,5 +1,6 @@
 // Several sequences over one paged KV cache: a thin face over the ModelRunner that creates the
-// cache for max_batch_size sequences and runs prefill and decode calls on the named sequences.
+// cache for max_batch_size sequences and runs prefill and decode calls on the named sequences;
+// or, for a cache that holds one sequence, one cache per sequence, each call on its own.
 #include "mlc_manifest/engine.h"
 #include "runtime/model_runner.h"
 
@@ -26,11 +27,14 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   if (options.page_size < 1 || options.page_size > 4096) {
     return Error{ErrorCode::kUsage, "/page_size", "expected 1..4096"};
   }
-  if (model.limits.HasSlidingWindow()) {
-    return Error{ErrorCode::kUnsupported, "/sliding_window_size",
-                 "batching over a sliding-window KV cache is not supported"};
-  }
   std::unique_ptr<BatchModel> b(new BatchModel(model, options));
+  if (model.limits.HasSlidingWindow()) {
+    if (options.max_batch_size != 1) {
+      return Error{ErrorCode::kUnsupported, "/sliding_window_size",
+                   "batching over a sliding-window KV cache is not supported (one sequence at a time)"};
+    }
+    return b;  // one cache per sequence
+  }
   int64_t positions = options.kv_positions;
   if (positions <= 0) {
     positions = std::min<int64_t>(model.limits.context_window_size * options.max_batch_size,
@@ -43,6 +47,7 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   MLC_RETURN_IF_ERROR(kv);
   auto* paged = dynamic_cast<PagedKvState*>(kv->get());
   if (!paged) {
+    if (options.max_batch_size == 1) return b;  // one cache per sequence
     return Error{ErrorCode::kUnsupported, "",
                  model.bound.contract.create_kv_cache_function + ": returned " + (*kv)->TypeName() +
                      ", expected a KV cache that holds several sequences"};
@@ -50,6 +55,24 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   b->kv_ref_ = std::move(*kv);
   b->kv_ = paged;
   return b;
+}
+
+Result<ObjectRef> BatchModel::NewSequenceCache() {
+  const PlanLimits& limits = runner_->limits();
+  return runner_->CreateKvCache(KvCacheShape{
+      1, limits.HasSlidingWindow() ? limits.sliding_window_size : limits.context_window_size,
+      limits.prefill_chunk_size, 16, limits.HasSlidingWindow()});
+}
+
+const PhaseTimings& BatchModel::timings() const { return runner_->timings(); }
+
+Result<SequenceLogits> BatchModel::PrefillOwn(ObjectRef* own, const SequenceChunk& chunk) {
+  return runner_->Prefill({own, false}, std::span<const SequenceChunk>(&chunk, 1));
+}
+
+Result<SequenceLogits> BatchModel::DecodeOwn(ObjectRef* own, int32_t token) {
+  const int64_t seq = 0;
+  return runner_->Decode({own, false}, std::span<const int64_t>(&seq, 1), std::span<const int32_t>(&token, 1));
 }
 
 Result<PreparedPrompt> BatchModel::Prepare(const TurnInput& input, int64_t kv_length) {

@@ -1,20 +1,45 @@
-// The continuous-batching scheduler: a preparation worker runs each queued request's adapters and
-// plans it (one at a time, in order, over its own ModelRunner), and the engine thread, which owns
-// the KV cache, only admits prepared requests. Each step it admits prepared
-// requests while the batch and the KV page budget allow (a request that can never fit fails,
-// one that fits later waits), runs one decode call for every request that is generating and one
-// prefill call that packs the next chunk of each prefilling request under prefill_chunk_size,
-// samples, streams text through each request's ReplyStream and retires finished or cancelled
-// requests between steps. Events go to each request's sink outside the lock.
+// The continuous-batching scheduler: a preparation worker runs each queued request's adapters
+// (through the adapter cache, by media digest) and plans it (one at a time, in order, over its own
+// ModelRunner), and the engine thread, which owns the KV cache, admits prepared requests. On
+// admission a new sequence takes the longest prefix the prefix cache holds for its prompt (whole
+// pages; a request whose prompt a running one is still prefilling waits for those pages), or a
+// conversation's request continues its kept sequence. Each step runs one decode call for every
+// request that is generating and one prefill call that packs the next chunk of each prefilling
+// request under prefill_chunk_size, evicting unused cached pages when the step needs room;
+// samples (grammar, penalties, log-probabilities), streams text through each request's
+// ReplyStream, puts full pages into the prefix cache and retires finished or cancelled requests
+// between steps. Events go to each request's sink outside the lock.
 #include <algorithm>
+#include <list>
+#include <unordered_map>
 
+#include "base/hash.h"
+#include "engine/prefix_cache.h"
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
+#include "runtime/cpu/phase_clock.h"
 #include "runtime/model_runner.h"
 
 namespace mlc {
 
-using Outbox = std::vector<std::pair<StreamSink, StreamEvent>>;
+// A sequence in the KV cache and what it knows of its positions.
+struct Engine::Sequence {
+  int64_t id = -1;     // in the paged cache; -1 until added
+  ObjectRef own;       // not paged: its own cache
+  int64_t length = 0;  // positions held
+  // What filled each position: the held ones, then (while a request runs) its prompt's rest.
+  std::vector<PositionKey> keys;
+  std::vector<PrefixCache::Node*> path;  // pinned: its first path.size() pages are cached
+  int64_t pages = 0;                     // reserved: pages of its own (not cached) it may hold
+  std::optional<int32_t> pending;        // a sampled token not fed yet (conversations)
+  bool cacheable = true;                 // its pages may go into the prefix cache
+};
+
+struct Engine::Conversation {
+  Sequence seq;
+  bool busy = false;
+  bool closed = false;
+};
 
 struct Engine::Active {
   uint64_t id = 0;
@@ -22,16 +47,66 @@ struct Engine::Active {
   StreamSink sink;
   std::optional<PreparedPrompt> prompt;  // once its adapters ran
   Errors prepare_errors;                 // or why they could not
+  std::vector<std::string> digests;      // per prompt piece: the media's SHA-256 (hex), or ""
+  PhaseTimings prepare_time;             // the preparation worker's calls for it
+  Conversation* conversation = nullptr;
+  bool holds_seq = false;  // a conversation's sequence is here until the request ends
+  Sequence seq;
   size_t next_chunk = 0;
-  bool decoding = false;   // prefill done; `pending` is the token to feed
+  bool admitted = false;
+  bool decoding = false;  // prefill done; `pending` is the token to feed
   bool finished = false;
   int32_t pending = 0;
   int64_t generated = 0;
-  int64_t limit = 0;       // max_tokens capped by the context window
-  int64_t pages = 0;       // reserved
+  int64_t limit = 0;   // max_tokens capped by the context window
+  int64_t cached = 0;  // prompt positions taken from the prefix cache
+  PhaseTimings start;  // the batch's timings at admission
   std::optional<Sampler> sampler;
   std::optional<ReplyStream> reply;
   std::optional<GrammarMatcher> grammar;  // structured output
+};
+
+// The adapter cache: outputs by "adapter:digest", least recently used out first, bounded in
+// entries and bytes. The preparation worker uses it; stats() reads its counters.
+class Engine::Memo : public AdapterMemo {
+ public:
+  Memo(size_t entries, uint64_t bytes) : max_entries_(entries), max_bytes_(bytes) {}
+  NDArray Find(const std::string& key) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return NDArray();
+    order_.splice(order_.begin(), order_, it->second);
+    ++hits_;
+    return it->second->second;
+  }
+  void Keep(const std::string& key, const NDArray& rows) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++runs_;
+    if (rows.Bytes() > max_bytes_ || max_entries_ == 0 || index_.count(key)) return;
+    order_.emplace_front(key, rows);
+    index_[key] = order_.begin();
+    bytes_ += rows.Bytes();
+    while (order_.size() > max_entries_ || bytes_ > max_bytes_) {
+      bytes_ -= order_.back().second.Bytes();
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+  void Count(Stats& s) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.adapter_hits = hits_;
+    s.adapter_runs = runs_;
+    s.adapter_cache_entries = static_cast<int64_t>(order_.size());
+  }
+
+ private:
+  mutable std::mutex mu_;
+  size_t max_entries_;
+  uint64_t max_bytes_;
+  uint64_t bytes_ = 0;
+  int64_t hits_ = 0, runs_ = 0;
+  std::list<std::pair<std::string, NDArray>> order_;
+  std::unordered_map<std::string, std::list<std::pair<std::string, NDArray>>::iterator> index_;
 };
 
 namespace {
@@ -40,17 +115,87 @@ int64_t PagesFor(int64_t positions, int64_t page_size) {
   return (positions + page_size - 1) / page_size;
 }
 
+// The SHA-256 (hex) of a media tensor's dtype, shape and bytes; "" when it cannot be taken.
+std::string MediaDigest(const NDArray& media) {
+  std::string bytes = media.Describe();
+  bytes.push_back('\0');
+  bytes.append(static_cast<const char*>(media.dl().data), media.Bytes());
+  auto hex = Sha256Hex(bytes);
+  return hex ? *hex : std::string();
+}
+
+PositionKey MediaKey(const std::string& hex_digest, int64_t row) {
+  if (hex_digest.size() < 32) return UniqueKey();
+  std::string raw(16, '\0');
+  for (size_t i = 0; i < 16; ++i) {
+    raw[i] = static_cast<char>(std::stoi(hex_digest.substr(2 * i, 2), nullptr, 16));
+  }
+  return MediaRowKey(raw, row);
+}
+
+// What fills each position of a plan, in order.
+std::vector<PositionKey> PlanKeys(const PrefillPlan& plan, const std::vector<std::string>& digests) {
+  std::vector<PositionKey> keys;
+  keys.reserve(static_cast<size_t>(plan.prompt_length));
+  for (const PrefillChunk& c : plan.chunks) {
+    for (int64_t i = 0; i < c.size(); ++i) {
+      if (c.rows) {
+        const std::string& d = c.rows->piece < digests.size() ? digests[c.rows->piece] : std::string();
+        keys.push_back(MediaKey(d, c.rows->start + i));
+      } else {
+        keys.push_back(TokenKey(c.token_ids[static_cast<size_t>(i)]));
+      }
+    }
+  }
+  return keys;
+}
+
+// Drops a plan's first n positions (they are in the cache already).
+void DropPrefix(PrefillPlan& plan, int64_t n) {
+  auto& chunks = plan.chunks;
+  size_t drop = 0;
+  while (n > 0 && drop < chunks.size()) {
+    PrefillChunk& c = chunks[drop];
+    if (c.size() <= n) {
+      n -= c.size();
+      ++drop;
+      continue;
+    }
+    c.token_ids.erase(c.token_ids.begin(), c.token_ids.begin() + n);
+    c.modality_ids.erase(c.modality_ids.begin(), c.modality_ids.begin() + n);
+    if (c.rows) {
+      c.rows->start += n;
+      c.rows->count -= n;
+    }
+    n = 0;
+  }
+  chunks.erase(chunks.begin(), chunks.begin() + static_cast<std::ptrdiff_t>(drop));
+}
+
+size_t CommonPrefix(const std::vector<PositionKey>& a, const std::vector<PositionKey>& b) {
+  size_t n = std::min(a.size(), b.size()), i = 0;
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
+}
+
 }  // namespace
 
 Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options)
     : batch_(std::move(batch)),
       prepare_runner_(batch_->ForkRunner()),
       tokenizer_(tokenizer),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      memo_(std::make_unique<Memo>(options_.adapter_cache_entries, options_.adapter_cache_bytes)) {
   if (options_.prefill_chunk_size <= 0) options_.prefill_chunk_size = batch_->limits().prefill_chunk_size;
-  stats_.total_pages = batch_->kv().TotalPages();
-  stats_.free_pages = batch_->kv().FreePages();
-  stats_.page_size = batch_->kv().PageSize();
+  if (batch_->paged()) {
+    stats_.total_pages = batch_->kv().TotalPages();
+    stats_.free_pages = batch_->kv().FreePages();
+    stats_.page_size = batch_->kv().PageSize();
+    if (options_.prefix_cache && batch_->kv().SharesPages()) {
+      prefix_ = std::make_unique<PrefixCache>(batch_->kv().PageSize());
+    }
+  }
+  stats_.prefix_cache = prefix_ != nullptr;
   thread_ = std::thread([this] { Loop(); });
   prepare_thread_ = std::thread([this] { PrepareLoop(); });
 }
@@ -90,6 +235,17 @@ Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
     return Error{ErrorCode::kLimit, "",
                  "the queue holds " + std::to_string(WaitingLocked()) + " waiting requests, its limit"};
   }
+  if (uint64_t c = a->request.conversation) {
+    auto it = conversations_.find(c);
+    if (it == conversations_.end() || it->second->closed) {
+      return Error{ErrorCode::kUsage, "/conversation", "no open conversation " + std::to_string(c)};
+    }
+    if (it->second->busy) {
+      return Error{ErrorCode::kUsage, "/conversation", "the conversation's previous request has not ended"};
+    }
+    it->second->busy = true;
+    a->conversation = it->second.get();
+  }
   a->id = next_id_++;
   uint64_t id = a->id;
   queue_.push_back(std::move(a));
@@ -101,6 +257,28 @@ void Engine::Cancel(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_.insert(id);
   wake_.notify_all();
+}
+
+uint64_t Engine::OpenConversation() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t id = next_id_++;
+  conversations_[id] = std::make_unique<Conversation>();
+  return id;
+}
+
+void Engine::CloseConversation(uint64_t conversation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = conversations_.find(conversation);
+  if (it == conversations_.end()) return;
+  it->second->closed = true;
+  if (!it->second->busy) closed_.insert(conversation);
+  wake_.notify_all();
+}
+
+int64_t Engine::ConversationLength(uint64_t conversation) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = conversations_.find(conversation);
+  return it == conversations_.end() ? 0 : it->second->seq.length;
 }
 
 void Engine::Shutdown(bool drain) {
@@ -122,11 +300,14 @@ Engine::Stats Engine::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   Stats s = stats_;
   s.queued = WaitingLocked();
+  memo_->Count(s);
   return s;
 }
 
-// The preparation worker: takes the queue's head, runs its adapters and plans it without the
-// lock, and hands it to the engine thread (prepared, failed, or cancelled meanwhile).
+// The preparation worker: takes the queue's head, runs its adapters (or takes their rows from
+// the adapter cache) and plans it without the lock, and hands it to the engine thread (prepared,
+// failed, or cancelled meanwhile). A conversation's request is planned after the positions its
+// sequence holds, its pending token first.
 void Engine::PrepareLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -135,8 +316,31 @@ void Engine::PrepareLoop() {
     preparing_ = std::move(queue_.front());
     queue_.pop_front();
     Active& a = *preparing_;
+    int64_t kv_length = 0;
+    if (a.conversation) {
+      // The conversation is busy with this request: its sequence changes no more until it ends.
+      const Sequence& s = a.conversation->seq;
+      kv_length = s.length;
+      if (s.pending) {
+        auto& in = a.request.input;
+        in.pieces.insert(in.pieces.begin(), PromptPiece{TextPiece{{*s.pending}}, ""});
+        in.media.insert(in.media.begin(), NDArray());
+      }
+    }
     lock.unlock();
-    auto prompt = prepare_runner_->Prepare(a.request.input.pieces, a.request.input.media, 0);
+    const TurnInput& in = a.request.input;
+    std::vector<std::string> keys(in.pieces.size());
+    a.digests.assign(in.pieces.size(), "");
+    for (size_t i = 0; i < in.pieces.size() && i < in.media.size(); ++i) {
+      if (!in.media[i].defined()) continue;
+      a.digests[i] = MediaDigest(in.media[i]);
+      if (auto* m = std::get_if<MediaPiece>(&in.pieces[i].value); m && !a.digests[i].empty()) {
+        keys[i] = m->adapter + ":" + a.digests[i];
+      }
+    }
+    const PhaseTimings before = prepare_runner_->timings();
+    auto prompt = prepare_runner_->Prepare(in.pieces, in.media, kv_length, memo_.get(), &keys);
+    a.prepare_time = prepare_runner_->timings() - before;
     if (prompt) {
       a.prompt = std::move(*prompt);
     } else {
@@ -150,7 +354,7 @@ void Engine::PrepareLoop() {
   }
 }
 
-void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
+void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out, std::span<const float> logits) {
   if (a.finished) return;
   a.finished = true;
   StreamEvent e;
@@ -158,10 +362,22 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out) {
     e.text = a.reply->Finish();
   }
   e.done = true;
+  e.stop_reason = reason;
   e.finish_reason = FinishReasonName(reason);
   e.errors = std::move(errors);
   e.prompt_tokens = a.prompt ? a.prompt->plan.prompt_length : 0;
+  e.cached_tokens = a.cached;
   e.completion_tokens = a.generated;
+  e.timings = a.prepare_time;
+  if (a.admitted) e.timings = (batch_->timings() - a.start) + a.prepare_time;
+  if (a.prompt) e.plan = a.prompt->plan;
+  if (a.request.return_logits) e.logits.assign(logits.begin(), logits.end());
+  // A token sampled but not fed (cut by a limit or a stop string) starts a conversation's next
+  // request; a stop token is never fed.
+  if (a.admitted && (reason == StopReason::kLength || reason == StopReason::kStopString) && a.generated > 0) {
+    a.seq.pending = a.pending;
+  }
+  e.kv_length = a.seq.length;
   out.emplace_back(a.sink, std::move(e));
 }
 
@@ -172,12 +388,12 @@ int32_t Engine::SampleConstrained(Active& a, std::span<const float> logits, int 
   std::vector<float> masked(logits.begin(), logits.end());
   if (a.grammar->Constrain(masked, a.request.stop_token_ids) == 0) {
     if (a.grammar->Accepting()) {
-      Finish(a, StopReason::kStopToken, {}, out);
+      Finish(a, StopReason::kStopToken, {}, out, logits);
     } else {
       Finish(a, StopReason::kError,
              {Error{ErrorCode::kUnsupported, "/response_format",
                     "no token of the vocabulary continues the JSON reply"}},
-             out);
+             out, logits);
     }
     return -1;
   }
@@ -186,92 +402,262 @@ int32_t Engine::SampleConstrained(Active& a, std::span<const float> logits, int 
   if (std::find(stops.begin(), stops.end(), token) == stops.end() && !a.grammar->Advance(token)) {
     Finish(a, StopReason::kError,
            {Error{ErrorCode::kInvalid, "/response_format", "the sampler chose a token the grammar refuses"}},
-           out);
+           out, logits);
     return -1;
   }
   return token;
 }
 
 // A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed
-// back unless the reply is complete.
+// back unless the reply is complete. A request with no tokens to generate ends at its prompt.
 void Engine::Accept(Active& a, std::span<const float> logits, Outbox& out) {
+  if (a.limit == 0) {
+    Finish(a, StopReason::kLength, {}, out, logits);
+    return;
+  }
   const bool logprobs = a.request.top_logprobs >= 0;
   TokenLogprobs lp;
   TokenLogprobs* lp_out = logprobs ? &lp : nullptr;
   const int top_n = logprobs ? a.request.top_logprobs : 0;
-  int32_t token = a.grammar ? SampleConstrained(a, logits, top_n, lp_out, out) : a.sampler->Sample(logits, top_n, lp_out);
+  int32_t token;
+  {
+    cpu::PhaseScope clock(cpu::StepKind::kDecode, cpu::Phase::kSampling);
+    token = a.grammar ? SampleConstrained(a, logits, top_n, lp_out, out) : a.sampler->Sample(logits, top_n, lp_out);
+  }
   if (a.finished) return;
   const auto& stops = a.request.stop_token_ids;
   if (std::find(stops.begin(), stops.end(), token) != stops.end()) {
-    Finish(a, StopReason::kStopToken, {}, out);
+    Finish(a, StopReason::kStopToken, {}, out, logits);
     return;
   }
   ++a.generated;
+  a.pending = token;
   StreamEvent e;
   e.tokens = {token};
   if (logprobs) e.logprobs.push_back(std::move(lp));
   if (a.reply) e.text = a.reply->Push(token);
   e.prompt_tokens = a.prompt->plan.prompt_length;
+  e.cached_tokens = a.cached;
   e.completion_tokens = a.generated;
   out.emplace_back(a.sink, std::move(e));
-  if (a.reply && a.reply->stopped()) {
-    Finish(a, StopReason::kStopString, {}, out);
+  const bool go_on = !a.request.on_token || a.request.on_token(token);
+  if (!go_on || (a.reply && a.reply->stopped())) {
+    Finish(a, StopReason::kStopString, {}, out, logits);
   } else if (a.generated >= a.limit) {
-    Finish(a, StopReason::kLength, {}, out);
+    Finish(a, StopReason::kLength, {}, out, logits);
   } else {
     a.decoding = true;
-    a.pending = token;
   }
 }
 
-void Engine::AdmitWaiting(Outbox& out) {
+bool Engine::MatchPrefix(Active& a) {
+  const int64_t page = prefix_->page_size();
+  const int64_t prompt = a.prompt->plan.prompt_length;
+  const int64_t most = (prompt - 1) / page;  // at least one position is prefilled
+  auto path = prefix_->Match(a.seq.keys, most);
+  // A running request still prefilling the same prompt start: wait for its pages.
+  for (const auto& r : running_) {
+    if (r->finished || r->decoding || !r->seq.cacheable) continue;
+    const int64_t common = std::min<int64_t>(static_cast<int64_t>(CommonPrefix(r->seq.keys, a.seq.keys)) / page, most);
+    if (common > static_cast<int64_t>(path.size())) return false;
+  }
+  for (PrefixCache::Node* n : path) prefix_->Pin(n);
+  a.seq.path = std::move(path);
+  return true;
+}
+
+bool Engine::MakeRoom(int64_t pages) {
   PagedKvState& kv = batch_->kv();
-  const int64_t page = kv.PageSize();
-  while (static_cast<int64_t>(running_.size()) < batch_->max_batch_size()) {
+  while (kv.FreePages() < pages) {
+    if (!prefix_) return false;
+    const int32_t page = prefix_->EvictOne();
+    if (page < 0) return false;
+    kv.ReleasePage(page);
+    ++stats_.evictions;
+  }
+  return true;
+}
+
+void Engine::CachePages(Sequence& s) {
+  if (!prefix_ || !s.cacheable) return;
+  const int64_t page = prefix_->page_size();
+  PagedKvState& kv = batch_->kv();
+  std::span<const PositionKey> keys(s.keys);
+  while (true) {
+    const int64_t index = static_cast<int64_t>(s.path.size());
+    if ((index + 1) * page > s.length || (index + 1) * page > static_cast<int64_t>(keys.size())) return;
+    auto held = kv.RetainPage(s.id, index);
+    if (!held) {
+      s.cacheable = false;
+      return;
+    }
+    bool created = false;
+    PrefixCache::Node* node =
+        prefix_->Insert(s.path.empty() ? nullptr : s.path.back(), keys.subspan(index * page, page), *held, &created);
+    if (!created) {
+      // Another sequence cached the same content first: this one's pages stay its own.
+      kv.ReleasePage(*held);
+      s.cacheable = false;
+      return;
+    }
+    prefix_->Pin(node);
+    s.path.push_back(node);
+    --s.pages;
+    --reserved_pages_;
+  }
+}
+
+void Engine::ReleaseSequence(Sequence& s) {
+  if (prefix_) {
+    for (PrefixCache::Node* n : s.path) prefix_->Unpin(n);
+  }
+  s.path.clear();
+  if (batch_->paged() && s.id >= 0) (void)batch_->kv().RemoveSequence(s.id);
+  s.own.reset();
+  reserved_pages_ -= s.pages;
+  s.pages = 0;
+  s.id = -1;
+}
+
+void Engine::AdmitWaiting(Outbox& out) {
+  const bool paged = batch_->paged();
+  const int64_t limit_running = paged ? batch_->max_batch_size() : 1;
+  const int64_t page = paged ? batch_->kv().PageSize() : 1;
+  while (static_cast<int64_t>(running_.size()) < limit_running) {
     std::unique_ptr<Active> next;
-    int64_t need = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (prepared_.empty()) return;
-      Active& head = *prepared_.front();
-      if (head.prepare_errors.empty()) {
-        const int64_t prompt_len = head.prompt->plan.prompt_length;
-        const int64_t window = batch_->limits().context_window_size;
-        head.limit =
-            std::min<int64_t>(head.request.max_tokens, std::max<int64_t>(window - prompt_len, 0));
-        need = PagesFor(prompt_len + head.limit, page);
-        if (need > kv.TotalPages()) {
-          head.prepare_errors.push_back(
-              Error{ErrorCode::kLimit, "",
-                    "the request needs " + std::to_string(prompt_len + head.limit) +
-                        " KV positions; the cache holds " + std::to_string(kv.TotalPages() * page)});
-        } else if (need > kv.TotalPages() - reserved_pages_) {
-          return;  // waits for running requests to end
-        }
-      }
       next = std::move(prepared_.front());
       prepared_.pop_front();
+      if (next->conversation) {
+        next->seq = std::move(next->conversation->seq);
+        next->conversation->seq = Sequence{};
+        next->holds_seq = true;
+      }
     }
-    if (!next->prepare_errors.empty()) {
-      Errors errors = std::move(next->prepare_errors);
-      Finish(*next, StopReason::kError, std::move(errors), out);
+    Active& a = *next;
+    // Puts it back at the head (it waits for room), its conversation's sequence too.
+    auto wait = [&] {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (a.conversation) {
+        a.seq.keys.resize(static_cast<size_t>(a.seq.length));
+        a.conversation->seq = std::move(a.seq);
+        a.seq = Sequence{};
+        a.holds_seq = false;
+      }
+      prepared_.push_front(std::move(next));
+    };
+    if (!a.prepare_errors.empty()) {
+      Errors errors = std::move(a.prepare_errors);
+      Finish(a, StopReason::kError, std::move(errors), out);
+      running_.push_back(std::move(next));  // retired by DropFinished (a conversation's sequence returns)
       continue;
     }
-    next->pages = need;
-    reserved_pages_ += need;
-    next->sampler.emplace(next->request.sampler);
-    if (next->request.json) next->grammar.emplace(*next->request.json);
-    if (tokenizer_) next->reply.emplace(*tokenizer_, next->request.stop_strings);
-    if (Status s = kv.AddSequence(static_cast<int64_t>(next->id)); !s) {
-      reserved_pages_ -= need;
-      Finish(*next, StopReason::kError, s.errors(), out);
-      continue;
+    const int64_t before = a.seq.length;
+    const int64_t prompt_len = a.prompt->plan.prompt_length;
+    const PlanLimits& limits = batch_->limits();
+    // The last sampled token needs no position: a reply may take the window's last position + 1.
+    int64_t cap = a.request.max_tokens;
+    if (!limits.HasSlidingWindow()) {
+      cap = std::min<int64_t>(cap, std::max<int64_t>(limits.context_window_size - before - prompt_len + 1, 0));
     }
-    if (next->limit == 0) {
-      Finish(*next, StopReason::kLength, {}, out);
+    a.limit = cap;
+    const int64_t positions = before + prompt_len + std::max<int64_t>(a.limit - 1, 0);
+    std::vector<PositionKey> prompt_keys = PlanKeys(a.prompt->plan, a.digests);
+    if (paged) {
+      PagedKvState& kv = batch_->kv();
+      const int64_t need = PagesFor(positions, page);
+      if (need > kv.TotalPages()) {
+        Finish(a,
+               StopReason::kError,
+               {Error{ErrorCode::kLimit, "",
+                      "the request needs " + std::to_string(positions) + " KV positions; the cache holds " +
+                          std::to_string(kv.TotalPages() * page)}},
+               out);
+        running_.push_back(std::move(next));
+        continue;
+      }
+      const size_t held_keys = static_cast<size_t>(a.seq.length);
+      a.seq.keys.resize(held_keys);
+      a.seq.keys.insert(a.seq.keys.end(), prompt_keys.begin(), prompt_keys.end());
+      const bool fresh = a.seq.id < 0;
+      if (fresh && prefix_ && !MatchPrefix(a)) {
+        a.seq.keys.clear();
+        wait();
+        return;
+      }
+      const int64_t own = need - static_cast<int64_t>(a.seq.path.size());
+      const int64_t old = a.seq.pages;  // a conversation's reservation while it was idle
+      if (reserved_pages_ - old + own + (prefix_ ? prefix_->pinned_pages() : 0) > kv.TotalPages()) {
+        if (fresh && prefix_) {
+          for (PrefixCache::Node* n : a.seq.path) prefix_->Unpin(n);
+          a.seq.path.clear();
+        }
+        if (running_.empty()) {
+          Finish(a, StopReason::kError,
+                 {Error{ErrorCode::kLimit, "",
+                        "the request needs " + std::to_string(own) +
+                            " KV pages that kept conversations hold"}},
+                 out);
+          running_.push_back(std::move(next));
+          continue;
+        }
+        if (fresh) a.seq.keys.clear();
+        wait();
+        return;  // waits for running requests to end
+      }
+      reserved_pages_ += own - old;
+      a.seq.pages = own;
+      if (fresh) {
+        a.seq.id = static_cast<int64_t>(a.id);
+        std::vector<int32_t> pages;
+        for (PrefixCache::Node* n : a.seq.path) pages.push_back(n->page);
+        Status s = pages.empty() ? kv.AddSequence(a.seq.id) : kv.AddSequenceWithPages(a.seq.id, pages);
+        if (!s) {
+          Finish(a, StopReason::kError, s.errors(), out);
+          running_.push_back(std::move(next));
+          continue;
+        }
+        a.seq.length = static_cast<int64_t>(pages.size()) * page;
+        a.cached = a.seq.length;
+        ++stats_.prefix_queries;
+        if (a.cached > 0) ++stats_.prefix_hits;
+        stats_.cached_tokens += a.cached;
+        DropPrefix(a.prompt->plan, a.cached);
+      }
+    } else {
+      a.seq.keys.clear();
+      if (!a.seq.own) {
+        auto own = batch_->NewSequenceCache();
+        if (!own) {
+          Finish(a, StopReason::kError, own.take_errors(), out);
+          running_.push_back(std::move(next));
+          continue;
+        }
+        a.seq.own = std::move(*own);
+      }
     }
+    stats_.prompt_tokens += prompt_len;
+    a.seq.pending.reset();
+    a.admitted = true;
+    a.start = batch_->timings();
+    a.sampler.emplace(a.request.sampler);
+    if (a.request.json) a.grammar.emplace(*a.request.json);
+    // A structured reply is the JSON value alone: stop strings never cut it.
+    if (tokenizer_) a.reply.emplace(*tokenizer_, a.request.json ? std::vector<std::string>{} : a.request.stop_strings);
     running_.push_back(std::move(next));
   }
+}
+
+int64_t Engine::StepPages(const std::vector<Active*>& batch, bool decode) const {
+  const int64_t page = batch_->kv().PageSize();
+  int64_t pages = 0;
+  for (const Active* a : batch) {
+    const int64_t n = decode ? 1 : a->prompt->plan.chunks[a->next_chunk].size();
+    pages += PagesFor(a->seq.length + n, page) - PagesFor(a->seq.length, page);
+  }
+  return pages;
 }
 
 void Engine::RunDecode(Outbox& out) {
@@ -281,17 +667,33 @@ void Engine::RunDecode(Outbox& out) {
   for (auto& a : running_) {
     if (a->finished || !a->decoding) continue;
     batch.push_back(a.get());
-    ids.push_back(static_cast<int64_t>(a->id));
+    ids.push_back(a->seq.id);
     tokens.push_back(a->pending);
   }
   if (batch.empty()) return;
+  if (!batch_->paged()) {
+    Active& a = *batch.front();
+    auto logits = batch_->DecodeOwn(&a.seq.own, a.pending);
+    if (!logits) {
+      Finish(a, StopReason::kError, logits.errors(), out);
+      return;
+    }
+    ++a.seq.length;
+    Accept(a, (*logits)[0], out);
+    return;
+  }
+  (void)MakeRoom(StepPages(batch, true));
   auto logits = batch_->Decode(ids, tokens);
   for (size_t i = 0; i < batch.size(); ++i) {
+    Active& a = *batch[i];
     if (!logits) {
-      Finish(*batch[i], StopReason::kError, logits.errors(), out);
-    } else {
-      Accept(*batch[i], (*logits)[i], out);
+      Finish(a, StopReason::kError, logits.errors(), out);
+      continue;
     }
+    ++a.seq.length;
+    a.seq.keys.push_back(TokenKey(a.pending));
+    CachePages(a.seq);
+    Accept(a, (*logits)[i], out);
   }
 }
 
@@ -309,18 +711,26 @@ void Engine::RunPrefill(Outbox& out) {
       continue;
     }
     batch.push_back(a.get());
-    chunks.push_back(SequenceChunk{static_cast<int64_t>(a->id), &chunk, *embeds});
+    chunks.push_back(SequenceChunk{a->seq.id, &chunk, *embeds});
     budget -= chunk.size();
-    if (budget <= 0) break;
+    if (budget <= 0 || !batch_->paged()) break;
   }
   if (chunks.empty()) return;
-  auto logits = batch_->Prefill(chunks);
+  Result<SequenceLogits> logits = SequenceLogits();
+  if (batch_->paged()) {
+    (void)MakeRoom(StepPages(batch, false));
+    logits = batch_->Prefill(chunks);
+  } else {
+    logits = batch_->PrefillOwn(&batch.front()->seq.own, chunks.front());
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     Active& a = *batch[i];
     if (!logits) {
       Finish(a, StopReason::kError, logits.errors(), out);
       continue;
     }
+    a.seq.length += chunks[i].chunk->size();
+    if (batch_->paged()) CachePages(a.seq);
     if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
   }
 }
@@ -328,8 +738,24 @@ void Engine::RunPrefill(Outbox& out) {
 void Engine::DropFinished() {
   for (auto& a : running_) {
     if (!a->finished) continue;
-    (void)batch_->kv().RemoveSequence(static_cast<int64_t>(a->id));
-    reserved_pages_ -= a->pages;
+    Sequence& s = a->seq;
+    s.keys.resize(std::min(s.keys.size(), static_cast<size_t>(std::max<int64_t>(s.length, 0))));
+    if (a->conversation) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Conversation& c = *a->conversation;
+      c.busy = false;
+      if (c.closed) closed_.insert(a->request.conversation);
+      if (!a->holds_seq) continue;
+      // Kept: its reservation becomes the pages it holds of its own.
+      if (batch_->paged() && s.id >= 0) {
+        const int64_t held = PagesFor(s.length, batch_->kv().PageSize()) - static_cast<int64_t>(s.path.size());
+        reserved_pages_ += held - s.pages;
+        s.pages = held;
+      }
+      c.seq = std::move(s);
+    } else {
+      ReleaseSequence(s);
+    }
   }
   std::erase_if(running_, [](const std::unique_ptr<Active>& a) { return a->finished; });
 }
@@ -338,12 +764,13 @@ void Engine::Loop() {
   for (;;) {
     Outbox out;
     std::vector<std::unique_ptr<Active>> cancelled_queued;
+    std::vector<std::unique_ptr<Conversation>> closing;
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] {
         // Stopping, it waits for a request being prepared to come back before it ends.
         bool ending = stop_ && !preparing_ && (queue_.empty() || !draining_);
-        return ending || !cancelled_.empty() || !running_.empty() || !prepared_.empty();
+        return ending || !cancelled_.empty() || !running_.empty() || !prepared_.empty() || !closed_.empty();
       });
       if (stop_ && !draining_) {
         for (auto& a : queue_) cancelled_.insert(a->id);
@@ -365,12 +792,23 @@ void Engine::Loop() {
         if (cancelled_.count(a->id)) Finish(*a, StopReason::kCancelled, {}, out);
       }
       cancelled_.clear();
+      for (uint64_t c : closed_) {
+        auto it = conversations_.find(c);
+        if (it == conversations_.end() || it->second->busy) continue;
+        closing.push_back(std::move(it->second));
+        conversations_.erase(it);
+      }
+      closed_.clear();
       if (stop_ && queue_.empty() && !preparing_ && prepared_.empty() && running_.empty() &&
-          cancelled_queued.empty()) {
+          cancelled_queued.empty() && closing.empty()) {
         break;
       }
     }
-    for (auto& a : cancelled_queued) Finish(*a, StopReason::kCancelled, {}, out);
+    for (auto& c : closing) ReleaseSequence(c->seq);
+    for (auto& a : cancelled_queued) {
+      Finish(*a, StopReason::kCancelled, {}, out);
+      running_.push_back(std::move(a));  // its conversation gets its sequence back
+    }
     DropFinished();
     AdmitWaiting(out);
     bool worked = std::any_of(running_.begin(), running_.end(),
@@ -383,7 +821,8 @@ void Engine::Loop() {
       if (worked) ++stats_.steps;
       stats_.running = running_.size();
       stats_.max_running = std::max<int64_t>(stats_.max_running, static_cast<int64_t>(running_.size()));
-      stats_.free_pages = batch_->kv().FreePages();
+      if (batch_->paged()) stats_.free_pages = batch_->kv().FreePages();
+      stats_.cached_pages = prefix_ ? prefix_->pages() : 0;
     }
     for (auto& [sink, event] : out) {
       if (sink) sink(event);

@@ -92,7 +92,9 @@ Result<NDArray> ModelRunner::RunAdapter(const MediaPiece& media, const NDArray& 
 }
 
 Result<PreparedPrompt> ModelRunner::Prepare(std::vector<PromptPiece> pieces,
-                                            const std::vector<NDArray>& media, int64_t kv_length) {
+                                            const std::vector<NDArray>& media, int64_t kv_length,
+                                            AdapterMemo* memo,
+                                            const std::vector<std::string>* media_keys) {
   if (pieces.empty()) return Error{ErrorCode::kUsage, "", "a turn needs at least one segment"};
   if (model_.legacy) {
     for (const PromptPiece& p : pieces) {
@@ -113,9 +115,18 @@ Result<PreparedPrompt> ModelRunner::Prepare(std::vector<PromptPiece> pieces,
                    std::string("no ") + MediaKindName(m->kind) + " data for " + AdapterName(*m) +
                        " (a row count alone is for planning only)"};
     }
-    auto rows = RunAdapter(*m, media[i]);
-    MLC_RETURN_IF_ERROR(rows);
-    prompt.outputs[i] = *rows;
+    const std::string* key =
+        memo && media_keys && i < media_keys->size() && !(*media_keys)[i].empty() ? &(*media_keys)[i] : nullptr;
+    NDArray kept = key ? memo->Find(*key) : NDArray();
+    if (kept.defined()) {
+      prompt.outputs[i] = kept;
+    } else {
+      auto rows = RunAdapter(*m, media[i]);
+      MLC_RETURN_IF_ERROR(rows);
+      prompt.outputs[i] = *rows;
+      if (key) memo->Keep(*key, *rows);
+    }
+    const NDArray* rows = &prompt.outputs[i];
     if (m->kind == MediaKind::kAudio) {
       m->rows = rows->shape()[0];
       MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));

@@ -25,6 +25,15 @@ struct KvCacheShape {
   bool sliding_window = false;
 };
 
+// Adapter outputs kept by the media they came from (the engine's bounded cache): Prepare asks it
+// before it runs an adapter and gives it each output it computed.
+class AdapterMemo {
+ public:
+  virtual ~AdapterMemo() = default;
+  virtual NDArray Find(const std::string& key) = 0;  // undefined when absent
+  virtual void Keep(const std::string& key, const NDArray& rows) = 0;
+};
+
 // One thread at a time per runner; Fork gives another thread its own runner over the same model
 // (the adapters and embed_tokens take only the parameters, no KV state, so two runners may call
 // them while a third prefills or decodes).
@@ -51,8 +60,11 @@ class ModelRunner {
   // Runs the adapters of a prompt (media[i] is piece i's input) and plans it for a sequence
   // holding kv_length positions: the context is checked before an image adapter runs and again
   // once audio rows are known.
+  // With memo, media piece i whose media_keys[i] is not empty takes its rows from the memo when
+  // it holds them, and its computed rows are kept there.
   Result<PreparedPrompt> Prepare(std::vector<PromptPiece> pieces, const std::vector<NDArray>& media,
-                                 int64_t kv_length);
+                                 int64_t kv_length, AdapterMemo* memo = nullptr,
+                                 const std::vector<std::string>* media_keys = nullptr);
   // The embeddings of a planned chunk, [chunk size, hidden]: embed_tokens for text, the adapter
   // rows otherwise.
   Result<NDArray> ChunkEmbeddings(const PrefillChunk& chunk, const PreparedPrompt& prompt);

@@ -85,7 +85,10 @@ TokenLogprobs LogprobsOf(std::span<const float> logits, double temperature, int3
     top.insert(std::upper_bound(top.begin(), top.end(), id, before), id);
     if (top.size() > n) top.pop_back();
   }
-  for (int32_t id : top) out.top.emplace_back(id, logprob(id));
+  // A token the distribution cannot produce (a grammar's mask: -infinity) is no alternative.
+  for (int32_t id : top) {
+    if (std::isfinite(logprob(id))) out.top.emplace_back(id, logprob(id));
+  }
   return out;
 }
 

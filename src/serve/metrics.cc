@@ -90,6 +90,31 @@ std::string Metrics::Render(const Engine::Stats& engine) const {
   Sample(out, "mlc_manifest_kv_positions_used", std::to_string(used));
   Header(out, "mlc_manifest_kv_positions_free", "gauge", "KV cache positions free.");
   Sample(out, "mlc_manifest_kv_positions_free", std::to_string(engine.free_pages * engine.page_size));
+  auto counter = [&](const char* name, const char* help, int64_t v) {
+    Header(out, name, "counter", help);
+    Sample(out, name, std::to_string(v));
+  };
+  auto gauge = [&](const char* name, const char* help, int64_t v) {
+    Header(out, name, "gauge", help);
+    Sample(out, name, std::to_string(v));
+  };
+  gauge("mlc_manifest_prefix_cache_enabled", "1 when the prefix cache is on.", engine.prefix_cache ? 1 : 0);
+  counter("mlc_manifest_prefix_cache_queries_total", "Requests that looked up a cached prefix.",
+          engine.prefix_queries);
+  counter("mlc_manifest_prefix_cache_hits_total", "Requests that reused at least one cached KV page.",
+          engine.prefix_hits);
+  counter("mlc_manifest_prefix_cache_reused_tokens_total", "Prompt positions taken from the prefix cache.",
+          engine.cached_tokens);
+  gauge("mlc_manifest_prefix_cache_pages", "KV pages held by the prefix cache.", engine.cached_pages);
+  gauge("mlc_manifest_prefix_cache_positions", "KV positions held by the prefix cache.",
+        engine.cached_pages * engine.page_size);
+  counter("mlc_manifest_prefix_cache_evictions_total", "KV pages evicted from the prefix cache.",
+          engine.evictions);
+  counter("mlc_manifest_adapter_cache_hits_total", "Media inputs whose adapter rows came from the adapter cache.",
+          engine.adapter_hits);
+  counter("mlc_manifest_adapter_runs_total", "Adapter (tower) calls.", engine.adapter_runs);
+  gauge("mlc_manifest_adapter_cache_entries", "Adapter outputs held by the adapter cache.",
+        engine.adapter_cache_entries);
   return out;
 }
 

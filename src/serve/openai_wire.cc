@@ -35,7 +35,8 @@ std::string FinishReason(const std::string& engine_reason) {
 OrderedJson Usage(const StreamEvent& last) {
   return {{"prompt_tokens", last.prompt_tokens},
           {"completion_tokens", last.completion_tokens},
-          {"total_tokens", last.prompt_tokens + last.completion_tokens}};
+          {"total_tokens", last.prompt_tokens + last.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", last.cached_tokens}}}};
 }
 
 SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package) {

@@ -96,10 +96,51 @@ inline std::vector<std::vector<float>> PrefillAll(BatchModel& b, const std::vect
   return last;
 }
 
+// A prompt followed by more text (a chat's next turn over the same start).
+inline TurnInput Extend(TurnInput in, std::vector<int32_t> more) {
+  in.pieces.push_back(PromptPiece{TextPiece{std::move(more)}, "/more"});
+  in.media.emplace_back();
+  return in;
+}
+
+// Positions a prompt takes (every media piece's rows known, or images).
+inline int64_t PromptPositions(const LoadedModel& m, const TurnInput& in) {
+  Session s = m.NewSession();
+  auto r = s.Prefill(in);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : FormatErrors(r.errors()));
+  return r.ok() ? r->plan.prompt_length : 0;
+}
+
+// What one submitted request streamed, its tokens and its last event; Wait blocks until it ends.
+struct Collected {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int32_t> tokens;
+  bool done = false;
+  StreamEvent last;
+
+  StreamSink Sink() {
+    return [this](const StreamEvent& e) {
+      std::lock_guard<std::mutex> lock(mu);
+      tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+      if (e.done) {
+        done = true;
+        last = e;
+      }
+      cv.notify_all();
+    };
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+};
+
 // What a running engine streamed for one request.
 struct EngineReply {
   std::vector<int32_t> tokens;
   std::string finish_reason;
+  int64_t cached_tokens = 0;
 };
 
 // Submits every prompt to the engine at once (max_tokens each, the request's default sampling) and
@@ -124,6 +165,7 @@ inline std::vector<EngineReply> SubmitAll(Engine& engine, const std::vector<Turn
       if (e.done) {
         p->done = true;
         p->reply.finish_reason = e.finish_reason;
+        p->reply.cached_tokens = e.cached_tokens;
       }
       p->cv.notify_all();
     });

@@ -77,7 +77,10 @@ inline FamilyModelOptions TinyOptions(const std::string& family, const std::stri
 }
 
 // Submits every prompt to an engine over the loaded model at once (a batch as wide as the prompts)
-// and expects each request's greedy tokens to equal its run alone.
+// and expects each request's greedy tokens to equal its run alone. Then the prefix cache: the same
+// prompts again, and each followed by its reply and more text (a chat's next turn), reuse their
+// cached whole pages (every position but the last is cached) and still give the tokens of a run
+// alone, which an engine without the cache gives too.
 inline void ExpectEngineMatchesRunsAlone(const LoadedModel& model, const std::vector<TurnInput>& prompts,
                                          int64_t max_tokens) {
   EngineOptions eo;
@@ -85,8 +88,34 @@ inline void ExpectEngineMatchesRunsAlone(const LoadedModel& model, const std::ve
   auto engine = Engine::Start(model, nullptr, eo);
   ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
   std::vector<EngineReply> got = SubmitAll(**engine, prompts, max_tokens);
-  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(got[i].tokens, Alone(model, prompts[i], max_tokens)) << i;
+  std::vector<TurnInput> next;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, Alone(model, prompts[i], max_tokens)) << i;
+    std::vector<int32_t> more = got[i].tokens;
+    more.insert(more.end(), {7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23});
+    next.push_back(Extend(prompts[i], more));
+  }
+  const int64_t page = (*engine)->stats().page_size;
+  std::vector<EngineReply> again = SubmitAll(**engine, prompts, max_tokens);
+  std::vector<EngineReply> follow = SubmitAll(**engine, next, max_tokens);
+  eo.prefix_cache = false;
+  auto plain = Engine::Start(model, nullptr, eo);
+  ASSERT_TRUE(plain.ok()) << FormatErrors(plain.errors());
+  std::vector<EngineReply> uncached = SubmitAll(**plain, next, max_tokens);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const int64_t n = PromptPositions(model, prompts[i]);
+    EXPECT_EQ(again[i].tokens, got[i].tokens) << i;
+    EXPECT_EQ(again[i].cached_tokens, (n - 1) / page * page) << "prompt " << i << " of " << n << " positions";
+    EXPECT_EQ(follow[i].tokens, Alone(model, next[i], max_tokens)) << i;
+    EXPECT_EQ(follow[i].tokens, uncached[i].tokens) << i;
+    EXPECT_EQ(uncached[i].cached_tokens, 0);
+    EXPECT_GE(follow[i].cached_tokens, (n - 1) / page * page) << i;
+  }
+  const Engine::Stats stats = (*engine)->stats();
+  EXPECT_TRUE(stats.prefix_cache);
+  EXPECT_GT(stats.prefix_hits, 0);
   (*engine)->Shutdown(true);
+  EXPECT_EQ((*engine)->stats().free_pages + (*engine)->stats().cached_pages, (*engine)->stats().total_pages);
 }
 
 // The package `o` describes (force set), written and loaded with its CPU library (library empty,

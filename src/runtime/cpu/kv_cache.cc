@@ -75,7 +75,7 @@ Status PagedKvCache::RemoveSequence(int64_t seq_id) {
   auto it = seqs_.find(seq_id);
   if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
   for (int32_t p : it->second.pages) {
-    if (p >= 0) free_.push_back(p);
+    if (p >= 0) Drop(p);
   }
   seqs_.erase(it);
   forward_.clear();
@@ -107,6 +107,51 @@ Status PagedKvCache::ForkSequence(int64_t parent_id, int64_t child_id) {
   }
   child.length = from.length;
   return Status::Ok();
+}
+
+Result<int32_t> PagedKvCache::RetainPage(int64_t seq_id, int64_t index) {
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end()) return CallError(kWhere, "no " + SeqName(seq_id));
+  const Sequence& s = it->second;
+  if (index < 0 || (index + 1) * shape_.page_size > s.length ||
+      s.pages[static_cast<size_t>(index)] < 0) {
+    return CallError(kWhere, "page " + std::to_string(index) + " of " + SeqName(seq_id) +
+                                 " is not a full page it holds");
+  }
+  const int32_t page = s.pages[static_cast<size_t>(index)];
+  ++holds_[static_cast<size_t>(page)];
+  return page;
+}
+
+void PagedKvCache::ReleasePage(int32_t page) {
+  if (page >= 0 && static_cast<size_t>(page) < holds_.size() && holds_[static_cast<size_t>(page)] > 0) {
+    Drop(page);
+  }
+}
+
+Status PagedKvCache::AddSequenceWithPages(int64_t seq_id, std::span<const int32_t> pages) {
+  const int64_t length = static_cast<int64_t>(pages.size()) * shape_.page_size;
+  if (!shape_.sliding && length > shape_.max_total_seq_len) {
+    return CallError(kWhere, std::to_string(length) + " positions are more than the context window of " +
+                                 std::to_string(shape_.max_total_seq_len));
+  }
+  for (int32_t p : pages) {
+    if (p < 0 || static_cast<size_t>(p) >= holds_.size() || holds_[static_cast<size_t>(p)] < 1) {
+      return CallError(kWhere, "page " + std::to_string(p) + " is not held");
+    }
+  }
+  MLC_RETURN_IF_ERROR(AddSequence(seq_id));
+  Sequence& s = seqs_.at(seq_id);
+  for (int32_t p : pages) {
+    ++holds_[static_cast<size_t>(p)];
+    s.pages.push_back(p);
+  }
+  s.length = length;
+  return Status::Ok();
+}
+
+void PagedKvCache::Drop(int32_t page) {
+  if (--holds_[static_cast<size_t>(page)] == 0) free_.push_back(page);
 }
 
 int64_t PagedKvCache::NewPages(const Sequence& s, int64_t n) const {
@@ -196,6 +241,7 @@ int32_t PagedKvCache::NewPage() {
   if (!free_.empty()) {
     int32_t p = free_.back();
     free_.pop_back();
+    holds_[static_cast<size_t>(p)] = 1;
     return p;
   }
   const size_t page_bytes = static_cast<size_t>(page_floats_) * sizeof(float);
@@ -213,6 +259,7 @@ int32_t PagedKvCache::NewPage() {
     next_ = static_cast<float*>(blocks_.back().get());
   }
   pages_.push_back(next_);
+  holds_.push_back(1);
   next_ += page_floats_;
   --spare_;
   return static_cast<int32_t>(pages_.size() - 1);
@@ -233,7 +280,7 @@ void PagedKvCache::Commit(const Segment& seg) {
     int64_t begin = static_cast<int64_t>(i) * shape_.page_size;
     int64_t end = begin + shape_.page_size;
     if (s.pages[i] >= 0 && end <= first_needed && begin >= SinkEnd()) {
-      free_.push_back(s.pages[i]);
+      Drop(s.pages[i]);
       s.pages[i] = -1;
     }
   }

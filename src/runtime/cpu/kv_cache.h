@@ -3,7 +3,8 @@
 // context window (max_total_seq_len), the prefill chunk size, and a sliding window with
 // attention sinks (pages wholly outside the window and past the sinks go back to the pool).
 // It holds several sequences (the paged KV cache's sequence interface: add, remove, fork,
-// begin/end forward); a call without begin_forward runs the only sequence.
+// begin/end forward); a call without begin_forward runs the only sequence. Full pages can be
+// shared between sequences and the engine's prefix cache (counted holds, PagedKvState).
 #pragma once
 
 #include <cstdint>
@@ -64,6 +65,11 @@ class PagedKvCache : public PagedKvState {
   int64_t FreePages() const override { return max_pages_ - pages_in_use(); }
   int64_t TotalPages() const override { return max_pages_; }
 
+  bool SharesPages() const override { return true; }
+  Result<int32_t> RetainPage(int64_t seq_id, int64_t index) override;
+  void ReleasePage(int32_t page) override;
+  Status AddSequenceWithPages(int64_t seq_id, std::span<const int32_t> pages) override;
+
   const KvCacheShape& shape() const { return shape_; }
 
   // One sequence's part of a call: `length` new positions after `start` held ones.
@@ -113,7 +119,8 @@ class PagedKvCache : public PagedKvState {
   int64_t NewPages(const Sequence& s, int64_t n) const;
   // Where pos's page holds the layer's keys (which 0) or values (1), and pos's index in the page.
   float* Block(int64_t seq_id, int64_t layer, int64_t pos, int which);
-  int32_t NewPage();
+  int32_t NewPage();  // held once
+  void Drop(int32_t page);  // one hold less; back to the pool at none
 
   KvCacheShape shape_;
   std::vector<int64_t> offsets_;  // per layer: where its keys start in a page (its source's)
@@ -126,6 +133,7 @@ class PagedKvCache : public PagedKvState {
   int64_t spare_ = 0;
   float* next_ = nullptr;
   std::vector<int32_t> free_;
+  std::vector<int32_t> holds_;  // per page: sequences and prefix-cache entries holding it
   int64_t max_pages_ = 0;
   std::map<int64_t, Sequence> seqs_;
   Plan forward_;  // since BeginForward
