@@ -444,6 +444,7 @@ TEST(Engine, SlowAdapterDoesNotStallRunningStreams) {
   image.media = {NDArray(), Pixels(32, 3)};
   const auto submitted = Clock::now();
   Collected b;
+  image.media = {Pixels(32, 6)};  // another image: the adapter cache has no rows for it
   ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
   b.WaitDone();
   const auto b_done = Clock::now();
@@ -483,6 +484,7 @@ TEST(Engine, CancelAndShutdownReachARequestBeingPrepared) {
   EXPECT_EQ(a.last.finish_reason, "cancelled");
   EXPECT_TRUE(a.tokens.empty());
   Collected b;
+  image.media = {Pixels(32, 6)};  // another image: the adapter cache has no rows for it
   ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*engine)->Shutdown(false);

@@ -20,6 +20,18 @@
 namespace mlc {
 namespace {
 
+// Generation options by position: max_tokens, the sampler, stop ids, on_token.
+GenerationOptions Opts(int64_t max_tokens, SamplerConfig sampler = {}, std::vector<int32_t> stops = {},
+                       std::function<bool(int32_t)> on_token = {}) {
+  GenerationOptions o;
+  o.max_tokens = max_tokens;
+  o.sampler = sampler;
+  o.stop_token_ids = std::move(stops);
+  o.on_token = std::move(on_token);
+  return o;
+}
+
+
 // Wraps a library: counts calls, records prefill arguments, replaces or hides functions.
 class SpyLibrary : public ModelLibrary {
  public:
@@ -207,7 +219,7 @@ TEST(Bind, LegacyPackageBindsTheEmbedPairAndSaysSo) {
   Session s = m.NewSession();
   TurnInput in;
   in.pieces.push_back(PromptPiece{TextPiece{{1, 2, 3}}, "/0"});
-  auto r = s.Generate(in, GenerationOptions{4, {}, {}, {}});
+  auto r = s.Generate(in, Opts(4, {}, {}, {}));
   ASSERT_TRUE(r.ok()) << FormatErrors(r.errors());
   EXPECT_EQ(r->tokens.size(), 4u);
   // Without prefill/decode the legacy path fails naming them.
@@ -300,7 +312,9 @@ TEST_P(Chunking, ChunkedPrefillGivesTheLogitsOfOneChunk) {
   EXPECT_EQ(a->plan.chunks.size(), 5u);
   PlanLimits small = m.limits;
   small.prefill_chunk_size = GetParam();
-  Session chunked(m.bound, m.params, small, m.hidden_size);
+  LoadedModel small_model = m;
+  small_model.limits = small;
+  Session chunked = small_model.NewSession();
   auto b = chunked.Prefill(MixedTurn(m.bound.contract));
   ASSERT_TRUE(b.ok()) << FormatErrors(b.errors());
   EXPECT_GT(b->plan.chunks.size(), a->plan.chunks.size());
@@ -323,7 +337,7 @@ TEST(Generate, TokenPairAndEmbedPairGiveTheSameLogits) {
   LoadedModel embeds = MustLoad(*p, *p->library, embeds_only);
   ASSERT_EQ(embeds.bound.contract.pair, GenerationPair::kEmbeds);
   Session st = tokens.NewSession(), se = embeds.NewSession();
-  GenerationOptions opt{6, {}, {}, {}};
+  GenerationOptions opt = Opts(6, {}, {}, {});
   auto rt = st.Generate(MixedTurn(tokens.bound.contract), opt);
   auto re = se.Generate(MixedTurn(embeds.bound.contract), opt);
   ASSERT_TRUE(rt.ok()) << FormatErrors(rt.errors());
@@ -471,7 +485,7 @@ TEST(Generate, FullContextEndsTheTurnWithLength) {
   auto p = MakePackage(o);
   LoadedModel m = MustLoad(*p, *p->library);
   Session s = m.NewSession();
-  GenerationOptions opt{100, {}, {}, {}};
+  GenerationOptions opt = Opts(100, {}, {}, {});
   TurnInput in;
   in.pieces.push_back(PromptPiece{TextPiece{std::vector<int32_t>(10, 11)}, "/0"});
   auto t = s.Generate(in, opt);
@@ -491,7 +505,7 @@ TEST(Generate, TurnsContinueTheKvCache) {
   auto p = MakePackage(Multimodal(ReferencePairs::kTokens));
   LoadedModel m = MustLoad(*p, *p->library);
   Session s = m.NewSession();
-  GenerationOptions opt{5, {}, {}, {}};
+  GenerationOptions opt = Opts(5, {}, {}, {});
   auto t1 = s.Generate(MixedTurn(m.bound.contract), opt);
   ASSERT_TRUE(t1.ok()) << FormatErrors(t1.errors());
   ASSERT_EQ(t1->stop_reason, "length");
@@ -528,12 +542,12 @@ TEST(Generate, StopTokensEndTheTurnAndSamplingIsSeeded) {
   TurnInput in;
   in.pieces.push_back(PromptPiece{TextPiece{{1, 2, 3, 4}}, "/0"});
   Session s = m.NewSession();
-  auto greedy = s.Generate(in, GenerationOptions{8, {}, {}, {}});
+  auto greedy = s.Generate(in, Opts(8, {}, {}, {}));
   ASSERT_TRUE(greedy.ok());
   ASSERT_FALSE(greedy->tokens.empty());
   // Declaring the first greedy token a stop token ends the turn at once, without feeding it.
   Session s2 = m.NewSession();
-  auto stopped = s2.Generate(in, GenerationOptions{8, {}, {greedy->tokens[0]}, {}});
+  auto stopped = s2.Generate(in, Opts(8, {}, {greedy->tokens[0]}, {}));
   ASSERT_TRUE(stopped.ok());
   EXPECT_TRUE(stopped->tokens.empty());
   EXPECT_EQ(stopped->stop_reason, "stop_token");
@@ -542,10 +556,10 @@ TEST(Generate, StopTokensEndTheTurnAndSamplingIsSeeded) {
   // fed at the start of the next turn, like a token cut by the limit.
   Session s6 = m.NewSession();
   std::vector<int32_t> seen;
-  GenerationOptions until_third{8, {}, {}, [&](int32_t t) {
-                                  seen.push_back(t);
-                                  return seen.size() < 3;
-                                }};
+  GenerationOptions until_third = Opts(8, {}, {}, [&](int32_t t) {
+    seen.push_back(t);
+    return seen.size() < 3;
+  });
   auto cut = s6.Generate(in, until_third);
   ASSERT_TRUE(cut.ok());
   EXPECT_EQ(cut->stop_reason, "stop_str");
@@ -555,12 +569,12 @@ TEST(Generate, StopTokensEndTheTurnAndSamplingIsSeeded) {
   // Seeded sampling is reproducible and differs from greedy for a hot temperature.
   SamplerConfig hot{1.5, 0.95, 50, 42};
   Session s3 = m.NewSession(), s4 = m.NewSession();
-  auto x = s3.Generate(in, GenerationOptions{12, hot, {}, {}});
-  auto y = s4.Generate(in, GenerationOptions{12, hot, {}, {}});
+  auto x = s3.Generate(in, Opts(12, hot, {}, {}));
+  auto y = s4.Generate(in, Opts(12, hot, {}, {}));
   ASSERT_TRUE(x.ok() && y.ok());
   EXPECT_EQ(x->tokens, y->tokens);
   Session s5 = m.NewSession();
-  auto g12 = s5.Generate(in, GenerationOptions{12, {}, {}, {}});
+  auto g12 = s5.Generate(in, Opts(12, {}, {}, {}));
   EXPECT_NE(x->tokens, g12->tokens);
 }
 
