@@ -7,6 +7,10 @@
 // the real E2B shape.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "base/interrupt.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -541,6 +545,23 @@ TEST(CpuGemma4Audio, RefusesBadClipsBeforeAnyRow) {
     ASSERT_FALSE(rows);
     EXPECT_NE(rows.error().message.find("float32 [n]"), std::string::npos) << rows.error().message;
   }
+}
+
+// An interrupted call (base/interrupt.h) stops between conformer layers, naming the function.
+TEST(CpuGemma4Audio, InterruptedEmbedStopsBetweenLayers) {
+  TinyTower t = MakeTiny(cpu::Quant::kQ4F16, "q4f16_1", 0);
+  ASSERT_TRUE(t.tower);
+  auto bound = BindTiny(t);
+  ASSERT_TRUE(bound);
+  NDArray clip = NDArray::Empty({4000}, DlFloat32());
+  for (int64_t i = 0; i < 4000; ++i) clip.data<float>()[i] = 0.1f * static_cast<float>(i % 17) / 17.0f;
+  std::atomic<bool> flag{true};
+  const InterruptScope scope(&flag);
+  auto rows = bound->Embed(clip, "audio_embed");
+  ASSERT_FALSE(rows);
+  EXPECT_NE(rows.error().message.find("audio_embed: interrupted"), std::string::npos) << rows.error().message;
+  flag = false;
+  EXPECT_TRUE(bound->Embed(clip, "audio_embed"));
 }
 
 TEST(CpuGemma4Audio, RefusesAMissingDftMatrix) {

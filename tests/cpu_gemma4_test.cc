@@ -7,6 +7,10 @@
 // package written by a separate tool (tests/support/gemma4_package.py) answering a spoken question.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "base/interrupt.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -306,6 +310,35 @@ TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
   auto out_of_range = cpu::Forward(c, *w, kv, row.data(), 1, "prefill_tokens", cpu::RowTokens{bad, zero});
   ASSERT_FALSE(out_of_range);
   EXPECT_NE(out_of_range.error().message.find("outside the per-layer vocabulary"), std::string::npos);
+}
+
+// An interrupted forward stops between layers and commits nothing to the cache: the sequence's
+// length is as before, and the same call then runs.
+TEST(CpuGemma4, InterruptedForwardCommitsNothing) {
+  test::TempDir dir;
+  std::string pkg = WriteGemma4(dir, "q0f32");
+  cpu::ModelConfig c = ConfigOf(pkg);
+  auto params = ParamsOf(pkg, c);
+  ASSERT_TRUE(params);
+  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
+  ASSERT_TRUE(w);
+  cpu::KvCacheShape shape;
+  shape.layers = cpu::KvPlan(c);
+  shape.max_total_seq_len = 32;
+  shape.prefill_chunk_size = 16;
+  cpu::PagedKvCache kv(shape);
+  std::vector<float> rows(static_cast<size_t>(3 * c.hidden_size), 0.25f);
+  std::vector<int32_t> ids = {5, 6, 7}, text = {0, 0, 0};
+  std::atomic<bool> flag{true};
+  const InterruptScope scope(&flag);
+  auto stopped = cpu::Forward(c, *w, kv, rows.data(), 3, "prefill_tokens", cpu::RowTokens{ids, text});
+  ASSERT_FALSE(stopped);
+  EXPECT_NE(stopped.error().message.find("prefill_tokens: interrupted"), std::string::npos);
+  EXPECT_EQ(*kv.SequenceLength(0), 0);
+  flag = false;
+  auto ran = cpu::Forward(c, *w, kv, rows.data(), 3, "prefill_tokens", cpu::RowTokens{ids, text});
+  ASSERT_TRUE(ran) << ran.error().ToString();
+  EXPECT_EQ(*kv.SequenceLength(0), 3);
 }
 
 // Continuous batching: each request's greedy tokens equal its run alone (token pair decode of

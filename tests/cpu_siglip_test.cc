@@ -6,6 +6,10 @@
 // shape or dtype, a missing or misshapen tower tensor, unsupported config values.
 #include <gtest/gtest.h>
 
+#include <atomic>
+
+#include "base/interrupt.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -232,6 +236,26 @@ TEST(CpuSiglip, WrongPixelsAreRefusedNamingTheFunction) {
     EXPECT_NE(rows.error().message.find("image_embed: expected pixels uint8 or uint32 [1, 32, 32, 3]"),
               std::string::npos)
         << rows.error().message;
+  }
+}
+
+// An interrupted call (base/interrupt.h) stops between encoder layers with an error naming the
+// function; the same call without the flag gives its rows.
+TEST(CpuSiglip, InterruptedEmbedStopsBetweenLayers) {
+  TinyTower t = MakeTiny(cpu::Quant::kQ0F32, "q0f32");
+  ASSERT_TRUE(t.tower);
+  auto bound = test::BindTower(t, t.specs, t.params);
+  ASSERT_TRUE(bound) << bound.error().ToString();
+  NDArray px = NDArray::Empty({1, 32, 32, 3}, DlUInt8());
+  std::fill_n(px.data<uint8_t>(), px.Elements(), uint8_t{90});
+  std::atomic<bool> flag{true};
+  {
+    const InterruptScope scope(&flag);
+    auto rows = (*bound)->Embed(px, "image_embed");
+    ASSERT_FALSE(rows);
+    EXPECT_NE(rows.error().message.find("image_embed: interrupted"), std::string::npos) << rows.error().message;
+    flag = false;
+    EXPECT_TRUE((*bound)->Embed(px, "image_embed"));
   }
 }
 

@@ -2,7 +2,8 @@
 // fork, begin_forward errors, running out of pages), batched prefill and decode giving each
 // sequence exactly the greedy tokens it gets alone (mixed lengths and modalities, both pairs),
 // and the continuous-batching engine (late joiners, a queue, stop ids and strings, cancellation,
-// the KV page budget, a slow adapter that does not stall running streams).
+// the KV page budget, a slow adapter that does not stall running streams, cancellation that
+// interrupts an adapter or a prefill call in progress).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/interrupt.h"
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/reference_model.h"
@@ -490,6 +492,109 @@ TEST(Engine, CancelAndShutdownReachARequestBeingPrepared) {
   EXPECT_TRUE(b.done);
   EXPECT_EQ(b.last.finish_reason, "cancelled");
   EXPECT_EQ((*engine)->stats().queued, 0u);
+}
+
+// Another library's functions, where the calls named `held` (by prefix) wait until their call is
+// interrupted (base/interrupt.h), up to 20 s, or until released: a tower or a prefill that takes
+// long. It counts the calls that entered and those that saw the interruption.
+class HeldLibrary : public FunctionTableLibrary {
+ public:
+  HeldLibrary(const ModelLibrary& inner, const std::string& held) : FunctionTableLibrary(inner.Metadata()) {
+    for (const std::string& name : inner.FunctionNames()) {
+      const PackedFunction* fn = inner.GetFunction(name);
+      if (name.rfind(held, 0) != 0) {
+        functions_[name] = *fn;
+        continue;
+      }
+      functions_[name] = [this, fn, name](std::span<const Value> args) -> Result<std::vector<Value>> {
+        ++entered;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!released && std::chrono::steady_clock::now() < until) {
+          if (Interrupted()) {
+            ++interrupted;
+            return InterruptedError(name).errors();
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return (*fn)(args);
+      };
+    }
+  }
+  std::atomic<int> entered{0}, interrupted{0};
+  std::atomic<bool> released{false};
+};
+
+void WaitEntered(const HeldLibrary& lib) {
+  for (int i = 0; i < 20000 && lib.entered == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GT(lib.entered, 0);
+}
+
+// Cancelling a request whose adapter is running stops the adapter call itself.
+TEST(Engine, CancelInterruptsTheAdapterCall) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  HeldLibrary held(*m->library, "image_embed");
+  auto loaded = LoadModel(m->dir.path(), held);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  TurnInput image;
+  image.pieces.push_back(PromptPiece{ImagePiece(*loaded->bound.contract.image), "/0"});
+  image.media = {Pixels(32, 7)};
+  Collected a;
+  auto id = (*engine)->Submit(Greedy(image, 3), a.Sink());
+  ASSERT_TRUE(id.ok());
+  WaitEntered(held);
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_EQ(held.interrupted, 1);
+  // The interrupted call's rows were not kept: the same image runs its adapter again, to the end.
+  held.released = true;
+  Collected b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
+  b.WaitDone();
+  EXPECT_EQ(b.last.finish_reason, "length");
+  EXPECT_EQ(b.tokens.size(), 3u);
+  EXPECT_EQ(held.entered, 2);
+}
+
+// Cancelling the only request of a prefill call stops the call between layers; nothing of it stays
+// in the cache, and the engine goes on as before.
+TEST(Engine, CancelInterruptsAPrefillCall) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  HeldLibrary held(*m->library, "prefill");
+  auto loaded = LoadModel(m->dir.path(), held);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  const int64_t free_before = (*engine)->stats().free_pages;
+  Collected a;
+  auto id = (*engine)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), a.Sink());
+  ASSERT_TRUE(id.ok());
+  WaitEntered(held);
+  (*engine)->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_TRUE(a.tokens.empty());
+  EXPECT_EQ(held.interrupted, 1);
+  held.released = true;
+  Collected b;
+  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), b.Sink()).ok());
+  b.WaitDone();
+  EXPECT_EQ(b.last.finish_reason, "length");
+  EXPECT_EQ(b.last.cached_tokens, 0);  // the interrupted prompt left no pages behind
+  Collected alone;
+  {
+    auto plain = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+    ASSERT_TRUE(plain.ok());
+    ASSERT_TRUE((*plain)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), alone.Sink()).ok());
+    alone.WaitDone();
+  }
+  EXPECT_EQ(b.tokens, alone.tokens);
+  (*engine)->Shutdown(true);
+  EXPECT_GE((*engine)->stats().free_pages, free_before - (*engine)->stats().cached_pages);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 // A request's adapters run on a preparation worker before it joins the batch.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -218,6 +219,9 @@ class Engine {
   void Finish(Active& a, StopReason reason, Errors errors, Outbox& out,
               std::span<const float> logits = {});
   void DropFinished();
+  void CancelPreparingLocked();
+  void BeginInterruptibleStep(std::span<Active* const> batch);
+  bool EndInterruptibleStep();  // whether the call was interrupted
   size_t WaitingLocked() const;
 
   std::unique_ptr<BatchModel> batch_;
@@ -237,6 +241,12 @@ class Engine {
   std::deque<std::unique_ptr<Active>> queue_;     // guarded by mu_
   std::unique_ptr<Active> preparing_;             // guarded by mu_ (its fields: the worker's)
   bool preparing_cancelled_ = false;              // guarded by mu_
+  // Set with preparing_cancelled_: interrupts the adapter call itself (base/interrupt.h).
+  std::atomic<bool> prepare_interrupt_{false};
+  // The requests of the prefill call in progress (none when one continues a conversation), and
+  // the flag that interrupts the call once every one of them is cancelled.
+  std::vector<uint64_t> step_ids_;                // guarded by mu_
+  std::atomic<bool> step_interrupt_{false};
   std::deque<std::unique_ptr<Active>> prepared_;  // guarded by mu_
   std::vector<std::unique_ptr<Active>> running_;  // engine thread; sizes mirrored into stats
   std::map<uint64_t, std::unique_ptr<Conversation>> conversations_;  // guarded by mu_

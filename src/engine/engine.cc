@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "base/hash.h"
+#include "base/interrupt.h"
 #include "engine/prefix_cache.h"
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
@@ -256,7 +257,17 @@ Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
 void Engine::Cancel(uint64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_.insert(id);
+  if (preparing_ && preparing_->id == id) CancelPreparingLocked();
+  if (!step_ids_.empty() &&
+      std::all_of(step_ids_.begin(), step_ids_.end(), [&](uint64_t s) { return cancelled_.count(s) > 0; })) {
+    step_interrupt_ = true;
+  }
   wake_.notify_all();
+}
+
+void Engine::CancelPreparingLocked() {
+  preparing_cancelled_ = true;
+  prepare_interrupt_ = true;
 }
 
 uint64_t Engine::OpenConversation() {
@@ -287,8 +298,8 @@ void Engine::Shutdown(bool drain) {
     accepting_ = false;
     draining_ = drain;
     stop_ = true;
-    // A request being prepared is cancelled once its adapters return.
-    if (!drain && preparing_) preparing_cancelled_ = true;
+    // A request being prepared is cancelled: its adapter call is interrupted.
+    if (!drain && preparing_) CancelPreparingLocked();
     wake_.notify_all();
     prepare_wake_.notify_all();
   }
@@ -315,6 +326,7 @@ void Engine::PrepareLoop() {
     if (stop_ && (!draining_ || queue_.empty())) return;  // the engine thread cancels the rest
     preparing_ = std::move(queue_.front());
     queue_.pop_front();
+    prepare_interrupt_ = false;
     Active& a = *preparing_;
     int64_t kv_length = 0;
     if (a.conversation) {
@@ -339,7 +351,11 @@ void Engine::PrepareLoop() {
       }
     }
     const PhaseTimings before = prepare_runner_->timings();
-    auto prompt = prepare_runner_->Prepare(in.pieces, in.media, kv_length, memo_.get(), &keys);
+    Result<PreparedPrompt> prompt = Errors{};
+    {
+      const InterruptScope scope(&prepare_interrupt_);
+      prompt = prepare_runner_->Prepare(in.pieces, in.media, kv_length, memo_.get(), &keys);
+    }
     a.prepare_time = prepare_runner_->timings() - before;
     if (prompt) {
       a.prompt = std::move(*prompt);
@@ -717,22 +733,41 @@ void Engine::RunPrefill(Outbox& out) {
   }
   if (chunks.empty()) return;
   Result<SequenceLogits> logits = SequenceLogits();
-  if (batch_->paged()) {
-    (void)MakeRoom(StepPages(batch, false));
-    logits = batch_->Prefill(chunks);
-  } else {
-    logits = batch_->PrefillOwn(&batch.front()->seq.own, chunks.front());
+  if (batch_->paged()) (void)MakeRoom(StepPages(batch, false));
+  BeginInterruptibleStep(batch);
+  {
+    const InterruptScope scope(&step_interrupt_);
+    logits = batch_->paged() ? batch_->Prefill(chunks) : batch_->PrefillOwn(&batch.front()->seq.own, chunks.front());
   }
+  const bool interrupted = EndInterruptibleStep();
   for (size_t i = 0; i < batch.size(); ++i) {
     Active& a = *batch[i];
     if (!logits) {
-      Finish(a, StopReason::kError, logits.errors(), out);
+      // Interrupted: every request of the call was cancelled, and the cache committed nothing.
+      Finish(a, interrupted ? StopReason::kCancelled : StopReason::kError, interrupted ? Errors{} : logits.errors(),
+             out);
       continue;
     }
     a.seq.length += chunks[i].chunk->size();
     if (batch_->paged()) CachePages(a.seq);
     if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
   }
+}
+
+// A prefill call that may be interrupted once all of its requests are cancelled: not when one
+// continues a conversation (its sequence outlives the request).
+void Engine::BeginInterruptibleStep(std::span<Active* const> batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  step_interrupt_ = false;
+  step_ids_.clear();
+  if (std::any_of(batch.begin(), batch.end(), [](const Active* a) { return a->conversation != nullptr; })) return;
+  for (const Active* a : batch) step_ids_.push_back(a->id);
+}
+
+bool Engine::EndInterruptibleStep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  step_ids_.clear();
+  return step_interrupt_.exchange(false);
 }
 
 void Engine::DropFinished() {
@@ -787,7 +822,7 @@ void Engine::Loop() {
           }
         }
       }
-      if (preparing_ && cancelled_.count(preparing_->id)) preparing_cancelled_ = true;
+      if (preparing_ && cancelled_.count(preparing_->id)) CancelPreparingLocked();
       for (auto& a : running_) {
         if (cancelled_.count(a->id)) Finish(*a, StopReason::kCancelled, {}, out);
       }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/interrupt.h"
 #include "runtime/cpu/huge_pages.h"
 #include "runtime/cpu/phase_clock.h"
 #include "runtime/cpu/weights.h"
@@ -305,6 +306,8 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
   }
   lap.Skip();
   for (int64_t l = 0; l < c.num_layers; ++l) {
+    // An interrupted call stops between layers; nothing is committed to the cache before the end.
+    MLC_RETURN_IF_ERROR(CheckInterrupt(function));
     const LayerWeights& lw = w.layers[static_cast<size_t>(l)];
     const LayerPlan& plan = c.layers[static_cast<size_t>(l)];
     const RopeTable& rope = w.ropes[plan.rope];

@@ -46,7 +46,7 @@ class BoundClip : public BoundTower {
     cpu::Linear(patch_, patches.data(), np, x.data() + hs);
     for (size_t i = 0; i < x.size(); ++i) x[i] += positions_[i];
     LayerNormRows(x.data(), pre_w_, pre_b_, n, hs, cfg_.layer_norm_eps, x.data());
-    for (const VitLayer& layer : layers_) layer.Run(x, n);
+    MLC_RETURN_IF_ERROR(RunVitLayers(layers_, x, n, function));
     // Drop the class row, then the projector: linear, exact GeLU, linear.
     const int64_t th = cfg_.text_hidden_size;
     std::vector<float> mid(static_cast<size_t>(np * th));

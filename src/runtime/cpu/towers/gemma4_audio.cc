@@ -14,6 +14,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/interrupt.h"
 #include "runtime/cpu/blocks.h"
 #include "runtime/cpu/config_reader.h"
 #include "runtime/cpu/kernels.h"
@@ -295,7 +296,10 @@ class BoundGemma4Audio : public BoundTower {
     // Rows [t, f * channels] (channel-last, as HF flattens) -> hidden.
     std::vector<float> h(static_cast<size_t>(t * a_.hidden_size));
     cpu::Linear(input_proj_, x.data(), t, h.data());
-    for (const AudioLayer& layer : layers_) RunLayer(layer, h, t);
+    for (const AudioLayer& layer : layers_) {
+      MLC_RETURN_IF_ERROR(CheckInterrupt(function));
+      RunLayer(layer, h, t);
+    }
     std::vector<float> o(static_cast<size_t>(t * a_.output_proj_dims));
     cpu::Linear(output_proj_, h.data(), t, o.data(), output_bias_.data());
     const std::vector<float> ones(static_cast<size_t>(a_.output_proj_dims), 1.0f);

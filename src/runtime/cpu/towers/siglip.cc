@@ -48,7 +48,7 @@ class BoundSiglip : public BoundTower {
     std::vector<float> x(static_cast<size_t>(np * hs));
     patch_.Run(patches.data(), np, x.data());
     for (size_t i = 0; i < x.size(); ++i) x[i] += positions_[i];
-    for (const VitLayer& layer : layers_) layer.Run(x, np);
+    MLC_RETURN_IF_ERROR(RunVitLayers(layers_, x, np, function));
     LayerNormRows(x.data(), post_w_, post_b_, np, hs, cfg_.layer_norm_eps, x.data());
     std::vector<float> pooled = Pool(x);
     const int64_t rows = cfg_.tokens_per_image;

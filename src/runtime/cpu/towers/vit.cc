@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "base/interrupt.h"
 #include "runtime/cpu/blocks.h"
 #include "runtime/cpu/config_reader.h"
 #include "runtime/cpu/weights.h"
@@ -104,6 +105,15 @@ void VitLayer::Run(std::vector<float>& x, int64_t n) const {
   ApplyRows(s_.activation, mid.data(), n * s_.intermediate_size);
   fc2_.Run(mid.data(), n, o.data());
   for (size_t i = 0; i < rows; ++i) x[i] += o[i];
+}
+
+Status RunVitLayers(const std::vector<VitLayer>& layers, std::vector<float>& x, int64_t n,
+                    const std::string& function) {
+  for (const VitLayer& layer : layers) {
+    MLC_RETURN_IF_ERROR(CheckInterrupt(function));
+    layer.Run(x, n);
+  }
+  return Status::Ok();
 }
 
 }  // namespace mlc::cpu

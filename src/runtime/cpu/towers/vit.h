@@ -77,4 +77,9 @@ class VitLayer {
   std::vector<float> ln1_w_, ln1_b_, ln2_w_, ln2_b_;
 };
 
+// x [n, hidden_size] through the layers in order, in place; between layers an interrupted call
+// (base/interrupt.h) stops with the error naming `function`.
+Status RunVitLayers(const std::vector<VitLayer>& layers, std::vector<float>& x, int64_t n,
+                    const std::string& function);
+
 }  // namespace mlc::cpu
