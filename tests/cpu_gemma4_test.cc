@@ -289,19 +289,36 @@ TEST(CpuGemma4, AdapterRowsUseThePadIdForPerLayerInputs) {
   EXPECT_GT(test::RelError(got[0], other.back()), 1e-3);
 }
 
-TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
+// A tiny q0f32 Gemma 4 package bound to its weights, with a one-sequence cache of 32 positions.
+struct Bound {
   test::TempDir dir;
-  std::string pkg = WriteGemma4(dir, "q0f32");
-  cpu::ModelConfig c = ConfigOf(pkg);
-  auto params = ParamsOf(pkg, c);
-  ASSERT_TRUE(params);
-  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
+  cpu::ModelConfig c;
+  std::shared_ptr<ParameterSet> params;  // the weights are views into it
+  std::unique_ptr<cpu::ModelWeights> w;
+  std::unique_ptr<cpu::PagedKvCache> kv;
+};
+
+void BindQ0(Bound& t) {
+  const std::string pkg = WriteGemma4(t.dir, "q0f32");
+  t.c = ConfigOf(pkg);
+  t.params = ParamsOf(pkg, t.c);
+  ASSERT_TRUE(t.params);
+  auto w = cpu::BindWeights(t.c, cpu::ParamSpecs(t.c), *t.params);
   ASSERT_TRUE(w);
+  t.w = std::make_unique<cpu::ModelWeights>(std::move(*w));
   cpu::KvCacheShape shape;
-  shape.layers = cpu::KvPlan(c);
+  shape.layers = cpu::KvPlan(t.c);
   shape.max_total_seq_len = 32;
   shape.prefill_chunk_size = 16;
-  cpu::PagedKvCache kv(shape);
+  t.kv = std::make_unique<cpu::PagedKvCache>(shape);
+}
+
+TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
+  Bound t;
+  ASSERT_NO_FATAL_FAILURE(BindQ0(t));
+  const cpu::ModelConfig& c = t.c;
+  const cpu::ModelWeights* w = t.w.get();
+  cpu::PagedKvCache& kv = *t.kv;
   std::vector<float> row(static_cast<size_t>(c.hidden_size), 0.5f);
   auto no_ids = cpu::Forward(c, *w, kv, row.data(), 1, "prefill_tokens");
   ASSERT_FALSE(no_ids);
@@ -315,18 +332,11 @@ TEST(CpuGemma4, CallsWithoutTokenIdsOrWithBadIdsAreRefused) {
 // An interrupted forward stops between layers and commits nothing to the cache: the sequence's
 // length is as before, and the same call then runs.
 TEST(CpuGemma4, InterruptedForwardCommitsNothing) {
-  test::TempDir dir;
-  std::string pkg = WriteGemma4(dir, "q0f32");
-  cpu::ModelConfig c = ConfigOf(pkg);
-  auto params = ParamsOf(pkg, c);
-  ASSERT_TRUE(params);
-  auto w = cpu::BindWeights(c, cpu::ParamSpecs(c), *params);
-  ASSERT_TRUE(w);
-  cpu::KvCacheShape shape;
-  shape.layers = cpu::KvPlan(c);
-  shape.max_total_seq_len = 32;
-  shape.prefill_chunk_size = 16;
-  cpu::PagedKvCache kv(shape);
+  Bound t;
+  ASSERT_NO_FATAL_FAILURE(BindQ0(t));
+  const cpu::ModelConfig& c = t.c;
+  const cpu::ModelWeights* w = t.w.get();
+  cpu::PagedKvCache& kv = *t.kv;
   std::vector<float> rows(static_cast<size_t>(3 * c.hidden_size), 0.25f);
   std::vector<int32_t> ids = {5, 6, 7}, text = {0, 0, 0};
   std::atomic<bool> flag{true};

@@ -524,77 +524,83 @@ class HeldLibrary : public FunctionTableLibrary {
   std::atomic<bool> released{false};
 };
 
-void WaitEntered(const HeldLibrary& lib) {
-  for (int i = 0; i < 20000 && lib.entered == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_GT(lib.entered, 0);
+// An engine over a reference package whose calls named `held` wait (HeldLibrary).
+struct HeldEngine {
+  std::unique_ptr<Model> m;
+  std::unique_ptr<HeldLibrary> held;
+  LoadedModel loaded;
+  std::unique_ptr<Engine> engine;
+};
+
+void StartHeld(HeldEngine& h, const std::string& held) {
+  h.m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(h.m->library);
+  h.held = std::make_unique<HeldLibrary>(*h.m->library, held);
+  auto loaded = LoadModel(h.m->dir.path(), *h.held);
+  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
+  h.loaded = std::move(*loaded);
+  auto engine = Engine::Start(h.loaded, h.m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  h.engine = std::move(*engine);
+}
+
+// Submits `input`, cancels it once the held call has begun, and checks that the request ended
+// cancelled with no tokens and that the call saw the interruption.
+void CancelOnceEntered(HeldEngine& h, const TurnInput& input) {
+  Collected a;
+  auto id = h.engine->Submit(Greedy(input, 3), a.Sink());
+  ASSERT_TRUE(id.ok());
+  for (int i = 0; i < 20000 && h.held->entered == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GT(h.held->entered, 0);
+  h.engine->Cancel(*id);
+  a.WaitDone();
+  EXPECT_EQ(a.last.finish_reason, "cancelled");
+  EXPECT_TRUE(a.tokens.empty());
+  EXPECT_EQ(h.held->interrupted, 1);
 }
 
 // Cancelling a request whose adapter is running stops the adapter call itself.
 TEST(Engine, CancelInterruptsTheAdapterCall) {
-  auto m = MakeModel(ReferencePairs::kTokens);
-  ASSERT_TRUE(m->library);
-  HeldLibrary held(*m->library, "image_embed");
-  auto loaded = LoadModel(m->dir.path(), held);
-  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
-  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
-  ASSERT_TRUE(engine.ok());
+  HeldEngine h;
+  ASSERT_NO_FATAL_FAILURE(StartHeld(h, "image_embed"));
   TurnInput image;
-  image.pieces.push_back(PromptPiece{ImagePiece(*loaded->bound.contract.image), "/0"});
+  image.pieces.push_back(PromptPiece{ImagePiece(*h.loaded.bound.contract.image), "/0"});
   image.media = {Pixels(32, 7)};
-  Collected a;
-  auto id = (*engine)->Submit(Greedy(image, 3), a.Sink());
-  ASSERT_TRUE(id.ok());
-  WaitEntered(held);
-  (*engine)->Cancel(*id);
-  a.WaitDone();
-  EXPECT_EQ(a.last.finish_reason, "cancelled");
-  EXPECT_EQ(held.interrupted, 1);
+  ASSERT_NO_FATAL_FAILURE(CancelOnceEntered(h, image));
   // The interrupted call's rows were not kept: the same image runs its adapter again, to the end.
-  held.released = true;
+  h.held->released = true;
   Collected b;
-  ASSERT_TRUE((*engine)->Submit(Greedy(image, 3), b.Sink()).ok());
+  ASSERT_TRUE(h.engine->Submit(Greedy(image, 3), b.Sink()).ok());
   b.WaitDone();
   EXPECT_EQ(b.last.finish_reason, "length");
   EXPECT_EQ(b.tokens.size(), 3u);
-  EXPECT_EQ(held.entered, 2);
+  EXPECT_EQ(h.held->entered, 2);
 }
 
 // Cancelling the only request of a prefill call stops the call between layers; nothing of it stays
 // in the cache, and the engine goes on as before.
 TEST(Engine, CancelInterruptsAPrefillCall) {
-  auto m = MakeModel(ReferencePairs::kTokens);
-  ASSERT_TRUE(m->library);
-  HeldLibrary held(*m->library, "prefill");
-  auto loaded = LoadModel(m->dir.path(), held);
-  ASSERT_TRUE(loaded.ok()) << FormatErrors(loaded.errors());
-  auto engine = Engine::Start(*loaded, m->tokenizer.get(), EngineOptions{});
-  ASSERT_TRUE(engine.ok());
-  const int64_t free_before = (*engine)->stats().free_pages;
-  Collected a;
-  auto id = (*engine)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), a.Sink());
-  ASSERT_TRUE(id.ok());
-  WaitEntered(held);
-  (*engine)->Cancel(*id);
-  a.WaitDone();
-  EXPECT_EQ(a.last.finish_reason, "cancelled");
-  EXPECT_TRUE(a.tokens.empty());
-  EXPECT_EQ(held.interrupted, 1);
-  held.released = true;
+  HeldEngine h;
+  ASSERT_NO_FATAL_FAILURE(StartHeld(h, "prefill"));
+  Engine* engine = h.engine.get();
+  const int64_t free_before = engine->stats().free_pages;
+  ASSERT_NO_FATAL_FAILURE(CancelOnceEntered(h, Text({1, 40, 41, 42, 43})));
+  h.held->released = true;
   Collected b;
-  ASSERT_TRUE((*engine)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), b.Sink()).ok());
+  ASSERT_TRUE(engine->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), b.Sink()).ok());
   b.WaitDone();
   EXPECT_EQ(b.last.finish_reason, "length");
   EXPECT_EQ(b.last.cached_tokens, 0);  // the interrupted prompt left no pages behind
   Collected alone;
   {
-    auto plain = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+    auto plain = Engine::Start(h.m->loaded, h.m->tokenizer.get(), EngineOptions{});
     ASSERT_TRUE(plain.ok());
     ASSERT_TRUE((*plain)->Submit(Greedy(Text({1, 40, 41, 42, 43}), 3), alone.Sink()).ok());
     alone.WaitDone();
   }
   EXPECT_EQ(b.tokens, alone.tokens);
-  (*engine)->Shutdown(true);
-  EXPECT_GE((*engine)->stats().free_pages, free_before - (*engine)->stats().cached_pages);
+  engine->Shutdown(true);
+  EXPECT_GE(engine->stats().free_pages, free_before - engine->stats().cached_pages);
 }
 
 }  // namespace
