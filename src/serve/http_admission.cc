@@ -1,0 +1,82 @@
+// The Host allow-list, the Origin check and the POST Content-Type check (http_admission.h).
+#include "serve/http_admission.h"
+
+#include <algorithm>
+
+namespace mlc::serve {
+namespace {
+
+std::string LowerCopy(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+// An address as it appears in a Host header: IPv6 literals in brackets.
+std::string AsHostName(std::string_view name) {
+  if (name.find(':') != std::string_view::npos && name.front() != '[') return "[" + std::string(name) + "]";
+  return std::string(name);
+}
+
+HttpFramingError Refusal(int status, std::string message) { return HttpFramingError{status, 0, std::move(message)}; }
+
+}  // namespace
+
+HostPolicy::HostPolicy(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (n == "*") any_ = true;
+    if (!n.empty()) names_.push_back(LowerCopy(HostOf(AsHostName(n))));
+  }
+}
+
+std::vector<std::string> HostPolicy::DefaultNames(std::string_view bind_host,
+                                                  const std::vector<std::string>& extra) {
+  std::vector<std::string> names = {"localhost", "127.0.0.1", "[::1]"};
+  if (!bind_host.empty()) names.push_back(AsHostName(bind_host));
+  names.insert(names.end(), extra.begin(), extra.end());
+  return names;
+}
+
+bool HostPolicy::Allows(std::string_view host) const {
+  if (any_) return true;
+  const std::string lower = LowerCopy(host);
+  return std::find(names_.begin(), names_.end(), lower) != names_.end();
+}
+
+std::string HostOf(std::string_view h) {
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    return LowerCopy(h.substr(0, close == std::string_view::npos ? h.size() : close + 1));
+  }
+  return LowerCopy(h.substr(0, h.find(':')));
+}
+
+std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts) {
+  if (const std::string* host = head.Find("Host"); host && !hosts.Allows(HostOf(*host))) {
+    return Refusal(403, "Host " + HostOf(*host) +
+                            " is not served here (serve --allowed-host names the hosts this server answers to)");
+  }
+  if (const std::string* origin = head.Find("Origin")) {
+    // scheme "://" host [":" port]; "null" (sandboxed pages, files) names no host.
+    const size_t scheme = origin->find("://");
+    const std::string host = scheme == std::string::npos ? "" : HostOf(std::string_view(*origin).substr(scheme + 3));
+    if (host.empty() || !hosts.Allows(host)) {
+      return Refusal(403, "requests from pages of origin " + origin->substr(0, 128) +
+                              " are refused (serve --allowed-host names the hosts whose pages may call)");
+    }
+  }
+  if (head.method == "POST") {
+    const std::string* type = head.Find("Content-Type");
+    std::string_view media = type ? std::string_view(*type).substr(0, type->find(';')) : std::string_view();
+    while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+    if (!EqualsIgnoreCase(media, "application/json")) {
+      return Refusal(415, "Content-Type " + (type ? type->substr(0, 128) : std::string("(none)")) +
+                              " is refused: POST bodies must be application/json");
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace mlc::serve
