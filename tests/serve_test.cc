@@ -31,6 +31,7 @@
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
+#include "support/serve_process.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
 
@@ -39,142 +40,21 @@ namespace {
 
 using test::kSanitized;
 
-// A server process on a free loopback port, stopped with SIGTERM.
-class ServerProcess {
- public:
-  ServerProcess(const std::string& dir, std::vector<std::string> extra = {}) {
-    log_ = log_dir_.File("serve.log");
-    std::vector<std::string> args = {MLC_CLI_PATH, "serve", dir, "--port", "0"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      int fd = ::open(log_.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
-      dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    std::regex re(":([0-9]+)\\n");
-    for (int i = 0; i < 600 && port_ == 0; ++i) {
-      std::smatch m;
-      std::string text = test::ReadText(log_);
-      if (std::regex_search(text, m, re)) port_ = std::stoi(m[1]);
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  ~ServerProcess() {
-    if (pid_ > 0 && !stopped_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::string log() const { return test::ReadText(log_); }
-  // SIGTERM, then the exit status.
-  int Stop() {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    stopped_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  int64_t RssKb() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
-    }
-    return -1;
-  }
+using test::BodyJson;
+using test::Connect;
+using test::ErrorMessage;
+using test::Http;
+using test::HttpReply;
+using test::ParseReply;
+using test::ReadAll;
+using test::Sample;
+using test::ScrapeMetrics;
+using test::SendAll;
+using test::ServerProcess;
 
- private:
-  test::TempDir log_dir_;
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-  bool stopped_ = false;
-};
-
-int Connect(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{60, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
-}
-
-bool SendAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-std::string ReadAll(int fd) {
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
-struct HttpReply {
-  int status = 0;
-  std::string body;  // raw (chunked transfer left as sent)
-};
-
-HttpReply ParseReply(const std::string& raw) {
-  HttpReply r;
-  if (raw.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(raw.substr(9, 3));
-  size_t end = raw.find("\r\n\r\n");
-  if (end != std::string::npos) r.body = raw.substr(end + 4);
-  return r;
-}
-
-HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body = "") {
-  int fd = Connect(port);
-  if (fd < 0) return {};
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
-  if (method == "POST") {
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
-  }
-  req += "\r\n" + body;
-  SendAll(fd, req);
-  HttpReply r = ParseReply(ReadAll(fd));
-  close(fd);
-  return r;
-}
-
-Json BodyJson(const HttpReply& r) {
-  auto j = ParseJson(r.body);
-  return j.ok() ? *j : Json();
-}
-
-// The error object's message, "" when the body is not one.
-std::string ErrorMessage(const HttpReply& r) {
-  Json j = BodyJson(r);
-  if (!j.is_object() || !j.contains("error") || !j["error"].is_object() ||
-      !j["error"]["message"].is_string()) {
-    return "";
-  }
-  return j["error"]["message"].get<std::string>();
-}
+// A chat completion's request line and the headers every one needs.
+const std::string kPostHead =
+    "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
 
 std::string Chat(const std::string& text, int max_tokens, bool stream = false) {
   OrderedJson j = {{"model", "reference"},
@@ -209,30 +89,6 @@ struct TinyQwen2 {
     EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
   }
 };
-
-// GET /metrics parsed by the official Prometheus client's parser (Debian's python3-prometheus-client
-// under /usr/bin/python3): {family: {"type", "samples": [{"name", "labels", "value"}]}}; null when
-// the parser refuses the text.
-Json ScrapeMetrics(int port) {
-  HttpReply r = Http(port, "GET", "/metrics");
-  EXPECT_EQ(r.status, 200);
-  auto parsed = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/parse_metrics.py")}, r.body);
-  EXPECT_EQ(parsed.exit_code, 0) << parsed.err << r.body;
-  auto j = ParseJson(parsed.out);
-  return j.ok() ? *j : Json();
-}
-
-// The value of one sample of a family (labels: one name and value, or none); NaN when absent.
-double Sample(const Json& families, const std::string& family, const std::string& name,
-              const std::string& label = "", const std::string& value = "") {
-  if (!families.contains(family)) return std::nan("");
-  for (const Json& s : families[family]["samples"]) {
-    if (s["name"] != name) continue;
-    if (!label.empty() && (!s["labels"].contains(label) || s["labels"][label] != value)) continue;
-    return s["value"].get<double>();
-  }
-  return std::nan("");
-}
 
 TEST(Serve, RoutesAndOpenAiErrors) {
   Package p;
@@ -307,7 +163,7 @@ TEST(Serve, HostileClientsGetErrorsAndOthersAreServed) {
   {
     int fd = Connect(server.port());
     std::string body = Chat("leave early", 400, true);
-    SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+    SendAll(fd, kPostHead + "Content-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body);
     char buf[256];
     EXPECT_GT(recv(fd, buf, sizeof(buf), 0), 0);
@@ -317,7 +173,7 @@ TEST(Serve, HostileClientsGetErrorsAndOthersAreServed) {
   {
     int fd = Connect(server.port());
     const size_t size = 100u << 20;
-    SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+    SendAll(fd, kPostHead + "Connection: close\r\nContent-Length: " +
                     std::to_string(size) + "\r\n\r\n");
     std::string chunk(1 << 20, ' ');
     for (size_t sent = 0; sent < size; sent += chunk.size()) {
@@ -354,7 +210,7 @@ TEST(Serve, SlowSenderIsCutOffAfterTheReadTimeout) {
   ServerProcess server(p.dir.path(), {"--read-timeout", "2", "--idle-timeout", "30"});
   ASSERT_GT(server.port(), 0) << server.log();
   std::string body = Chat("slow", 4);
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+  std::string req = kPostHead + "Content-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
   ASSERT_GT(req.size(), 120u);
   int fd = Connect(server.port());
@@ -386,7 +242,7 @@ TEST(Serve, SigtermLetsAStreamFinish) {
   ASSERT_GT(server.port(), 0) << server.log();
   int fd = Connect(server.port());
   std::string body = Chat("finish me", 40, true);
-  SendAll(fd, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+  SendAll(fd, kPostHead + "Connection: close\r\nContent-Length: " +
                   std::to_string(body.size()) + "\r\n\r\n" + body);
   char buf[64];
   ASSERT_GT(recv(fd, buf, sizeof(buf), MSG_PEEK), 0);

@@ -78,6 +78,11 @@ OrderedJson OpenAiError(const Errors& errors);
 
 // ---- The server ----
 
+// Every request is framed by the server's own reader before any handler sees it (src/serve/
+// http_framing.h, docs/security.md): limits on the request line, the header block and the body
+// on the wire, no compressed bodies (415), no ambiguous framing (400), the Host allow-list and
+// Origin check (403) and application/json POST bodies only (415).
+
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;             // 0: any free port (see Server::port)
@@ -86,6 +91,13 @@ struct ServeOptions {
   int request_timeout_s = 600; // a non-streamed reply not done by then is cancelled (504)
   int idle_timeout_s = 30;     // a connection silent this long is closed
   int request_read_timeout_s = 30;  // a request's line, headers and body must arrive within this
+  size_t max_request_line = 8 << 10;   // bytes; 414 beyond
+  size_t max_header_bytes = 64 << 10;  // bytes of the header block; 431 beyond
+  size_t max_headers = 100;            // header fields; 431 beyond
+  size_t max_connections = 1024;       // open connections; more are answered 503 and closed
+  // Host / Origin names answered besides localhost, 127.0.0.1, [::1] and the bind address
+  // ("*": any); other Hosts and browser Origins get 403.
+  std::vector<std::string> allowed_hosts;
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
   int64_t json_max_string_length = 0;  // structured output: strings without maxLength; 0: unbounded

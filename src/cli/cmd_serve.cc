@@ -1,8 +1,11 @@
 // `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
 // package run by the reference library or the built-in CPU program (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
-// stops taking requests, lets the ones in flight finish and exits 0.
+// stops taking requests, lets the ones in flight finish and exits 0. The HTTP limits
+// (--max-request-line, --max-header-bytes, --max-headers, --max-connections, --allowed-host) are
+// listed with their defaults in docs/security.md.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -25,6 +28,23 @@ struct ServeArgs {
   bool json = false;  // failures to start as one JSON object on stdout
 };
 
+// Each open connection takes a file descriptor: the soft limit (often 1024) is raised to the
+// hard one. A warning when --max-connections cannot all be open at once.
+void RaiseDescriptorLimit(size_t max_connections) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+    getrlimit(RLIMIT_NOFILE, &r);
+  }
+  constexpr rlim_t kReserve = 64;  // package files, the listening socket, the engine's
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < max_connections + kReserve) {
+    std::cerr << "warning: --max-connections " << max_connections << " but only " << r.rlim_cur
+              << " file descriptors may be open (ulimit -n)" << std::endl;
+  }
+}
+
 int Serve(ServeArgs a) {
   ServeOptions& o = a.options;
   if (a.max_batch_size < 1 || a.max_batch_size > 1024) {
@@ -34,7 +54,13 @@ int Serve(ServeArgs a) {
       o.request_read_timeout_s < 1) {
     return ReportFailure({UsageError("queue, concurrency and timeouts must be >= 1")}, a.json);
   }
+  if (o.max_request_line < 16 || o.max_header_bytes < 64 || o.max_headers < 1 || o.max_connections < 1) {
+    return ReportFailure({UsageError("--max-request-line >= 16, --max-header-bytes >= 64, --max-headers and "
+                                     "--max-connections >= 1")},
+                         a.json);
+  }
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
+  RaiseDescriptorLimit(o.max_connections);
   o.engine.batch.max_batch_size = a.max_batch_size;
   o.engine.batch.kv_positions = a.kv_positions;
   o.engine.max_queue = static_cast<size_t>(a.max_queue);
@@ -95,6 +121,21 @@ const Registration kServe(620, "serve",
                   "Structured output: longest string where the schema sets no maxLength (0: unbounded)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--allowed-host", a->options.allowed_hosts,
+                  "A Host (and browser Origin) this server answers besides localhost, 127.0.0.1, [::1] and "
+                  "--host; repeatable; * for any (others get 403)");
+  cmd->add_option("--max-request-line", a->options.max_request_line, "Longest request line (414 beyond; bytes)")
+      ->capture_default_str()
+      ->transform(ByteSize());
+  cmd->add_option("--max-header-bytes", a->options.max_header_bytes,
+                  "Largest header block (431 beyond; bytes, or with a unit)")
+      ->capture_default_str()
+      ->transform(ByteSize());
+  cmd->add_option("--max-headers", a->options.max_headers, "Most header fields in a request (431 beyond)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", a->options.max_connections,
+                  "Open connections (idle ones included); more are answered 503 and closed")
+      ->capture_default_str();
   cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
   cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
                   "Seconds a request's headers and body may take to arrive")

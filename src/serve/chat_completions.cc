@@ -1,7 +1,8 @@
 // POST /v1/chat/completions: the request parsed and built into the engine's (the conversation
 // template through ChatTurns, media decoded from data: URLs, or local files when allowed); and
 // what the generation routes share: admission, queueing on the engine, the outcome counted in
-// the metrics, and the answer as one JSON object (streams: serve/stream.cc).
+// the metrics, and the answer as one JSON object, or the request cancelled when its client goes
+// away (streams: serve/stream.cc).
 #include <unistd.h>
 
 #include "serve/server_impl.h"
@@ -142,7 +143,14 @@ void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channe
   std::string text;
   std::vector<TokenLogprobs> logprobs;
   StreamEvent last;
+  bool gone = false;
   for (bool done = false; !done;) {
+    // A client that went away cancels its request wherever it is (queued, its media being
+    // encoded, prefilling, decoding); its last event then says "cancelled".
+    if (!gone && res.ClientGone()) {
+      gone = true;
+      engine->Cancel(id);
+    }
     if (Clock::now() > deadline) {
       engine->Cancel(id);
       metrics.Count(Outcome::kTimeout);
@@ -160,6 +168,7 @@ void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channe
     }
   }
   CountEnd(last);
+  if (gone) return;
   if (last.finish_reason == "error") {
     SendError(res, StatusFor(last.errors), OpenAiError(last.errors));
     return;

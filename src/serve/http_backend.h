@@ -1,6 +1,7 @@
-// The HTTP server lives in a module of its own (libmlc_manifest_http.so, src/modules/http/):
-// cpp-httplib brings OpenSSL, brotli and zlib, whose loading and start-up cost every command
-// about half of its start-up time while only `serve` needs them. This is the table the module
+// The HTTP server lives in a module of its own (libmlc_manifest_http.so, src/modules/http/: our
+// event loop and framing limits in front of cpp-httplib's routing and responses): cpp-httplib
+// brings OpenSSL, brotli and zlib, whose loading and start-up cost every command about half of
+// its start-up time while only `serve` needs them. This is the table the module
 // exports -- plain C: opaque handles, the routes' handler and streamed bodies as callbacks with a
 // context, error text in caller-provided buffers -- and the loader the server uses to reach it.
 #pragma once
@@ -13,7 +14,7 @@
 extern "C" {
 
 // Bumped whenever the table or a struct it passes changes.
-enum { MLC_HTTP_BACKEND_ABI = 1 };
+enum { MLC_HTTP_BACKEND_ABI = 2 };
 
 typedef struct MlcHttpError {
   char message[512];
@@ -22,6 +23,7 @@ typedef struct MlcHttpError {
 typedef struct MlcHttpServer MlcHttpServer;
 typedef struct MlcHttpResponse MlcHttpResponse;
 typedef struct MlcHttpSink MlcHttpSink;
+typedef struct MlcHttpConnection MlcHttpConnection;
 
 // One route: a method ("GET", "POST") and an exact path.
 typedef struct MlcHttpRoute {
@@ -34,15 +36,17 @@ typedef struct MlcHttpRequest {
   int route;  // index into the routes given to create
   const char* body;
   size_t body_size;
+  MlcHttpConnection* connection;  // valid during the call (and a stream's provide calls)
 } MlcHttpRequest;
 
-// What the server calls, from its connection threads, all at once. handle answers a routed
+// What the server calls, from its worker threads, all at once. handle answers a routed
 // request; error_body fills the body of an answer the server gives itself (status: 404 no route,
-// 413 too large, 400 unreadable; internal: 1 when a handler failed, with status 500).
+// 4xx for a request refused before it was read whole, with a message saying why, else NULL;
+// internal: 1 when a handler failed, with status 500).
 typedef struct MlcHttpHandler {
   void* context;
   void (*handle)(void* context, const MlcHttpRequest* request, MlcHttpResponse* response);
-  void (*error_body)(void* context, int status, int internal, MlcHttpResponse* response);
+  void (*error_body)(void* context, int status, int internal, const char* message, MlcHttpResponse* response);
 } MlcHttpHandler;
 
 // A streamed (chunked) body: provide is called until it returns 0 (stop: the client went away or
@@ -55,10 +59,16 @@ typedef struct MlcHttpStream {
 } MlcHttpStream;
 
 typedef struct MlcHttpOptions {
-  size_t max_body_bytes;
-  int threads;                 // connection threads
-  int idle_timeout_s;          // read, write and keep-alive timeouts
+  size_t max_body_bytes;       // on the wire (chunked: sizes included); 413 beyond
+  int threads;                 // worker threads (requests answered at once)
+  int idle_timeout_s;          // silence between requests; write timeout
   int request_read_timeout_s;  // a request's line, headers and body must arrive within this
+  size_t max_request_line;     // 414 beyond
+  size_t max_header_bytes;     // 431 beyond
+  size_t max_headers;          // 431 beyond
+  size_t max_connections;      // open connections; more are answered 503 and closed
+  const char* const* allowed_hosts;  // Host / Origin names ("*": any); 403 for others
+  size_t allowed_host_count;
 } MlcHttpOptions;
 
 typedef struct MlcHttpBackend {
@@ -83,6 +93,8 @@ typedef struct MlcHttpBackend {
   int (*sink_write)(MlcHttpSink* sink, const char* data, size_t size);
   int (*sink_writable)(MlcHttpSink* sink);
   void (*sink_done)(MlcHttpSink* sink);
+  // 1 once the client of a request being answered has closed or reset its connection.
+  int (*connection_closed)(MlcHttpConnection* connection);
 } MlcHttpBackend;
 
 }  // extern "C"

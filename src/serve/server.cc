@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "serve/http_admission.h"
 #include "serve/server_impl.h"
 
 namespace mlc {
@@ -55,7 +56,7 @@ Status Server::Impl::StartHttp() {
   // No exception crosses the module's table: a handler that throws answers 500.
   handler.handle = [](void* context, const MlcHttpRequest* request, MlcHttpResponse* response) {
     auto* self = static_cast<Impl*>(context);
-    const Reply res{self->http_backend, response};
+    const Reply res{self->http_backend, response, request->connection};
     try {
       self->Handle(static_cast<Route>(request->route),
                    std::string_view(request->body, request->body_size), res);
@@ -63,12 +64,13 @@ Status Server::Impl::StartHttp() {
       SendError(res, 500, OpenAiError("internal error", "server_error"));
     }
   };
-  handler.error_body = [](void* context, int status, int internal, MlcHttpResponse* response) {
+  handler.error_body = [](void* context, int status, int internal, const char* why, MlcHttpResponse* response) {
     const Reply res{static_cast<Impl*>(context)->http_backend, response};
-    std::string message = internal        ? "internal error"
-                          : status == 413 ? "the request body is larger than this server takes"
-                          : status == 404 ? "no such route"
-                                          : "the request could not be read";
+    std::string message = internal             ? "internal error"
+                          : why && why[0]      ? why
+                          : status == 413      ? "the request body is larger than this server takes"
+                          : status == 404      ? "no such route"
+                                               : "the request could not be read";
     const std::string text = Dump(OpenAiError(message, internal ? "server_error" : "invalid_request_error"));
     res.http->set_content(res.res, text.data(), text.size(), "application/json");
   };
@@ -77,6 +79,15 @@ Status Server::Impl::StartHttp() {
   o.threads = options.max_concurrent + 16;
   o.idle_timeout_s = options.idle_timeout_s;
   o.request_read_timeout_s = options.request_read_timeout_s;
+  o.max_request_line = options.max_request_line;
+  o.max_header_bytes = options.max_header_bytes;
+  o.max_headers = options.max_headers;
+  o.max_connections = options.max_connections;
+  allowed_hosts = HostPolicy::DefaultNames(options.host, options.allowed_hosts);
+  std::vector<const char*> hosts;
+  for (const std::string& h : allowed_hosts) hosts.push_back(h.c_str());
+  o.allowed_hosts = hosts.data();
+  o.allowed_host_count = hosts.size();
   MlcHttpError error{};
   MlcHttpServer* server = http_backend->create(&o, kRoutes, std::size(kRoutes), &handler, &error);
   if (!server) return IoError("", error.message);

@@ -57,10 +57,13 @@ struct Channel : std::enable_shared_from_this<Channel> {
 // Model text may hold bytes that are not UTF-8 (a random model's tokens): they become U+FFFD.
 std::string Dump(const OrderedJson& j);
 
-// The response of one request, written through the module's table.
+// The response of one request, written through the module's table, and its connection.
 struct Reply {
   const MlcHttpBackend* http;
   MlcHttpResponse* res;
+  MlcHttpConnection* connection = nullptr;
+  // The client closed or reset its connection: no one waits for the answer.
+  bool ClientGone() const { return connection && http->connection_closed(connection) != 0; }
 };
 
 void SendJson(const Reply& res, int status, const OrderedJson& body);
@@ -138,6 +141,7 @@ struct Server::Impl {
   const MlcHttpBackend* http_backend = nullptr;
   MlcHttpHandler handler{};
   std::unique_ptr<MlcHttpServer, serve::HttpServerCloser> http;
+  std::vector<std::string> allowed_hosts;  // Host / Origin names given to the module
   std::string model_id;
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};

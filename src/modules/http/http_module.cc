@@ -1,7 +1,7 @@
-// The HTTP module (libmlc_manifest_http.so): cpp-httplib's server (with our request deadline,
-// http_server.h) behind the plain C table of serve/http_backend.h. The server of the library
-// (src/serve/server.cc) opens it when it starts, so no other command loads cpp-httplib, OpenSSL,
-// brotli or zlib.
+// The HTTP module (libmlc_manifest_http.so): our event loop with its framing limits
+// (event_loop.h) in front of cpp-httplib's routing and responses (http_server.h), behind the
+// plain C table of serve/http_backend.h. The server of the library (src/serve/server.cc) opens
+// it when it starts, so no other command loads cpp-httplib, OpenSSL, brotli or zlib.
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -13,6 +13,7 @@
 
 struct MlcHttpServer {
   std::unique_ptr<mlc::serve::HttpServer> http;
+  std::unique_ptr<mlc::serve::EventLoop> loop;
 };
 
 namespace {
@@ -31,7 +32,8 @@ httplib::DataSink& Of(MlcHttpSink* s) { return *reinterpret_cast<httplib::DataSi
 void Route(mlc::serve::HttpServer& http, const MlcHttpRoute& route, int index,
            const MlcHttpHandler* handler) {
   auto call = [index, handler](const httplib::Request& req, httplib::Response& res) {
-    const MlcHttpRequest request{index, req.body.data(), req.body.size()};
+    auto* connection = reinterpret_cast<MlcHttpConnection*>(mlc::serve::CurrentConnection());
+    const MlcHttpRequest request{index, req.body.data(), req.body.size(), connection};
     handler->handle(handler->context, &request, C(res));
   };
   const std::string method = route.method;
@@ -42,27 +44,46 @@ void Route(mlc::serve::HttpServer& http, const MlcHttpRoute& route, int index,
   }
 }
 
+mlc::serve::LoopOptions LoopOptionsOf(const MlcHttpOptions& o) {
+  mlc::serve::LoopOptions l;
+  l.limits.max_body_bytes = o.max_body_bytes;
+  if (o.max_request_line) l.limits.max_request_line = o.max_request_line;
+  if (o.max_header_bytes) l.limits.max_header_bytes = o.max_header_bytes;
+  if (o.max_headers) l.limits.max_headers = o.max_headers;
+  if (o.max_connections) l.max_connections = o.max_connections;
+  l.idle_timeout_s = o.idle_timeout_s;
+  l.request_read_timeout_s = o.request_read_timeout_s;
+  l.write_timeout_s = o.idle_timeout_s;
+  l.workers = o.threads > 0 ? o.threads : 1;
+  for (size_t i = 0; i < o.allowed_host_count; ++i) l.allowed_hosts.emplace_back(o.allowed_hosts[i]);
+  return l;
+}
+
 MlcHttpServer* Create(const MlcHttpOptions* o, const MlcHttpRoute* routes, size_t route_count,
                       const MlcHttpHandler* handler, MlcHttpError* error) {
   try {
     auto server = std::make_unique<MlcHttpServer>();
-    server->http = std::make_unique<mlc::serve::HttpServer>(o->request_read_timeout_s);
+    server->http = std::make_unique<mlc::serve::HttpServer>(o->idle_timeout_s);
     mlc::serve::HttpServer& http = *server->http;
-    const size_t threads = static_cast<size_t>(o->threads > 0 ? o->threads : 1);
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     http.set_payload_max_length(o->max_body_bytes);
-    http.set_read_timeout(o->idle_timeout_s, 0);
-    http.set_write_timeout(o->idle_timeout_s, 0);
-    http.set_keep_alive_timeout(o->idle_timeout_s);
     http.set_error_handler([handler](const httplib::Request&, httplib::Response& res) {
-      if (res.body.empty()) handler->error_body(handler->context, res.status, 0, C(res));
+      if (res.body.empty()) handler->error_body(handler->context, res.status, 0, nullptr, C(res));
     });
     http.set_exception_handler([handler](const httplib::Request&, httplib::Response& res,
                                          std::exception_ptr) {
       res.status = 500;
-      handler->error_body(handler->context, 500, 1, C(res));
+      handler->error_body(handler->context, 500, 1, nullptr, C(res));
     });
     for (size_t i = 0; i < route_count; ++i) Route(http, routes[i], static_cast<int>(i), handler);
+    auto answer = [&http](mlc::serve::WorkerConnection& c, const mlc::serve::HttpRequestHead& head,
+                          std::string& body) { return http.Answer(c, head, body); };
+    auto refusal = [handler](int status, const std::string& message) {
+      httplib::Response res;
+      res.status = status;
+      handler->error_body(handler->context, status, 0, message.c_str(), C(res));
+      return res.body;
+    };
+    server->loop = std::make_unique<mlc::serve::EventLoop>(LoopOptionsOf(*o), answer, refusal);
     return server.release();
   } catch (const std::exception& e) {
     SetText(error, std::string("cannot create the HTTP server: ") + e.what());
@@ -71,22 +92,14 @@ MlcHttpServer* Create(const MlcHttpOptions* o, const MlcHttpRoute* routes, size_
 }
 
 int Bind(MlcHttpServer* s, const char* host, int port, int* bound, MlcHttpError* error) {
-  if (port == 0) {
-    *bound = s->http->bind_to_any_port(host);
-    if (*bound > 0) return 1;
-    SetText(error, "cannot bind to any port on this address");
-    return 0;
-  }
-  if (s->http->bind_to_port(host, port)) {
-    *bound = port;
-    return 1;
-  }
-  SetText(error, "cannot bind (address in use or not available)");
+  std::string why;
+  if (s->loop->Listen(host, port, bound, &why)) return 1;
+  SetText(error, why);
   return 0;
 }
 
-void Run(MlcHttpServer* s) { s->http->listen_after_bind(); }
-void Stop(MlcHttpServer* s) { s->http->stop(); }
+void Run(MlcHttpServer* s) { s->loop->Run(); }
+void Stop(MlcHttpServer* s) { s->loop->Stop(); }
 void Destroy(MlcHttpServer* s) { delete s; }
 
 int Status(const MlcHttpResponse* r) { return Of(r).status; }
@@ -111,6 +124,9 @@ void SetStream(MlcHttpResponse* r, const char* content_type, MlcHttpStream strea
 int SinkWrite(MlcHttpSink* s, const char* data, size_t size) { return Of(s).write(data, size) ? 1 : 0; }
 int SinkWritable(MlcHttpSink* s) { return Of(s).is_writable() ? 1 : 0; }
 void SinkDone(MlcHttpSink* s) { Of(s).done(); }
+int ConnectionClosed(MlcHttpConnection* c) {
+  return c && reinterpret_cast<mlc::serve::WorkerConnection*>(c)->ClientGone() ? 1 : 0;
+}
 
 }  // namespace
 
@@ -118,6 +134,7 @@ void SinkDone(MlcHttpSink* s) { Of(s).done(); }
 MLC_MODULE_ENTRY(http, MlcHttpBackend) {
   static const MlcHttpBackend backend{MLC_HTTP_BACKEND_ABI, &Create, &Bind, &Run, &Stop, &Destroy,
                                       &Status, &HasBody, &SetStatus, &SetHeader, &SetContent,
-                                      &SetStream, &SinkWrite, &SinkWritable, &SinkDone};
+                                      &SetStream, &SinkWrite, &SinkWritable, &SinkDone,
+                                      &ConnectionClosed};
   return &backend;
 }

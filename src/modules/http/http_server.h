@@ -1,23 +1,31 @@
-// cpp-httplib's server with a deadline on reading each request. httplib's read timeout bounds
-// each wait for bytes, so a client sending one byte a second keeps a connection (and a worker
-// thread) forever; here the connection loop is our own and every request's line, headers and
-// body must arrive within request_read_timeout_s of its first byte, else the connection is
-// closed. Keep-alive, idle and write timeouts are httplib's settings.
+// cpp-httplib's server, used for what comes after framing: the event loop (event_loop.h) reads
+// and checks a request, and a worker hands the complete request to Answer, which gives httplib a
+// stream that reads the request from memory (re-framed: the body whole, with its Content-Length)
+// and writes to the connection's socket. httplib routes it, calls the handler and writes the
+// response (chunked streams included). While a handler runs, CurrentConnection() names its
+// connection, so the handler can see a client that went away.
 #pragma once
 
 #include <httplib.h>
+
+#include <string>
+
+#include "modules/http/event_loop.h"
 
 namespace mlc::serve {
 
 class HttpServer : public httplib::Server {
  public:
-  explicit HttpServer(int request_read_timeout_s) : read_limit_s_(request_read_timeout_s) {}
+  explicit HttpServer(int write_timeout_s) : write_timeout_s_(write_timeout_s) {}
+
+  // Answers one request on c; false when the connection must close afterwards.
+  bool Answer(WorkerConnection& c, const HttpRequestHead& head, std::string& body);
 
  private:
-  // Called by httplib on a pool thread for each accepted connection.
-  bool process_and_close_socket(socket_t sock) override;
-
-  int read_limit_s_;
+  int write_timeout_s_;
 };
+
+// The connection whose request this thread is answering (nullptr outside Answer).
+WorkerConnection* CurrentConnection();
 
 }  // namespace mlc::serve
