@@ -293,39 +293,45 @@ double Outcome(const Json& metrics, const std::string& outcome) {
   return std::isnan(v) ? 0 : v;
 }
 
-// A client that closes its connection while its request is prefilling (not streamed: nothing is
-// written until the end) cancels it: the engine stops between prefill chunks, the request is
-// counted `cancelled`, never `completed`, and the server takes the next one.
+// A client that closes its connection while its request is prefilling cancels it, whether it
+// was streamed (the response's head already written) or not (nothing written until the end): the
+// engine stops between prefill chunks, the request is counted `cancelled`, never `completed`, and
+// the server takes the next one.
 TEST(ServeHostile, ClientLeavingDuringPrefillIsCancelled) {
   if (test::kSanitized) GTEST_SKIP() << "the long prefill runs in the release build only";
   Package p(true);
   ServerProcess server(p.dir.path(), {"--max-batch-size", "1", "--no-prefix-cache"});
   ASSERT_GT(server.port(), 0) << server.log();
-  std::string prompt;
+  std::string prompt;  // about 14,000 positions: tens of seconds of prefill on this package
   for (int i = 0; prompt.size() < 20000; ++i) prompt += "word" + std::to_string(i % 97) + " ";
-  const std::string body = ChatBody(prompt, 1);
-  int fd = Connect(server.port(), 30);
-  ASSERT_GE(fd, 0);
-  ASSERT_TRUE(test::SendAll(fd, kPost + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
-  // Running means admitted: its prefill has started.
-  int running = 0;
-  for (int i = 0; i < 600 && running == 0; ++i) {
-    running = test::BodyJson(test::Http(server.port(), "GET", "/health"))["running"].get<int>();
-    if (running == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (bool stream : {false, true}) {
+    OrderedJson request = OrderedJson::parse(ChatBody(prompt, 1));
+    request["stream"] = stream;
+    const std::string body = request.dump();
+    int fd = Connect(server.port(), 30);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(test::SendAll(fd, kPost + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body));
+    // Running means admitted: its prefill has started.
+    int running = 0;
+    for (int i = 0; i < 600 && running == 0; ++i) {
+      running = test::BodyJson(test::Http(server.port(), "GET", "/health"))["running"].get<int>();
+      if (running == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (running != 1) {
+      shutdown(fd, SHUT_WR);
+      FAIL() << "never admitted; the answer: " << test::ReadAll(fd) << server.log();
+    }
+    close(fd);
+    const double expected = stream ? 2 : 1;
+    double cancelled = 0;
+    for (int i = 0; i < 600 && cancelled < expected; ++i) {
+      cancelled = Outcome(test::ScrapeMetrics(server.port()), "cancelled");
+      if (cancelled < expected) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const Json metrics = test::ScrapeMetrics(server.port());
+    EXPECT_EQ(Outcome(metrics, "cancelled"), expected) << "stream " << stream;
+    EXPECT_EQ(Outcome(metrics, "completed"), 0) << "stream " << stream;
   }
-  if (running != 1) {
-    shutdown(fd, SHUT_WR);
-    FAIL() << "never admitted; the answer: " << test::ReadAll(fd) << server.log();
-  }
-  close(fd);
-  double cancelled = 0;
-  for (int i = 0; i < 600 && cancelled == 0; ++i) {
-    cancelled = Outcome(test::ScrapeMetrics(server.port()), "cancelled");
-    if (cancelled == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  const Json metrics = test::ScrapeMetrics(server.port());
-  EXPECT_EQ(Outcome(metrics, "cancelled"), 1);
-  EXPECT_EQ(Outcome(metrics, "completed"), 0);
   test::HttpReply next = test::Http(server.port(), "POST", "/v1/chat/completions", ChatBody("next", 2));
   EXPECT_EQ(next.status, 200) << next.body;
   EXPECT_EQ(server.Stop(), 0);

@@ -99,7 +99,10 @@ int Bind(MlcHttpServer* s, const char* host, int port, int* bound, MlcHttpError*
 }
 
 void Run(MlcHttpServer* s) { s->loop->Run(); }
-void Stop(MlcHttpServer* s) { s->loop->Stop(); }
+void Stop(MlcHttpServer* s) {
+  s->http->Stopping();
+  s->loop->Stop();
+}
 void Destroy(MlcHttpServer* s) { delete s; }
 
 int Status(const MlcHttpResponse* r) { return Of(r).status; }

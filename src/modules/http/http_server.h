@@ -16,7 +16,12 @@ namespace mlc::serve {
 
 class HttpServer : public httplib::Server {
  public:
-  explicit HttpServer(int write_timeout_s) : write_timeout_s_(write_timeout_s) {}
+  // httplib never binds here: its listening socket only tells its streams whether the server is
+  // stopping (INVALID_SOCKET: stop), so it holds a placeholder until Stopping.
+  explicit HttpServer(int write_timeout_s) : write_timeout_s_(write_timeout_s) { svr_sock_ = 0; }
+
+  // Streams still being written end at their next chunk.
+  void Stopping() { svr_sock_ = INVALID_SOCKET; }
 
   // Answers one request on c; false when the connection must close afterwards.
   bool Answer(WorkerConnection& c, const HttpRequestHead& head, std::string& body);
