@@ -529,6 +529,39 @@ TEST(AudioReject, NonFiniteSamplesNameTheFrame) {
   EXPECT_NE(r.error().message.find("float32 range"), std::string::npos);
 }
 
+// Finite float samples near FLT_MAX (a float WAV of garbage): an error at the frame, never NaN
+// mel rows; at the processor's rate and resampled, mono and stereo; the limit is configurable.
+TEST(AudioReject, HugeFiniteSamplesNameTheFrame) {
+  const double huge = 3.0e38;  // finite in float32
+  for (int64_t channels : {1, 2}) {
+    for (int64_t rate : {16000, 44100}) {
+      WavLayout l;
+      l.format = WavSample::kF32;
+      l.channels = channels;
+      l.sample_rate_hz = rate;
+      std::vector<double> x(static_cast<size_t>(channels * 30000), 0.25);
+      x[static_cast<size_t>(channels * 12345)] = huge;
+      if (channels == 2) x[static_cast<size_t>(channels * 12345 + 1)] = huge;
+      auto r = DecodeAudioMemory(EncodeWav(l, x), Processor(16000));
+      ASSERT_FALSE(r.ok()) << channels << " " << rate;
+      EXPECT_EQ(r.error().code, ErrorCode::kLimit);
+      EXPECT_EQ(r.error().path, "frame 12345") << r.error().message;
+      EXPECT_NE(r.error().message.find("max_sample_magnitude"), std::string::npos) << r.error().message;
+    }
+  }
+  // Through raw samples too; a looser limit lets a loud (but sane) recording through.
+  std::vector<float> loud(20000, 2.0f);
+  loud[777] = 20000.0f;
+  auto raw = DecodeAudioSamples(loud, 1, 16000, Processor(16000));
+  ASSERT_FALSE(raw.ok());
+  EXPECT_EQ(raw.error().path, "frame 777");
+  AudioOptions looser;
+  looser.max_sample_magnitude = 1e5;
+  auto allowed = DecodeAudioSamples(loud, 1, 16000, Processor(16000), looser);
+  ASSERT_TRUE(allowed.ok()) << FormatErrors(allowed.errors());
+  for (float v : allowed->samples) ASSERT_TRUE(std::isfinite(v));
+}
+
 TEST(AudioReject, ZeroFrames) {
   WavLayout l;
   auto r = DecodeAudioMemory(EncodeWav(l, {}), Processor(16000));

@@ -315,6 +315,13 @@ TEST(InlineMedia, RawBase64AudioDataUrlsAndFiles) {
   auto file = MediaFile(part(PartKind::kAudio, "abcd"), dir.path());
   ASSERT_TRUE(file.ok());
   EXPECT_EQ(*file, dir.File("abcd"));
+  // Without files no name is looked at: raw base64 is data whether or not such a file exists.
+  for (const char* name : {"abcd", "abce"}) {
+    auto data = InlineMedia(part(PartKind::kAudio, name), dir.path(), /*allow_files=*/false);
+    ASSERT_TRUE(data.ok()) << name;
+    ASSERT_TRUE(data->has_value()) << name;
+    EXPECT_EQ((*data)->size(), 3u);
+  }
   // Images are never raw base64; errors point at the field.
   auto image = InlineMedia(part(PartKind::kImage, "UklGRg=="), dir.path());
   ASSERT_TRUE(image.ok());

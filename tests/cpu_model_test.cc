@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "mlc_manifest/cpu_model.h"
@@ -737,6 +738,83 @@ TEST(CpuRunCliErrors, BrokenPackagesFailBeforeAnyToken) {
   r = test::RunCli({"run", unsupported, "--request", req, "--json"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("supported: llama, qwen2, gemma, gemma2, phi3"), std::string::npos) << r.out;
+}
+
+// `check` refuses the chat config values `run` refuses: each mutation of a valid package's
+// mlc-chat-config.json fails `run` and fails check's "runtime_config" verdict at the same
+// pointer; the valid package passes it, and one of another model_type skips it.
+TEST(CpuCheckCli, CheckRefusesTheConfigValuesRunRefuses) {
+  test::TempDir dir;
+  std::string req = dir.Write("req.json", R"({"turns": [[{"tokens": [1, 40]}]]})");
+  std::string base = dir.File("base");
+  auto w = test::RunCli({"reference-model", base, "--family", "qwen2", "--quantization", "q4f16_1"});
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const Json valid = Json::parse(test::ReadText(JoinPath(base, kChatConfigFileName)));
+  const int64_t hidden = valid["model_config"]["hidden_size"].get<int64_t>();
+  auto runtime_verdict = [](const Json& report) {
+    for (const Json& c : report["checks"]) {
+      if (c["check"] == "runtime_config") return c;
+    }
+    return Json();
+  };
+  Json ok = Json::parse(test::RunCli({"check", base, "--json"}).out);
+  EXPECT_EQ(runtime_verdict(ok)["verdict"], "pass") << ok.dump();
+  struct Mutation {
+    std::string name, pointer;
+    std::function<void(Json&)> apply;
+  };
+  const std::vector<Mutation> mutations = {
+      {"negative-hidden", "/model_config/hidden_size", [](Json& c) { c["model_config"]["hidden_size"] = -64; }},
+      {"zero-hidden", "/model_config/hidden_size", [](Json& c) { c["model_config"]["hidden_size"] = 0; }},
+      {"zero-layers", "/model_config/num_hidden_layers", [](Json& c) { c["model_config"]["num_hidden_layers"] = 0; }},
+      {"zero-heads", "/model_config/num_attention_heads", [](Json& c) { c["model_config"]["num_attention_heads"] = 0; }},
+      {"heads-not-dividing-hidden", "/model_config/num_attention_heads",
+       [hidden](Json& c) {
+         c["model_config"]["num_attention_heads"] = hidden - 1;
+         c["model_config"]["num_key_value_heads"] = hidden - 1;
+       }},
+      {"kv-heads-not-dividing", "/model_config/num_key_value_heads",
+       [](Json& c) {
+         c["model_config"]["num_key_value_heads"] = c["model_config"]["num_attention_heads"].get<int64_t>() + 1;
+       }},
+      {"negative-eps", "/model_config/rms_norm_eps", [](Json& c) { c["model_config"]["rms_norm_eps"] = -1e-6; }},
+      {"zero-vocab", "/model_config/vocab_size", [](Json& c) { c["model_config"]["vocab_size"] = 0; }},
+      {"intermediate-off-group", "/model_config/intermediate_size",
+       [](Json& c) { c["model_config"]["intermediate_size"] = 100; }},
+      {"zero-context", "/context_window_size",
+       [](Json& c) {
+         c["context_window_size"] = 0;
+         c["model_config"].erase("context_window_size");
+       }},
+      {"negative-prefill-chunk", "/prefill_chunk_size", [](Json& c) { c["prefill_chunk_size"] = -5; }},
+  };
+  for (const Mutation& m : mutations) {
+    std::string pkg = dir.File(m.name);
+    std::filesystem::copy(base, pkg, std::filesystem::copy_options::recursive);
+    Json config = valid;
+    m.apply(config);
+    std::ofstream(JoinPath(pkg, kChatConfigFileName)) << config.dump();
+    auto run = test::RunCli({"run", pkg, "--request", req, "--json"});
+    EXPECT_NE(run.exit_code, 0) << m.name << ": run accepted it";
+    EXPECT_NE(run.out.find(m.pointer), std::string::npos) << m.name << ": " << run.out;
+    auto check = test::RunCli({"check", pkg, "--json"});
+    EXPECT_EQ(check.exit_code, 1) << m.name << ": " << check.out;
+    Json verdict = runtime_verdict(Json::parse(check.out));
+    EXPECT_EQ(verdict["verdict"], "fail") << m.name << ": " << check.out;
+    bool named = false;
+    for (const Json& e : verdict["details"]["errors"]) {
+      named |= e["path"] == m.pointer && e["document"] == kChatConfigFileName;
+    }
+    EXPECT_TRUE(named) << m.name << ": " << verdict.dump();
+  }
+  // A model_type the CPU program does not run: the runtime's verdict is a skip, not a failure.
+  std::string other = dir.File("other");
+  std::filesystem::copy(base, other, std::filesystem::copy_options::recursive);
+  Json config = valid;
+  config["model_type"] = "rwkv6";
+  std::ofstream(JoinPath(other, kChatConfigFileName)) << config.dump();
+  Json skipped = Json::parse(test::RunCli({"check", other, "--json"}).out);
+  EXPECT_EQ(runtime_verdict(skipped)["verdict"], "skip") << skipped.dump();
 }
 
 TEST(CpuEmitCli, ProgramDocumentChecksAndBindsAgainstRealTensorCaches) {

@@ -16,6 +16,7 @@
 #include "base/interrupt.h"
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/engine.h"
+#include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/reference_model.h"
 #include "mlc_manifest/runtime.h"
 #include "support/batch_util.h"
@@ -218,6 +219,7 @@ struct Collected {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<int32_t> tokens;
+  std::vector<TokenLogprobs> logprobs;
   std::string text;
   bool done = false;
   StreamEvent last;
@@ -227,6 +229,7 @@ struct Collected {
     return [this](const StreamEvent& e) {
       std::lock_guard<std::mutex> lock(mu);
       tokens.insert(tokens.end(), e.tokens.begin(), e.tokens.end());
+      logprobs.insert(logprobs.end(), e.logprobs.begin(), e.logprobs.end());
       text += e.text;
       ++events;
       if (e.done) {
@@ -320,6 +323,124 @@ TEST(Engine, StopIdsAndStopStringsEndTheReply) {
   b.WaitDone();
   EXPECT_EQ(b.text, full.substr(0, full.find(stop)));
   EXPECT_EQ(b.last.finish_reason, "stop");
+}
+
+// The log-probabilities end where the text does: the tokens a stop string cut have none, each
+// kept token has its own, in order.
+TEST(Engine, StopStringCutsTheLogprobsOfCutTokens) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library && m->tokenizer);
+  TurnInput in = Text({1, 33, 34, 35});
+  std::vector<int32_t> alone = Alone(m->loaded, in, 16);
+  ASSERT_EQ(alone.size(), 16u);
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  // Where each token's text starts in the whole reply's.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < alone.size(); ++i) {
+    starts.push_back(m->tokenizer->Decode(std::span<const int32_t>(alone.data(), i)).size());
+  }
+  const std::string full = m->tokenizer->Decode(alone);
+  int checked = 0;
+  for (size_t from : {size_t{5}, size_t{9}}) {
+    // A stop string that starts inside the reply (at a token's start, or one byte after it).
+    for (size_t skew : {size_t{0}, size_t{1}}) {
+      if (starts[from] + skew + 3 > full.size()) continue;
+      const std::string stop = full.substr(starts[from] + skew, 3);
+      const size_t cut = full.find(stop);
+      Collected c;
+      GenerationRequest r = Greedy(in, 16);
+      r.stop_strings = {stop};
+      r.top_logprobs = 2;
+      ASSERT_TRUE((*engine)->Submit(r, c.Sink()).ok());
+      c.WaitDone();
+      ASSERT_EQ(c.text, full.substr(0, cut)) << stop;
+      EXPECT_EQ(c.last.finish_reason, "stop");
+      size_t kept = 0;
+      while (kept < starts.size() && starts[kept] < cut) ++kept;
+      ASSERT_EQ(c.logprobs.size(), kept) << "stop " << stop << " at byte " << cut;
+      if (cut == starts[from]) {
+        EXPECT_LT(c.logprobs.size(), c.tokens.size()) << stop;  // the token is cut
+      }
+      for (size_t i = 0; i < kept; ++i) EXPECT_EQ(c.logprobs[i].token, alone[i]) << i;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+  // Without a stop string every token has its entry.
+  Collected all;
+  GenerationRequest r = Greedy(in, 16);
+  r.top_logprobs = 0;
+  ASSERT_TRUE((*engine)->Submit(r, all.Sink()).ok());
+  all.WaitDone();
+  EXPECT_EQ(all.logprobs.size(), 16u);
+}
+
+// Under a grammar, a token the mask refuses is never among the alternatives: every top entry
+// continues the JSON text from the state its step was sampled in.
+TEST(Engine, MaskedTokensAreNeverTopLogprobs) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library && m->tokenizer);
+  auto engine = Engine::Start(m->loaded, m->tokenizer.get(), EngineOptions{});
+  ASSERT_TRUE(engine.ok());
+  auto grammar = JsonGrammar::FromSchema(OrderedJson::parse(
+      R"({"type":"object","properties":{"a":{"enum":["yes","no"]},"b":{"type":"integer"}},"required":["a","b"]})"));
+  ASSERT_TRUE(grammar.ok());
+  auto vocabulary = TokenVocabulary::FromTokenizer(*m->tokenizer);
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    Collected c;
+    GenerationRequest r = Greedy(Text({1, 40, 41}), 24);
+    r.sampler.temperature = 1;
+    r.sampler.seed = seed;
+    r.top_logprobs = 20;
+    r.json = JsonConstraint{*grammar, vocabulary};
+    ASSERT_TRUE((*engine)->Submit(r, c.Sink()).ok());
+    c.WaitDone();
+    ASSERT_FALSE(c.logprobs.empty());
+    JsonGrammar::State state = (*grammar)->Start();
+    for (const TokenLogprobs& t : c.logprobs) {
+      EXPECT_FALSE(t.top.empty());
+      for (const auto& [id, lp] : t.top) {
+        EXPECT_TRUE(std::isfinite(lp)) << id;
+        JsonGrammar::State copy = state;
+        EXPECT_TRUE(!vocabulary->bytes(id).empty() && (*grammar)->Feed(copy, vocabulary->bytes(id)))
+            << "token " << id << " is masked at this step";
+      }
+      ASSERT_TRUE((*grammar)->Feed(state, vocabulary->bytes(t.token)));
+    }
+  }
+}
+
+// A turn whose fixed-size images cannot fit is refused by the context check before any image is
+// decoded: undecodable bytes get the context error, not a decode error; a turn that fits gets
+// to decoding (and its error).
+TEST(PrepareTurn, ContextCheckComesBeforeAnyImageIsDecoded) {
+  auto m = MakeModel(ReferencePairs::kTokens);
+  ASSERT_TRUE(m->library);
+  const BoundContract& c = m->loaded.bound.contract;
+  ASSERT_TRUE(c.image);
+  auto garbage = std::make_shared<const std::string>("not an image at all");
+  auto image = [&garbage](int i) {
+    RequestSegment s;
+    s.kind = SegmentKind::kImage;
+    s.bytes = garbage;
+    s.path = "/" + std::to_string(i);
+    return s;
+  };
+  RequestTurn many;
+  for (int i = 0; i < 600; ++i) many.push_back(image(i));
+  auto refused = PrepareTurn(c, many, m->loaded.limits, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("positions"), std::string::npos) << FormatErrors(refused.errors());
+  EXPECT_EQ(refused.error().path.find("inline"), std::string::npos) << "no image was decoded";
+  // A KV cache that already holds most of the window refuses even one image.
+  RequestTurn one = {image(0)};
+  auto full = PrepareTurn(c, one, m->loaded.limits, m->loaded.limits.context_window_size - 1);
+  ASSERT_FALSE(full.ok());
+  EXPECT_NE(full.error().message.find("context window"), std::string::npos) << FormatErrors(full.errors());
+  auto decoded = PrepareTurn(c, one, m->loaded.limits, 0);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.error().path.find("inline"), std::string::npos) << FormatErrors(decoded.errors());
 }
 
 TEST(Engine, CancelEndsARequestAndFreesItsPages) {

@@ -2,9 +2,13 @@
 // quantization, another size), task diffs behind an interface_id, earlier drafts recognised and
 // upgraded, legacy packages advised, partial downloads listed; through the library and the CLI.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <random>
 
 #include "mlc_manifest/explain.h"
 #include "mlc_manifest/presets.h"
@@ -107,6 +111,92 @@ TEST(DiffParams, FirstTwentyThenACount) {
   bool more = false;
   for (const std::string& l : lines) more |= l == "... and 5 more only in A";
   EXPECT_TRUE(more);
+}
+
+// The pairing by scanning, as DiffParams first did it (O(n*m)): each parameter of a (sorted by
+// name) takes the first untaken one of b (sorted by name) of its dtype and shape, an unresolved
+// dimension matching any resolved one.
+std::vector<std::pair<std::string, std::string>> ScannedRenames(std::vector<ParamSpec> a, std::vector<ParamSpec> b,
+                                                                const ChatConfig* config) {
+  auto by_name = [](const ParamSpec& x, const ParamSpec& y) { return x.name < y.name; };
+  std::sort(a.begin(), a.end(), by_name);
+  std::sort(b.begin(), b.end(), by_name);
+  auto resolve = [config](const std::variant<int64_t, std::string>& d) -> std::optional<int64_t> {
+    if (std::holds_alternative<int64_t>(d)) return std::get<int64_t>(d);
+    return config ? config->Dimension(std::get<std::string>(d)) : std::nullopt;
+  };
+  auto same = [&](const ParamSpec& x, const ParamSpec& y) {
+    if (x.dtype != y.dtype || x.shape.size() != y.shape.size()) return false;
+    for (size_t i = 0; i < x.shape.size(); ++i) {
+      auto u = resolve(x.shape[i]), v = resolve(y.shape[i]);
+      if (u && v && *u != *v) return false;
+      if (!u && !v && std::get<std::string>(x.shape[i]) != std::get<std::string>(y.shape[i])) return false;
+    }
+    return true;
+  };
+  std::vector<bool> taken(b.size(), false);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const ParamSpec& p : a) {
+    for (size_t j = 0; j < b.size(); ++j) {
+      if (!taken[j] && same(p, b[j])) {
+        taken[j] = true;
+        out.emplace_back(p.name, b[j].name);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// The pairing by groups gives the scan's pairs on random lists with resolved, resolvable and
+// unresolved dimensions (names on one side only, so every parameter is a rename candidate).
+TEST(DiffParams, RenamePairingEqualsTheScan) {
+  Json cfg = {{"model_type", "llama"}, {"quantization", "q4f16_1"}, {"model_config", {{"hidden", 4}, {"vocab", 6}}}};
+  Result<ChatConfig> config = ParseChatConfig(cfg);
+  ASSERT_TRUE(config.ok());
+  std::mt19937 rng(7);
+  const std::vector<std::variant<int64_t, std::string>> dims = {int64_t{4}, int64_t{6}, int64_t{8}, "hidden",
+                                                                "vocab", "other", "more"};
+  auto random_list = [&](const std::string& prefix, size_t n) {
+    std::vector<ParamSpec> out;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<std::variant<int64_t, std::string>> shape;
+      for (size_t r = 0, rank = 1 + rng() % 3; r < rank; ++r) shape.push_back(dims[rng() % dims.size()]);
+      out.push_back(P(prefix + std::to_string(rng() % 1000) + "." + std::to_string(i), shape,
+                      rng() % 4 ? "float16" : "float32"));
+    }
+    return out;
+  };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ParamSpec> a = random_list("a", 1 + rng() % 30), b = random_list("b", 1 + rng() % 30);
+    for (const ChatConfig* c : std::vector<const ChatConfig*>{nullptr, &*config}) {
+      ParamDiff d = DiffParams(a, b, c, "A", "B");
+      std::vector<std::pair<std::string, std::string>> got;
+      for (const ParamRename& r : d.renamed) got.emplace_back(r.a.name, r.b.name);
+      ASSERT_EQ(got, ScannedRenames(a, b, c)) << "round " << round;
+      EXPECT_EQ(d.only_a.size() + d.renamed.size(), a.size());
+      EXPECT_EQ(d.only_b.size() + d.renamed.size(), b.size());
+    }
+  }
+}
+
+// 40k renamed parameters (every name changed, a few shapes per dtype) are paired without a scan
+// per parameter: the scan took 20 s here.
+TEST(DiffParams, FortyThousandRenames) {
+  std::vector<ParamSpec> a, b;
+  for (int i = 0; i < 40000; ++i) {
+    const int64_t rows = 64 + (i % 7) * 32;
+    a.push_back(P("model.layers." + std::to_string(i) + ".weight", {rows, 128}, i % 3 ? "float16" : "uint32"));
+    b.push_back(P("transformer.h." + std::to_string(i) + ".w", {rows, 128}, i % 3 ? "float16" : "uint32"));
+  }
+  ParamDiff d = DiffParams(a, b, nullptr, "A", "B");
+  EXPECT_EQ(d.renamed.size(), 40000u);
+  EXPECT_TRUE(d.only_a.empty());
+  EXPECT_TRUE(d.only_b.empty());
+  for (const ParamRename& r : d.renamed) {
+    ASSERT_EQ(r.a.dtype, r.b.dtype);
+    ASSERT_EQ(r.a.shape, r.b.shape);
+  }
 }
 
 TEST(JsonDiff, PathsOfTheFieldsThatDiffer) {
@@ -322,10 +412,24 @@ TEST(CheckExplains, EarlierDraftsAndUpgrade) {
   auto bind = RunCli({"bind", dir, dir + "/compiled-program.json", "--json"});
   EXPECT_EQ(bind.exit_code, 1);
   EXPECT_EQ(Out(bind)["explain"]["draft"]["rewritable"], true) << bind.out;
+  // A package whose tensor cache has only the legacy name: the upgraded manifest would point at
+  // nothing, so --upgrade refuses, naming the missing file, and leaves the manifest alone.
+  const std::string draft_text = test::ReadText(dir + "/mlc-model-manifest.json");
+  std::filesystem::rename(dir + "/tensor-cache.json", dir + "/ndarray-cache.json");
+  auto missing = RunCli({"emit", "package", dir, "--upgrade", "--json"});
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_EQ(Out(missing)["errors"][0]["document"], dir + "/tensor-cache.json") << missing.out;
+  EXPECT_EQ(test::ReadText(dir + "/mlc-model-manifest.json"), draft_text);
+  std::filesystem::rename(dir + "/ndarray-cache.json", dir + "/tensor-cache.json");
+  // The rewrite in place keeps the manifest's permissions.
+  ASSERT_EQ(::chmod((dir + "/mlc-model-manifest.json").c_str(), 0600), 0);
   auto up = RunCli({"emit", "package", dir, "--upgrade", "--json"});
   EXPECT_EQ(up.exit_code, 0) << up.out << up.err;
   EXPECT_EQ(Out(up)["upgraded"], true);
   EXPECT_EQ(test::ReadText(dir + "/mlc-model-manifest.json"), current);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/mlc-model-manifest.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   auto again = RunCli({"emit", "package", dir, "--upgrade", "--json"});
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_EQ(Out(again)["upgraded"], false);

@@ -173,6 +173,21 @@ TEST(WriteFileAtomic, NoClobberUnlessAsked) {
   EXPECT_EQ(nowhere.errors()[0].code, ErrorCode::kIo);
 }
 
+// A replaced file keeps its permission bits: a 0600 file stays 0600 (and 0640 stays 0640).
+TEST(WriteFileAtomic, ReplacingKeepsTheFileMode) {
+  test::TempDir dir;
+  std::string path = dir.File("secret.json");
+  for (mode_t mode : {mode_t{0600}, mode_t{0640}, mode_t{0755}}) {
+    ASSERT_TRUE(WriteFileAtomic(path, "old", true).ok());
+    ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+    ASSERT_TRUE(WriteFileAtomic(path, "new", true).ok());
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, mode);
+    EXPECT_EQ(*ReadFile(path), "new");
+  }
+}
+
 // The names in a folder that are temporary files of a writer ("<target>.tmp-PID-RAND").
 int Temporaries(const test::TempDir& dir) {
   int n = 0;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "media/jpeg_direct.h"
+#include "media/jpeg_markers.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 #include "mlc_manifest/json.h"
@@ -901,6 +902,74 @@ TEST_F(PillowFixture, TruncatedFilesAreRejected) {
       EXPECT_FALSE(r.ok()) << "kept " << keep << " bytes";
     }
   }
+}
+
+// The marker walk counts scans as a decoder finds them: lengths honoured (an APP segment holding
+// the bytes FF DA is no scan), entropy-coded data skipped (stuffed FF 00 and RSTn are no markers).
+TEST(JpegBudget, MarkerWalkCountsScans) {
+  auto seg = [](uint8_t marker, const std::string& body) {
+    const size_t n = body.size() + 2;
+    return std::string{'\xFF', static_cast<char>(marker), static_cast<char>(n >> 8), static_cast<char>(n & 0xFF)} + body;
+  };
+  const std::string sof = seg(0xC2, std::string("\x08\x00\x30\x00\x40\x01\x01\x11\x00", 9));  // 64x48
+  const std::string scan = seg(0xDA, std::string("\x01\x01\x00\x00\x3F\x00", 6)) + std::string("\x12\xFF\x00\x34\xFF\xD3\x56", 7);
+  std::string jpeg = std::string("\xFF\xD8") + seg(0xE1, std::string("x\xFF\xDAy", 4)) + sof;
+  for (int i = 0; i < 5; ++i) jpeg += scan;
+  jpeg += "\xFF\xD9";
+  auto layout = jpeg_markers::WalkJpeg(jpeg, 100);
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_EQ(layout->scans, 5);
+  EXPECT_EQ(layout->width, 64);
+  EXPECT_EQ(layout->height, 48);
+  EXPECT_TRUE(layout->progressive);
+  EXPECT_FALSE(jpeg_markers::WalkJpeg("\x89PNG\r\n", 100).has_value());
+  // Truncated anywhere: no crash, never more scans than whole.
+  for (size_t cut = 0; cut < jpeg.size(); ++cut) {
+    auto part = jpeg_markers::WalkJpeg(std::string_view(jpeg).substr(0, cut), 100);
+    if (part) {
+      EXPECT_LE(part->scans, 5);
+    }
+  }
+  EXPECT_TRUE(jpeg_markers::CheckJpegBudget(jpeg, 5, 1 << 30).ok());
+  Status over = jpeg_markers::CheckJpegBudget(jpeg, 4, 1 << 30);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, ErrorCode::kLimit);
+  const size_t fifth = jpeg.find(scan, jpeg.find(scan) + 4 * scan.size());
+  EXPECT_EQ(over.error().path, "byte " + std::to_string(fifth));
+  Status product = jpeg_markers::CheckJpegBudget(jpeg, 100, 5 * 64 * 48 - 1);
+  ASSERT_FALSE(product.ok());
+  EXPECT_NE(product.error().message.find("max_jpeg_scan_pixels"), std::string::npos);
+}
+
+// A progressive JPEG with thousands of scans (each a pass over the image) is refused from its
+// markers before any decoder runs; the real progressive file beside it decodes as before.
+TEST(JpegBudget, ThousandsOfScansAreRefusedBeforeDecoding) {
+  auto bytes = ReadFile(test::SourcePath("fuzz/corpus/image_fuzz/progressive.jpg"));
+  ASSERT_TRUE(bytes.ok());
+  auto layout = jpeg_markers::WalkJpeg(*bytes, 1000);
+  ASSERT_TRUE(layout.has_value());
+  EXPECT_TRUE(layout->progressive);
+  EXPECT_GE(layout->scans, 2);
+  ASSERT_TRUE(PrepareImage(*bytes, ResizeMode::kStretch, 8, 8).ok());
+  // Its last scan repeated 2,000 times before EOI.
+  const size_t last = bytes->rfind("\xFF\xDA");
+  const size_t eoi = bytes->rfind("\xFF\xD9");
+  ASSERT_TRUE(last != std::string::npos && eoi != std::string::npos && last < eoi);
+  std::string many = bytes->substr(0, eoi);
+  for (int i = 0; i < 2000; ++i) many += bytes->substr(last, eoi - last);
+  many += "\xFF\xD9";
+  auto refused = [](const Errors& errors) {
+    ASSERT_FALSE(errors.empty());
+    EXPECT_EQ(errors.front().code, ErrorCode::kLimit);
+    EXPECT_NE(errors.front().message.find("max_jpeg_scans"), std::string::npos) << errors.front().message;
+    EXPECT_EQ(errors.front().path.rfind("byte ", 0), 0u);
+  };
+  auto prepared = PrepareImage(many, ResizeMode::kStretch, 8, 8);
+  ASSERT_FALSE(prepared.ok());
+  refused(prepared.errors());
+  auto decoded = DecodeImage(many);
+  ASSERT_FALSE(decoded.ok());
+  refused(decoded.errors());
 }
 
 TEST(ImageInputs, NonImagesAreRejectedSayingSo) {

@@ -128,6 +128,119 @@ TEST(JsonGrammar, UnsupportedKeywordsAreNamedWithTheirPointer) {
   EXPECT_NE(g.errors().front().message.find("\"format\" at /format"), std::string::npos);
 }
 
+// Every spelling of one $ref target (~0 or %7E0, letters percent-encoded or not) is one
+// compiled node: 4096 references to a 4k-node definition stay a grammar of a few thousand nodes
+// (compiled per spelling it would be 17M nodes, far over the default max_grammar_nodes).
+TEST(JsonGrammar, RefSpellingsCompileToOneTarget) {
+  const std::string name = "t~a~b~c~d~e~f~g~h~i~j~k~l";  // 12 tildes
+  auto spelling = [&name](size_t n) {
+    std::string out = "#/$defs/";
+    size_t tilde = 0;
+    for (size_t i = 0; i < name.size(); ++i) {
+      if (name[i] == '~') {
+        out += (n >> tilde++) & 1 ? "%7E0" : "~0";
+      } else {
+        out += (n >> 12) & 1 ? "%" + std::string(1, "0123456789ABCDEF"[name[i] >> 4]) +
+                                   std::string(1, "0123456789ABCDEF"[name[i] & 15])
+                             : std::string(1, name[i]);
+      }
+    }
+    return out;
+  };
+  OrderedJson target = {{"type", "object"}, {"properties", OrderedJson::object()}};
+  for (int i = 0; i < 64; ++i) {
+    OrderedJson inner = {{"type", "object"}, {"properties", OrderedJson::object()}};
+    for (int j = 0; j < 64; ++j) inner["properties"]["f" + std::to_string(j)] = {{"type", "string"}};
+    target["properties"]["g" + std::to_string(i)] = inner;
+  }
+  OrderedJson schema = {{"$defs", {{name, target}}}, {"type", "object"}, {"properties", OrderedJson::object()}};
+  size_t n = 0;
+  for (int i = 0; i < 64; ++i) {
+    OrderedJson level = {{"type", "object"}, {"properties", OrderedJson::object()}};
+    for (int j = 0; j < 64; ++j) level["properties"]["r" + std::to_string(j)] = {{"$ref", spelling(n++)}};
+    schema["properties"]["p" + std::to_string(i)] = level;
+  }
+  auto g = JsonGrammar::FromSchema(schema);
+  ASSERT_TRUE(g.ok()) << FormatErrors(g.errors());
+  EXPECT_LT((*g)->node_count(), 10000u);
+  EXPECT_TRUE((*g)->Matches(R"({"p0":{"r0":{"g1":{"f2":"x"}}}})"));
+  // A '~' that is not ~0 or ~1 and a bad %XX are malformed pointers, named at the $ref.
+  for (const char* bad : {R"({"$defs":{"a~b":{}},"$ref":"#/$defs/a~b"})",
+                          R"({"$defs":{"a":{}},"$ref":"#/$defs/%6"})"}) {
+    auto e = JsonGrammar::FromSchema(OrderedJson::parse(bad));
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.errors().front().path, "/$ref") << bad;
+    EXPECT_EQ(e.errors().front().code, ErrorCode::kInvalid) << bad;
+  }
+  // A cycle of $refs with no value between them.
+  auto cycle = JsonGrammar::FromSchema(OrderedJson::parse(
+      R"({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"})"));
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_NE(cycle.errors().front().message.find("cycle"), std::string::npos);
+}
+
+TEST(JsonGrammar, SchemaAndGrammarSizeLimitsAreNamed) {
+  OrderedJson wide = {{"type", "object"}, {"properties", OrderedJson::object()}};
+  for (int i = 0; i < 64; ++i) {
+    OrderedJson inner = {{"type", "object"}, {"properties", OrderedJson::object()}};
+    for (int j = 0; j < 64; ++j) inner["properties"]["f" + std::to_string(j)] = {{"type", "integer"}};
+    wide["properties"]["g" + std::to_string(i)] = inner;
+  }
+  EXPECT_TRUE(JsonGrammar::FromSchema(wide).ok());
+  JsonGrammarOptions nodes;
+  nodes.max_grammar_nodes = 1000;
+  auto g = JsonGrammar::FromSchema(wide, nodes);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.errors().front().code, ErrorCode::kLimit);
+  EXPECT_NE(g.errors().front().message.find("max_grammar_nodes"), std::string::npos);
+  EXPECT_EQ(g.errors().front().path.rfind("/properties/g", 0), 0u) << g.errors().front().path;
+  JsonGrammarOptions values;
+  values.max_schema_values = 1000;
+  g = JsonGrammar::FromSchema(wide, values);
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.errors().front().code, ErrorCode::kLimit);
+  EXPECT_EQ(g.errors().front().path, "");
+  EXPECT_NE(g.errors().front().message.find("max_schema_values"), std::string::npos);
+}
+
+// Keywords the compiler would not apply are refused at their pointer, never dropped.
+TEST(JsonGrammar, KeywordsThatWouldBeIgnoredAreRefused) {
+  struct Case {
+    const char* schema;
+    const char* path;
+    const char* word;
+  };
+  for (const Case& c : {Case{R"({"$defs":{"a":{"type":"integer"}},"$ref":"#/$defs/a","type":"string"})",
+                             "/type", "beside \"$ref\""},
+                        Case{R"({"$ref":"#/$defs/a","$defs":{"a":{}},"properties":{"x":{}}})",
+                             "/properties", "beside \"$ref\""},
+                        Case{R"({"enum":["a","bb"],"maxLength":1})", "/maxLength", "beside \"enum\""},
+                        Case{R"({"const":"a","enum":["a"]})", "/enum", "beside \"const\""},
+                        Case{R"({"anyOf":[{"type":"string"},{"type":"null"}],"type":"object"})", "/type",
+                             "beside \"anyOf\""},
+                        Case{R"({"anyOf":[{"type":"string"},{"type":"null"}],"minLength":3})", "/minLength",
+                             "beside \"anyOf\""},
+                        Case{R"({"type":"integer","maxLength":3})", "/maxLength", "string values"},
+                        Case{R"({"type":"object","items":{"type":"string"}})", "/items", "array values"},
+                        Case{R"({"properties":{"a":{}},"minLength":1})", "/minLength", "string values"},
+                        Case{R"({"type":"string","const":3})", "/const", "type"},
+                        Case{R"({"type":"string","enum":[1,null]})", "/enum", "type"}}) {
+    auto g = JsonGrammar::FromSchema(OrderedJson::parse(c.schema));
+    ASSERT_FALSE(g.ok()) << c.schema;
+    EXPECT_EQ(g.errors().front().path, c.path) << c.schema;
+    EXPECT_NE(g.errors().front().message.find(c.word), std::string::npos) << g.errors().front().message;
+  }
+  // Annotations beside $ref stay allowed; "type" beside enum narrows the values.
+  auto a = Schema(R"({"$defs":{"a":{"type":"integer"}},"$ref":"#/$defs/a","description":"d","title":"t"})");
+  ExpectAccepts(*a, {"1"});
+  auto e = Schema(R"({"type":"string","enum":["a",1,"b"]})");
+  ExpectAccepts(*e, {R"("a")", R"("b")"});
+  ExpectRefuses(*e, {"1"});
+  auto i = Schema(R"({"type":"integer","enum":[1,2.0,2.5]})");
+  ExpectAccepts(*i, {"1", "2.0"});
+  ExpectRefuses(*i, {"2.5"});
+}
+
 // The trie walk gives what feeding each token's bytes to a copy of the state gives.
 std::vector<uint8_t> FlatMask(const JsonGrammar& g, const JsonGrammar::State& s, const TokenVocabulary& v) {
   std::vector<uint8_t> out(v.size(), 0);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <chrono>
@@ -55,6 +56,39 @@ using test::ServerProcess;
 // A chat completion's request line and the headers every one needs.
 const std::string kPostHead =
     "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+
+// A chunked body's data (the body itself when it is not chunked).
+std::string Dechunk(const std::string& body) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t eol = body.find("\r\n", pos);
+    if (eol == std::string::npos || eol == pos) return body;
+    size_t size = 0;
+    for (size_t i = pos; i < eol; ++i) {
+      int d = std::isxdigit(static_cast<unsigned char>(body[i])) ? std::stoi(std::string(1, body[i]), nullptr, 16) : -1;
+      if (d < 0) return body;
+      size = size * 16 + static_cast<size_t>(d);
+    }
+    if (size == 0) return out;
+    if (eol + 2 + size > body.size()) return body;
+    out += body.substr(eol + 2, size);
+    pos = eol + 2 + size + 2;
+  }
+  return out;
+}
+
+// The JSON objects of a server-sent event stream ("data: [DONE]" left out).
+std::vector<Json> SseChunks(const std::string& body) {
+  std::vector<Json> out;
+  std::istringstream in(Dechunk(body));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("data: ", 0) != 0 || line == "data: [DONE]") continue;
+    auto j = ParseJson(line.substr(6));
+    if (j.ok()) out.push_back(*j);
+  }
+  return out;
+}
 
 std::string Chat(const std::string& text, int max_tokens, bool stream = false) {
   OrderedJson j = {{"model", "reference"},
@@ -124,6 +158,27 @@ TEST(Serve, RoutesAndOpenAiErrors) {
   HttpReply refused = Http(server.port(), "POST", "/v1/chat/completions", local.dump());
   EXPECT_EQ(refused.status, 400);
   EXPECT_NE(ErrorMessage(refused).find("local files"), std::string::npos) << refused.body;
+  // Raw base64 is never tried as a file name: a name that exists and one that does not get the
+  // same answer.
+  std::string answers[2];
+  for (int i = 0; i < 2; ++i) {
+    OrderedJson probe = {{"messages", OrderedJson::array({{{"role", "user"},
+                                                          {"content", OrderedJson::array({{{"type", "input_audio"},
+                                                                                           {"input_audio", {{"data", i ? "/etc//passwd" : "/etc//passwo"}, {"format", "wav"}}}}})}}})}};
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", probe.dump());
+    EXPECT_EQ(r.status, 400) << r.body;
+    answers[i] = r.body;
+  }
+  EXPECT_EQ(answers[0], answers[1]);
+  // Images that cannot fit the context are refused before any is decoded: the answer is the
+  // context error although none of them is an image.
+  OrderedJson parts = OrderedJson::array();
+  for (int i = 0; i < 600; ++i) parts.push_back({{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AAAA"}}}});
+  OrderedJson crowded = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", parts}}})}};
+  HttpReply too_many = Http(server.port(), "POST", "/v1/chat/completions", crowded.dump());
+  EXPECT_EQ(too_many.status, 400) << too_many.body;
+  EXPECT_NE(ErrorMessage(too_many).find("positions"), std::string::npos) << too_many.body;
+  EXPECT_EQ(ErrorMessage(too_many).find("inline"), std::string::npos) << too_many.body;
   // A bad data: URL.
   OrderedJson bad_audio = {{"messages", OrderedJson::array({{{"role", "user"},
                                                             {"content", OrderedJson::array({{{"type", "input_audio"},
@@ -502,11 +557,40 @@ TEST(Serve, CompletionsAnswerTextOrTokenIdsAndNameWhatTheyRefuse) {
       {R"({"prompt": [1, -2]})", "/prompt/1"},
       {R"({"max_tokens": 3})", "/prompt"},
       {R"({"prompt": "a", "suffix": "b"})", "/suffix"},
+      {R"({"prompt": "a", "logit_bias": {"5": 10}})", "/logit_bias"},
+      {R"({"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "n",
+          "schema": {"type": "integer", "maxLength": 2}}}})", "/response_format/json_schema/schema/maxLength"},
+      {R"({"prompt": "a", "response_format": {"type": "json_schema", "json_schema": {"name": "n",
+          "schema": {"$defs": {"a~b": {}}, "$ref": "#/$defs/a~b"}}}})", "/response_format/json_schema/schema/$ref"},
   };
   for (const Refused& r : refused) {
     HttpReply reply = Http(server.port(), "POST", "/v1/completions", r.body);
     EXPECT_EQ(reply.status, 400) << r.body;
     EXPECT_EQ(BodyJson(reply)["error"]["param"], r.param) << r.body << " -> " << reply.body;
+  }
+  // response_format applies to completions as to chat: the reply is one of the enum's values.
+  for (bool stream : {false, true}) {
+    const std::string body = std::string(R"({"prompt": "Once upon", "max_tokens": 40, "temperature": 1, "seed": 3,
+        "logit_bias": {}, "stream": )") + (stream ? "true" : "false") +
+        R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "answer",
+        "schema": {"enum": ["yes", "no", 12]}}}})";
+    HttpReply reply = Http(server.port(), "POST", "/v1/completions", body);
+    ASSERT_EQ(reply.status, 200) << reply.body;
+    std::string content;
+    if (stream) {
+      for (const Json& chunk : SseChunks(reply.body)) {
+        if (!chunk["choices"].empty()) content += chunk["choices"][0]["text"].get<std::string>();
+      }
+    } else {
+      content = BodyJson(reply)["choices"][0]["text"].get<std::string>();
+      EXPECT_EQ(BodyJson(reply)["choices"][0]["finish_reason"], "stop") << reply.body;
+    }
+    EXPECT_TRUE(content == "\"yes\"" || content == "\"no\"" || content == "12") << content;
+  }
+  for (const char* chat : {R"({"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": -100}})"}) {
+    HttpReply reply = Http(server.port(), "POST", "/v1/chat/completions", chat);
+    EXPECT_EQ(reply.status, 400) << chat;
+    EXPECT_EQ(BodyJson(reply)["error"]["param"], "/logit_bias") << reply.body;
   }
   for (const char* chat : {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})",
                            R"({"messages": [{"role": "user", "content": "x"}], "logprobs": true, "top_logprobs": 21})"}) {
@@ -514,6 +598,75 @@ TEST(Serve, CompletionsAnswerTextOrTokenIdsAndNameWhatTheyRefuse) {
     EXPECT_EQ(reply.status, 400) << chat;
     EXPECT_EQ(BodyJson(reply)["error"]["param"], "/top_logprobs") << reply.body;
   }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// A stop string's cut tokens leave logprobs, streamed and not: the tokens listed are those whose
+// text starts before the cut (chat and completions).
+TEST(Serve, StopStringsCutTheirTokensFromLogprobs) {
+  Package p;
+  ServerProcess server(p.dir.path());
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string prompt = R"("prompt": [1, 10, 11, 12], "max_tokens": 14, "temperature": 0, "logprobs": 1)";
+  HttpReply whole = Http(server.port(), "POST", "/v1/completions", "{" + prompt + "}");
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json w = BodyJson(whole);
+  const std::string full = w["choices"][0]["text"].get<std::string>();
+  const Json& offsets = w["choices"][0]["logprobs"]["text_offset"];
+  std::string joined;
+  for (const Json& t : w["choices"][0]["logprobs"]["tokens"]) joined += t.get<std::string>();
+  ASSERT_EQ(joined, full) << "each token's text, in order, is the reply";
+  ASSERT_GE(offsets.size(), 8u) << whole.body;
+  int checked = 0;
+  for (size_t from : {size_t{3}, size_t{6}}) {
+    const size_t at = offsets[from].get<size_t>();
+    if (at + 2 > full.size()) continue;
+    const std::string stop = full.substr(at, 2);
+    const size_t cut = full.find(stop);
+    size_t kept = 0;
+    while (kept < offsets.size() && offsets[kept].get<size_t>() < cut) ++kept;
+    OrderedJson stop_json = stop;
+    for (bool stream : {false, true}) {
+      const std::string body = "{" + prompt + R"(, "stop": )" + stop_json.dump() +
+                               R"(, "stream": )" + (stream ? "true" : "false") + "}";
+      HttpReply r = Http(server.port(), "POST", "/v1/completions", body);
+      ASSERT_EQ(r.status, 200) << r.body;
+      std::string text;
+      size_t listed = 0;
+      std::vector<Json> chunks = stream ? SseChunks(r.body) : std::vector<Json>{BodyJson(r)};
+      for (const Json& c : chunks) {
+        if (c["choices"].empty()) continue;
+        text += c["choices"][0]["text"].get<std::string>();
+        const Json& lp = c["choices"][0]["logprobs"];
+        if (lp.is_object()) listed += lp["tokens"].size();
+      }
+      EXPECT_EQ(text, full.substr(0, cut)) << "stop " << stop_json.dump() << (stream ? " streamed" : "");
+      EXPECT_EQ(listed, kept) << "stop " << stop_json.dump() << (stream ? " streamed" : "") << ": " << r.body;
+    }
+    // Chat's logprobs.content ends where its content does, too.
+    const std::string chat = R"({"messages": [{"role": "user", "content": "cut me"}], "max_tokens": 14,
+        "temperature": 0, "logprobs": true})";
+    Json plain = BodyJson(Http(server.port(), "POST", "/v1/chat/completions", chat));
+    const std::string content = plain["choices"][0]["message"]["content"].get<std::string>();
+    if (content.size() >= 6) {
+      OrderedJson chat_stop = content.substr(content.size() / 2, 2);
+      std::string asked = chat.substr(0, chat.size() - 1) + R"(, "stop": )" + chat_stop.dump() + "}";
+      Json cut_reply = BodyJson(Http(server.port(), "POST", "/v1/chat/completions", asked));
+      const std::string shown = cut_reply["choices"][0]["message"]["content"].get<std::string>();
+      std::string listed_text, last;
+      for (const Json& t : cut_reply["choices"][0]["logprobs"]["content"]) {
+        last = t["token"].get<std::string>();
+        listed_text += last;
+      }
+      EXPECT_TRUE(listed_text.starts_with(shown)) << listed_text << " | " << shown;
+      if (!shown.empty()) {
+        EXPECT_LT(listed_text.size() - last.size(), shown.size())
+            << "the last token listed starts before the cut: " << listed_text << " | " << shown;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
   EXPECT_EQ(server.Stop(), 0);
 }
 

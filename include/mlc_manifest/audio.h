@@ -29,6 +29,10 @@ struct AudioOptions {
   int64_t max_source_rate_hz = 1'536'000;
   // Largest resampling ratio either way (target / source or source / target).
   int64_t max_rate_ratio = 4096;
+  // Largest magnitude of a decoded (downmixed) sample: float audio lies within [-1, 1], and a
+  // finite sample near FLT_MAX would overflow the mel spectrum into NaN rows. A sample over it is
+  // kLimit at its frame ("frame N").
+  double max_sample_magnitude = 1e4;
 };
 
 // What the recording was, as found in its header (and, for frames, as decoded).

@@ -27,9 +27,10 @@ class ChatTurns {
   // The next turn. The first call takes the conversation (SPEC 7 from the first round); each
   // later call takes the messages that follow `last_reply`, the text generated for the turn
   // before (without its stop string), and continues it as a follow-up turn. Media files are
-  // resolved against base_dir. On an error the conversation is unchanged.
+  // resolved against base_dir; without allow_files media must be inline (PromptTurn). On an
+  // error the conversation is unchanged.
   Result<RequestTurn> Next(const std::vector<ChatMessage>& messages, std::string_view last_reply,
-                           const std::string& base_dir);
+                           const std::string& base_dir, bool allow_files = true);
   // The same from a messages file (ReadMessagesFile); media relative to the file's folder.
   Result<RequestTurn> NextFromFile(const std::string& file, std::string_view last_reply);
 

@@ -106,6 +106,11 @@ LegacyAdvice AdviseLegacyPackage(const std::string& dir, const ChatConfig& confi
 IdEvidence GatherIdEvidence(const std::string& dir, const std::optional<Json>& program_doc,
                             const BuiltinProgramFn& builtin);
 
+// The chat config checks of the runtime a package folder runs on (the CLI and the C API pass
+// CheckPackageRuntimeConfig: the built-in CPU program's, for folders no registered library claims): errors at
+// JSON Pointers into mlc-chat-config.json, kUnsupported for what that runtime does not implement.
+using RuntimeConfigFn = std::function<Status(const std::string& dir, const ChatConfig& config)>;
+
 struct CheckOptions {
   std::optional<std::string> program_path;  // compiled-program document or _metadata JSON
   std::optional<std::string> params_path;   // parameter list with symbolic dimensions
@@ -114,6 +119,11 @@ struct CheckOptions {
   std::optional<DeviceProfile> device;
   ShardCheckOptions shard_options;           // threads, progress (verify_md5 set from above)
   BuiltinProgramFn builtin_program;          // evidence for explanations and legacy advice
+  // "runtime_config": a value in mlc-chat-config.json the runtime refuses fails, as `run` would;
+  // a field it needs that the file lacks, or a feature it lacks (a rope_scaling), is a warning (a
+  // compiled library may run the package all the same); a model_type or quantization it has no
+  // program for is a skip. Null: not consulted.
+  RuntimeConfigFn runtime_config;
 };
 
 CheckReport CheckPackage(const std::string& dir, const CheckOptions& options);

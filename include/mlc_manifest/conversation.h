@@ -109,9 +109,11 @@ std::string PromptText(const ChatPrompt& prompt);
 // ---- Token ids ----
 
 // The bytes a media part carries inline: a base64 data: URL, or for input_audio raw base64 (as
-// OpenAI and WebLLM send it) unless a file of that name exists; none when the reference is a file
-// path (a native extension). Errors at the pointer of the url / data field.
-Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir);
+// OpenAI and WebLLM send it) unless files are allowed and a file of that name exists (without
+// allow_files no file is ever looked at); none when the reference is a file path (a native
+// extension). Errors at the pointer of the url / data field.
+Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir,
+                                               bool allow_files = true);
 // The file a media part names (relative to base_dir), or "" when it carries its bytes inline
 // (InlineMedia). Errors at the part's pointer (a path with control characters is one).
 Result<std::string> MediaFile(const ContentPart& part, const std::string& base_dir);
@@ -120,9 +122,11 @@ Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path)
 
 // The request turn of a prompt: prefix ids first on the first round, each string segment
 // encoded on its own, each media segment an audio / image segment that names its file
-// (MediaFile) or carries its inline bytes in memory (nothing is written to disk).
+// (MediaFile) or carries its inline bytes in memory (nothing is written to disk). Without
+// allow_files a media part must carry its bytes inline (a file reference is an error).
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
-                               const Tokenizer& tokenizer, const std::string& base_dir);
+                               const Tokenizer& tokenizer, const std::string& base_dir,
+                               bool allow_files = true);
 
 // A media segment of a prompt under a bound contract: the input it feeds, where its bytes are
 // (`file`, or `inline_bytes` for a data: URL), its prefix / placeholder / suffix ids and row
@@ -170,6 +174,9 @@ class ReplyStream {
   std::string Finish();
   bool stopped() const { return matcher_.stopped(); }
   const std::string& text() const { return text_; }
+  // How many leading tokens have text in text(): the others are still held back (an unfinished
+  // character, a possible stop string) or, once stopped, were cut by the stop string.
+  size_t TokensShown() const;
 
  private:
   // The text of the tokens not yet released, or "" while it ends in an unfinished character
@@ -183,6 +190,8 @@ class ReplyStream {
   size_t prefix_ = 0;  // tokens_[prefix_, read_) decode to the text already released
   size_t read_ = 0;
   std::string text_;
+  std::vector<size_t> starts_;  // per released token: where its text starts in the decoded text
+  size_t decoded_ = 0;          // bytes of decoded text given to the stop matcher
 };
 
 // Generated text as a terminal may show it: control bytes other than newline and tab (C0, DEL,

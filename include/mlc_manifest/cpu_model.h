@@ -26,6 +26,15 @@ const std::vector<std::string>& CpuQuantizations();
 // disagree with each other are errors naming the model_config field.
 Result<std::vector<ParamSpec>> CpuParamSpecs(const ChatConfig& config);
 
+// The CPU program's checks of a chat config, the ones OpenCpuLibrary (so `run` and `serve`)
+// makes: errors at their JSON Pointer in mlc-chat-config.json. kUnsupported: what the CPU program
+// does not implement (a model_type, a quantization, a rope_scaling); kInvalid: values no model
+// can have (sizes that are not positive, heads that do not divide the hidden size, ...).
+Status CheckCpuRuntimeConfig(const ChatConfig& config);
+// The config checks of the library OpenPackageLibrary would open for the folder: none for a
+// folder a registered library claims, else CheckCpuRuntimeConfig (check's runtime_config).
+Status CheckPackageRuntimeConfig(const std::string& package_dir, const ChatConfig& config);
+
 // The compiled-program document of the CPU program (one "generation" program of kind
 // token_generation exporting the embedding pair; no required features; resources from the
 // parameter list as in SPEC 3) for the text chat task.

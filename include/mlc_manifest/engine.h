@@ -127,7 +127,10 @@ struct GenerationRequest {
 struct StreamEvent {
   std::string text;             // new text, safe to show (stop strings are cut)
   std::vector<int32_t> tokens;  // tokens kept since the previous event
-  std::vector<TokenLogprobs> logprobs;  // per token, when the request asked for them
+  // Per token, when the request asked for them, sent with the token's text: a token whose text
+  // is held back (an unfinished character, a possible stop string) has its entry in a later
+  // event, and the tokens a stop string cut have none (the list ends where the text does).
+  std::vector<TokenLogprobs> logprobs;
   bool done = false;
   std::string finish_reason;  // when done, FinishReasonName: "stop", "length", "cancelled", "error"
   Errors errors;              // finish_reason "error"

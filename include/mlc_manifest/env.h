@@ -81,6 +81,7 @@ struct FileStat {
   bool directory = false;
   bool symlink = false;    // only when not following symlinks
   uint64_t size = 0;
+  uint32_t mode = 0;       // permission bits (0777)
 };
 
 class Env {
@@ -104,6 +105,8 @@ class Env {
   // Gives the file at from the second name to; ErrorCode::kExists when to exists (link(2)).
   virtual Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual Status RemoveFile(const std::string& path) = 0;
+  // Sets a file's permission bits (0777), as chmod.
+  virtual Status SetMode(const std::string& path, uint32_t mode) = 0;
   // fsync of a folder, so a rename in it is durable.
   virtual Status SyncDir(const std::string& dir) = 0;
   // Creates a folder and its missing parents (an existing folder is fine).

@@ -130,4 +130,8 @@ std::optional<EarlierDraft> DetectEarlierDraft(const Json& doc);
 // document is not an earlier draft this rewrite can bring up to date.
 Result<Json> UpgradeEarlierDraft(const Json& doc);
 
+// The tensor cache an upgraded manifest names (its weights.manifest) is a file in dir: kIo naming
+// the missing file otherwise (the upgrade would point the manifest at nothing).
+Status CheckUpgradedWeights(const std::string& dir, const Json& upgraded);
+
 }  // namespace mlc

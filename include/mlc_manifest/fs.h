@@ -80,7 +80,8 @@ Result<FileBytes> ReadFileBytes(const std::string& path, uint64_t max_bytes = 64
 // Writes bytes to path atomically: a temporary file beside it, fsync, rename, fsync of the folder.
 // When a write, fsync, close or rename fails the temporary file is removed and whatever was at
 // path before is left as it was (kIo naming path, with the system's reason).
-// Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists).
+// Without overwrite an existing path is left alone and the call fails (ErrorCode::kExists); a
+// file replaced keeps its permission bits (a 0600 file stays 0600).
 // Whatever is at path must be a regular file: a symlink, device, pipe or folder is refused (kIo),
 // never replaced. Temporary files "<path>.tmp-PID-RAND" of a writer that was killed (PID no longer
 // running) are removed first. The path "-" means standard output (written through, not replaced).

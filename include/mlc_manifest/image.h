@@ -102,6 +102,10 @@ class RowResizer {
 struct ImageOptions {
   int64_t max_pixels = 100'000'000;    // stored width x height; larger images are rejected
   uint64_t max_file_bytes = 256ull << 20;
+  // A JPEG's decode budget, read from its markers before any decoding (kLimit): each scan of a
+  // progressive file is a pass over the whole image.
+  int64_t max_jpeg_scans = 100;
+  int64_t max_jpeg_scan_pixels = 2'000'000'000;  // scans x width x height
   bool composite_on_white = false;     // blend alpha onto white instead of dropping it
   bool shrink_on_load = true;          // JPEG DCT scaling for large reductions (>= 45 dB)
   ResizeFilter filter = ResizeFilter::kBicubic;

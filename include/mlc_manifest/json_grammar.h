@@ -20,6 +20,11 @@ struct JsonGrammarOptions {
   // Longest string (in characters) where the schema gives no maxLength; 0: unbounded.
   int64_t max_string_length = 0;
   int64_t max_depth = 32;  // nesting of objects and arrays (the automaton's stack)
+  // A schema over either is kLimit naming the limit (the compile's memory and time are bounded
+  // by them): the JSON values of the schema document, and the grammar nodes compiled (each
+  // schema the compiler visits counted as one too; every spelling of one $ref target is one).
+  int64_t max_schema_values = 65536;
+  int64_t max_grammar_nodes = 65536;
 };
 
 // The compiled grammar. Whitespace rule: none, except at most one space after ':' and ','.
@@ -60,6 +65,8 @@ class JsonGrammar {
   bool Feed(State& state, std::string_view bytes) const;
   // Feed from Start and Accepting at the end.
   bool Matches(std::string_view text) const;
+  // The compiled nodes (what max_grammar_nodes bounds).
+  size_t node_count() const { return nodes_.size(); }
 
   enum class Outcome : uint8_t;  // of one byte in one frame (json_grammar.cc)
   enum class Kind : uint8_t { kChoice, kObject, kAnyObject, kArray, kString, kNumber, kLiterals };

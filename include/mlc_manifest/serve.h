@@ -54,7 +54,8 @@ Result<std::shared_ptr<const JsonGrammar>> ParseResponseFormat(const OrderedJson
                                                               const JsonGrammarOptions& options);
 
 // The body of POST /v1/completions (the legacy API): one prompt, a string or token ids; echo and
-// several prompts are refused (400 naming the field); logprobs 0..20.
+// several prompts are refused (400 naming the field); logprobs 0..20. The server reads its
+// response_format with ParseResponseFormat, as for chat; logit_bias (on both routes) is refused.
 struct CompletionRequest {
   std::string model;
   std::string prompt;

@@ -35,6 +35,11 @@ struct TurnInput {
 // Decodes the media files of a request turn with the audio and image frontends, into the dtype
 // the bound contract's adapter takes.
 Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn);
+// The same with the context check first (CheckContext over the turn's pieces: text and
+// fixed-size media such as images at their row counts, audio at its least): a turn that cannot
+// fit a KV cache holding kv_length positions is refused before any media is decoded.
+Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn, const PlanLimits& limits,
+                              int64_t kv_length);
 
 struct JsonConstraint;
 

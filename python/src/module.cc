@@ -15,6 +15,7 @@
 #include "mlc_manifest/bind.h"
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/device.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
@@ -209,6 +210,7 @@ PyReport Check(const std::string& dir, const std::optional<std::string>& program
   options.task = task;
   options.verify_shards = verify_shards;
   options.shard_options.threads = threads;
+  options.runtime_config = CheckPackageRuntimeConfig;  // as the CLI's check
   if (device) {
     const DeviceProfile* profile = FindDeviceProfile(*device);
     if (!profile) Raise({Error{ErrorCode::kUsage, "", "no device profile named \"" + *device + "\""}});

@@ -184,6 +184,11 @@ class PosixEnvImpl final : public Env {
     return Status::Ok();
   }
 
+  Status SetMode(const std::string& path, uint32_t mode) override {
+    if (::chmod(path.c_str(), static_cast<mode_t>(mode & 0777)) != 0) return IoError(path, ErrnoText(errno));
+    return Status::Ok();
+  }
+
   Status SyncDir(const std::string& dir) override {
     Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (fd.get() < 0) return IoError(dir, ErrnoText(errno));
@@ -219,6 +224,7 @@ class PosixEnvImpl final : public Env {
     out.directory = S_ISDIR(st.st_mode);
     out.symlink = S_ISLNK(st.st_mode);
     out.size = static_cast<uint64_t>(st.st_size);
+    out.mode = static_cast<uint32_t>(st.st_mode & 0777);
     return out;
   }
 };

@@ -1,5 +1,5 @@
 // Atomic writes over the process's Env (env.h): a temporary file beside the target, fsync, then
-// rename (or link, when replacing is not asked for); temporaries a killed writer left are
+// rename (or link, when replacing is not asked for; a replaced file's permission bits are kept); temporaries a killed writer left are
 // removed; "-" written to standard output.
 #include "mlc_manifest/fs.h"
 
@@ -151,9 +151,18 @@ Status AtomicFileWriter::Commit() {
       if (linked.error().code == ErrorCode::kExists) return FileError(ErrorCode::kExists, path_, kExistsText);
       return IoError(path_, "cannot create: " + linked.error().message);
     }
-  } else if (Status moved = env_.RenameFile(tmp_, path_); !moved) {
-    (void)env_.RemoveFile(tmp_);
-    return IoError(path_, "cannot rename into place: " + moved.error().message);
+  } else {
+    // The replacement keeps the replaced file's permissions (a 0600 file stays 0600).
+    if (const FileStat old = env_.Stat(path_, /*follow_symlinks=*/false); old.exists && old.regular) {
+      if (Status kept = env_.SetMode(tmp_, old.mode); !kept) {
+        (void)env_.RemoveFile(tmp_);
+        return IoError(path_, "cannot keep the file's permissions: " + kept.error().message);
+      }
+    }
+    if (Status moved = env_.RenameFile(tmp_, path_); !moved) {
+      (void)env_.RemoveFile(tmp_);
+      return IoError(path_, "cannot rename into place: " + moved.error().message);
+    }
   }
   (void)env_.SyncDir(FolderOf(path_));
   return Status::Ok();

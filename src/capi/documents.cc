@@ -9,6 +9,7 @@
 #include "mlc_manifest/bind.h"
 #include "mlc_manifest/check.h"
 #include "mlc_manifest/contract.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/device.h"
 #include "mlc_manifest/package.h"
 
@@ -203,6 +204,7 @@ int mlc_check(mlc_report* h, const char* dir, const mlc_check_params* params) {
       if (!profile) return status;
       options.device = *profile;
     }
+    options.runtime_config = mlc::CheckPackageRuntimeConfig;  // as the CLI's check
     h->report = mlc::CheckPackage(dir, options);
     h->json = h->report->ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return static_cast<int>(MLC_OK);

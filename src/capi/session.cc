@@ -341,7 +341,8 @@ int Generate(mlc_session* h, std::string_view text, const std::string& base_dir,
     options.on_token = [on_token, user](int32_t token) { return on_token(user, token) != 0; };
   }
   for (const mlc::RequestTurn& turn : request->turns) {
-    auto input = mlc::PrepareTurn(h->package->model.bound.contract, turn);
+    auto input = mlc::PrepareTurn(h->package->model.bound.contract, turn, h->package->model.limits,
+                                  h->session->KvLength());
     if (!input) return Fail(h->errors, input.take_errors(), kMemoryDocument);
     auto result = h->session->Generate(*input, options);
     if (!result) return Fail(h->errors, result.take_errors());

@@ -10,6 +10,7 @@
 #include "cli/builtin.h"
 #include "cli/command.h"
 #include "mlc_manifest/check.h"
+#include "mlc_manifest/cpu_model.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc::cli {
@@ -188,6 +189,7 @@ const Registration kCheck(50, "check",
       o.shard_options.on_shard = ShardLines();
     }
     o.builtin_program = CpuBuiltinPrograms();
+    o.runtime_config = CheckPackageRuntimeConfig;
     CheckReport report = CheckPackage(a->dir, o);
     const Errors errors = FailedErrors(report);
     if (a->json) {

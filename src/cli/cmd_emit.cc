@@ -91,6 +91,7 @@ int UpgradePackage(const EmitArgs& a) {
   }
   Result<Json> upgraded = UpgradeEarlierDraft(*doc);
   if (!upgraded) return ReportFailure(upgraded.errors(), a.json, path);
+  if (Status s = CheckUpgradedWeights(a.dir, *upgraded); !s) return ReportFailure(s.errors(), a.json, path);
   Result<ModelPackage> pkg = ParseModelPackage(*upgraded);
   if (!pkg) return ReportFailure(pkg.errors(), a.json, path);
   EmitArgs in_place = a;

@@ -174,7 +174,7 @@ int Run(const RunArgs& a) {
     const std::string& input_file = chat ? a.messages[i] : a.request;
     auto turn = chat ? chat_turns->NextFromFile(input_file, reply) : Result<RequestTurn>(request->turns[i]);
     if (!turn) return ReportFailure(turn.errors(), a.json, input_file);
-    auto input = PrepareTurn(model->bound.contract, *turn);
+    auto input = PrepareTurn(model->bound.contract, *turn, model->limits, session.KvLength());
     if (!input) return ReportFailure(input.errors(), a.json, input_file);
     if (CpuPhaseClockOn()) ResetCpuPhases();
     auto result = session.Generate(*input, options);

@@ -10,6 +10,7 @@
 // ReplyStream, puts full pages into the prefix cache and retires finished or cancelled requests
 // between steps. Events go to each request's sink outside the lock.
 #include <algorithm>
+#include <deque>
 #include <list>
 #include <unordered_map>
 
@@ -65,6 +66,19 @@ struct Engine::Active {
   std::optional<Sampler> sampler;
   std::optional<ReplyStream> reply;
   std::optional<GrammarMatcher> grammar;  // structured output
+  std::deque<TokenLogprobs> held_logprobs;  // of kept tokens whose text is not shown yet
+  size_t logprobs_sent = 0;
+
+  // Log-probabilities go out with their token's text: those of tokens still held back wait, and
+  // once a stop string ends the reply those of the tokens it cut are dropped (all: every one).
+  void ReleaseLogprobs(std::vector<TokenLogprobs>& out, bool all) {
+    const size_t shown = all || !reply ? logprobs_sent + held_logprobs.size() : reply->TokensShown();
+    while (logprobs_sent < shown && !held_logprobs.empty()) {
+      out.push_back(std::move(held_logprobs.front()));
+      held_logprobs.pop_front();
+      ++logprobs_sent;
+    }
+  }
 };
 
 // The adapter cache: outputs by "adapter:digest", least recently used out first, bounded in
@@ -377,6 +391,8 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out, st
   if (a.reply && reason != StopReason::kError && reason != StopReason::kCancelled) {
     e.text = a.reply->Finish();
   }
+  a.ReleaseLogprobs(e.logprobs, !(a.reply && a.reply->stopped()));
+  a.held_logprobs.clear();
   e.done = true;
   e.stop_reason = reason;
   e.finish_reason = FinishReasonName(reason);
@@ -450,8 +466,9 @@ void Engine::Accept(Active& a, std::span<const float> logits, Outbox& out) {
   a.pending = token;
   StreamEvent e;
   e.tokens = {token};
-  if (logprobs) e.logprobs.push_back(std::move(lp));
+  if (logprobs) a.held_logprobs.push_back(std::move(lp));
   if (a.reply) e.text = a.reply->Push(token);
+  a.ReleaseLogprobs(e.logprobs, false);
   e.prompt_tokens = a.prompt->plan.prompt_length;
   e.cached_tokens = a.cached;
   e.completion_tokens = a.generated;

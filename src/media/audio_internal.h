@@ -56,7 +56,8 @@ class MonoPipeline {
 
   // Frames pushed so far.
   int64_t frames() const { return frames_; }
-  // Fails (before resampling them) when these frames would make the recording too long.
+  // Fails (before resampling them) when these frames would make the recording too long or a
+  // sample is over the magnitude limit (at its frame).
   Status Push(const float* mono, int64_t count);
   // Tells the sink the canonical length of a recording of `frames` source frames (a header's).
   void Expect(int64_t frames);
@@ -76,6 +77,7 @@ class MonoPipeline {
   AudioSink& sink_;
   const MlcResamplerBackend* backend_ = nullptr;
   MlcResampler* resampler_ = nullptr;  // null when the rates are equal
+  double max_magnitude_ = 0;  // AudioOptions::max_sample_magnitude
   int64_t frames_ = 0;
   int64_t written_ = 0;
   std::vector<float> pending_;

@@ -3,6 +3,7 @@
 // output handed to a sink as it is made (in memory, or straight into a file).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "media/audio_backend.h"
@@ -45,6 +46,13 @@ namespace audio_internal {
 namespace {
 
 constexpr size_t kScratchSamples = 16384;
+
+// A number as %g prints it ("3.40282e+38", "10000").
+std::string NumberText(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
 
 Error Limit(std::string path, std::string message) {
   return Error{ErrorCode::kLimit, std::move(path), std::move(message)};
@@ -181,7 +189,11 @@ Result<std::unique_ptr<MonoPipeline>> MonoPipeline::Create(int64_t source_rate_h
                          std::to_string(processor.sample_rate_hz) +
                          " Hz is over the ratio limit of " + std::to_string(options.max_rate_ratio));
   }
+  if (!(options.max_sample_magnitude > 0)) {
+    return Error{ErrorCode::kUsage, "", "max_sample_magnitude must be a positive number"};
+  }
   std::unique_ptr<MonoPipeline> p(new MonoPipeline(source_rate_hz, processor, sink));
+  p->max_magnitude_ = options.max_sample_magnitude;
   if (source_rate_hz == processor.sample_rate_hz) return p;
   auto backend = LoadModule<MlcResamplerBackend>();
   MLC_RETURN_IF_ERROR(backend);
@@ -263,6 +275,14 @@ Status MonoPipeline::Push(const float* mono, int64_t count) {
   if (CanonicalAudioLength(total, source_rate_hz_, processor_.sample_rate_hz) >
       processor_.max_samples) {
     return TooLong(total, source_rate_hz_, processor_, true);
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (!(std::fabs(mono[i]) <= max_magnitude_)) {  // NaN too
+      return Limit("frame " + std::to_string(frames_ + i),
+                   "sample value " + NumberText(mono[i]) + " is outside [-" + NumberText(max_magnitude_) + ", " +
+                       NumberText(max_magnitude_) + "] (the max_sample_magnitude limit; audio samples lie "
+                       "within [-1, 1])");
+    }
   }
   frames_ = total;
   if (!resampler_) return Emit(mono, static_cast<size_t>(count), frames_);

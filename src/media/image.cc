@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "media/jpeg_direct.h"
+#include "media/jpeg_markers.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 
@@ -62,6 +63,7 @@ Result<PreparedImage> PrepareImage(std::string_view bytes, ResizeMode mode, int6
   }
   // A size from a manifest is checked before any buffer is sized from it.
   MLC_RETURN_IF_ERROR(CheckTargetSize(height, width, options));
+  MLC_RETURN_IF_ERROR(jpeg_markers::CheckJpegBudget(bytes, options.max_jpeg_scans, options.max_jpeg_scan_pixels));
   // The common photo (a plain upright YCbCr JPEG) needs neither libvips nor its start-up.
   if (auto direct = jpeg_direct::Prepare(bytes, mode, height, width, options)) {
     return std::move(*direct);

@@ -3,6 +3,7 @@
 #include "media/image_backend.h"
 
 #include "media/image_backend_convert.h"
+#include "media/jpeg_markers.h"
 #include "mlc_manifest/fs.h"
 
 namespace mlc {
@@ -24,6 +25,7 @@ Result<ImageInfo> ProbeImage(std::string_view bytes, const ImageOptions& options
 }
 
 Result<DecodedImage> DecodeImage(std::string_view bytes, const ImageOptions& options, int shrink) {
+  MLC_RETURN_IF_ERROR(jpeg_markers::CheckJpegBudget(bytes, options.max_jpeg_scans, options.max_jpeg_scan_pixels));
   auto backend = LoadModule<MlcImageBackend>();
   MLC_RETURN_IF_ERROR(backend);
   MlcImageOptions o = image_c::ToC(options);

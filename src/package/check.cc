@@ -109,6 +109,37 @@ void CheckChatConfig(const std::string& dir, Reporter& rep, Found& f) {
   rep.Add("chat_config", Verdict::kPass, "mlc-chat-config.json is readable");
 }
 
+// Whether a JSON Pointer names a value present in doc.
+bool Present(const Json& doc, const std::string& pointer) {
+  try {
+    return doc.contains(Json::json_pointer(pointer));
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// "runtime_config": the chat config through the runtime's own checks, so that `check` refuses
+// what `run` would. A value present in the file that the runtime refuses fails; a field it needs
+// that the file lacks, or a feature it lacks, is a warning (a compiled library may run the
+// package all the same); a model_type or quantization without that runtime is a skip.
+void CheckRuntimeConfig(const std::string& dir, const RuntimeConfigFn& runtime, Reporter& rep, const Found& f) {
+  Status s = runtime(dir, *f.config);
+  if (s) return (void)rep.Add("runtime_config", Verdict::kPass, "the runtime accepts mlc-chat-config.json");
+  const Errors& errors = s.errors();
+  auto no_runtime = [](const Error& e) {
+    return e.code == ErrorCode::kUnsupported && (e.path == "/model_type" || e.path == "/quantization");
+  };
+  Errors refused;
+  for (const Error& e : errors) {
+    if (e.code != ErrorCode::kUnsupported && Present(f.config->raw, e.path)) refused.push_back(e);
+  }
+  if (!refused.empty()) return rep.Fail("runtime_config", refused);
+  const bool skip = std::any_of(errors.begin(), errors.end(), no_runtime);
+  CheckItem& item = rep.Add("runtime_config", skip ? Verdict::kSkip : Verdict::kWarn,
+                            (skip ? "" : "the runtime cannot run it: ") + errors.front().ToString());
+  item.details["errors"] = ErrorsJson(errors);
+}
+
 // "tensor_cache", then the parameters' resources ("resources" on failure, "param_bytes" when the
 // recorded total differs) and their parameter_schema_id (a failure only here).
 void CheckTensorCache(const std::string& dir, Reporter& rep, Found& f) {
@@ -515,6 +546,7 @@ CheckReport CheckPackage(const std::string& dir, const CheckOptions& options) {
   Found f;
   CheckManifest(dir, rep, f);
   CheckChatConfig(dir, rep, f);
+  if (f.config && options.runtime_config) CheckRuntimeConfig(dir, options.runtime_config, rep, f);
   CheckTensorCache(dir, rep, f);
   if (f.config && options.builtin_program) {
     if (Result<BuiltinProgram> b = options.builtin_program(*f.config)) f.builtin = std::move(*b);

@@ -8,7 +8,10 @@
 #include <map>
 #include <set>
 
+#include "mlc_manifest/env.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/presets.h"
+#include "package/rename_pairs.h"
 
 namespace mlc {
 namespace {
@@ -160,21 +163,16 @@ ParamDiff DiffParams(const std::vector<ParamSpec>& a, const std::vector<ParamSpe
   auto by_name = [](const ParamSpec& x, const ParamSpec& y) { return x.name < y.name; };
   std::sort(only_a.begin(), only_a.end(), by_name);
   std::sort(only_b.begin(), only_b.end(), by_name);
-  std::vector<bool> taken(only_b.size(), false);
-  for (const ParamSpec& p : only_a) {
-    size_t match = only_b.size();
-    for (size_t j = 0; j < only_b.size() && match == only_b.size(); ++j) {
-      if (!taken[j] && only_b[j].dtype == p.dtype && SameShape(p.shape, only_b[j].shape, config)) match = j;
-    }
-    if (match == only_b.size()) {
-      d.only_a.push_back(p);
-    } else {
-      taken[match] = true;
-      d.renamed.push_back({p, only_b[match]});
-    }
+  std::vector<bool> paired_a(only_a.size(), false), paired_b(only_b.size(), false);
+  for (const auto& [i, j] : PairRenames(only_a, only_b, config)) {
+    paired_a[i] = paired_b[j] = true;
+    d.renamed.push_back({only_a[i], only_b[j]});
+  }
+  for (size_t i = 0; i < only_a.size(); ++i) {
+    if (!paired_a[i]) d.only_a.push_back(only_a[i]);
   }
   for (size_t j = 0; j < only_b.size(); ++j) {
-    if (!taken[j]) d.only_b.push_back(only_b[j]);
+    if (!paired_b[j]) d.only_b.push_back(only_b[j]);
   }
   d.causes = Causes(d);
   return d;
@@ -481,6 +479,20 @@ Result<Json> UpgradeEarlierDraft(const Json& doc) {
   Json out = doc;
   out["weights"]["manifest"] = kTensorCacheFileName;
   return out;
+}
+
+Status CheckUpgradedWeights(const std::string& dir, const Json& upgraded) {
+  const Json* manifest = nullptr;
+  if (upgraded.is_object() && upgraded.contains("weights") && upgraded["weights"].is_object() &&
+      upgraded["weights"].contains("manifest") && upgraded["weights"]["manifest"].is_string()) {
+    manifest = &upgraded["weights"]["manifest"];
+  }
+  if (!manifest) return Invalid("/weights/manifest", "expected the tensor cache's file name");
+  const std::string path = JoinPath(dir, manifest->get<std::string>());
+  if (DefaultEnv()->Stat(path, /*follow_symlinks=*/true).regular) return Status::Ok();
+  return IoError(path, "missing: the upgraded manifest's /weights/manifest names it, and runtimes read "
+                       "only that name (rename ndarray-cache.json to " + manifest->get<std::string>() +
+                       " first, then upgrade)");
 }
 
 }  // namespace mlc

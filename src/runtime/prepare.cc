@@ -49,6 +49,14 @@ Result<NDArray> ImagePixels(const BoundImage& image, const RequestSegment& seg) 
 
 }  // namespace
 
+Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn, const PlanLimits& limits,
+                              int64_t kv_length) {
+  auto pieces = PiecesForTurn(bound, turn);
+  MLC_RETURN_IF_ERROR(pieces);
+  MLC_RETURN_IF_ERROR(CheckContext(limits, kv_length, *pieces));
+  return PrepareTurn(bound, turn);
+}
+
 Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn) {
   auto pieces = PiecesForTurn(bound, turn);
   MLC_RETURN_IF_ERROR(pieces);

@@ -15,7 +15,7 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   for (const ChatMessage& m : r.messages) {
     for (const ContentPart& p : m.parts) {
       if (p.kind == PartKind::kText) continue;
-      auto inline_bytes = InlineMedia(p, "");
+      auto inline_bytes = InlineMedia(p, "", options.allow_local_files);  // no file looked at unless allowed
       MLC_RETURN_IF_ERROR(inline_bytes);
       if (!*inline_bytes && !options.allow_local_files) {
         return Invalid(p.path, "expected a data: URL (base64) or base64 audio; this server does "
@@ -25,38 +25,47 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   }
   // A conversation's first turn, as `run --messages` builds it.
   ChatTurns turns(*package.tmpl, *package.tokenizer);
-  auto turn = turns.Next(r.messages, "", "");
+  auto turn = turns.Next(r.messages, "", "", options.allow_local_files);
   MLC_RETURN_IF_ERROR(turn);
-  auto input = PrepareTurn(package.model.bound.contract, *turn);
+  // A request that cannot fit is refused before any of its media is decoded.
+  auto input = PrepareTurn(package.model.bound.contract, *turn, package.model.limits, 0);
   MLC_RETURN_IF_ERROR(input);
   GenerationRequest g;
   g.input = std::move(*input);
   SetOptions(g, r);
-  if (r.json) {
-    std::call_once(vocabulary_once,
-                   [&] { vocabulary = TokenVocabulary::FromTokenizer(*package.tokenizer); });
-    g.json = JsonConstraint{r.json, vocabulary};
-  }
+  MLC_RETURN_IF_ERROR(Constrain(g, r.json));
   return g;
 }
 
+Status Server::Impl::Constrain(GenerationRequest& g, std::shared_ptr<const JsonGrammar> grammar) {
+  if (!grammar) return Status::Ok();
+  if (!package.tokenizer) {
+    return Error{ErrorCode::kUnsupported, "/response_format",
+                 "structured output needs the package's tokenizer, and this package has none"};
+  }
+  std::call_once(vocabulary_once,
+                 [&] { vocabulary = TokenVocabulary::FromTokenizer(*package.tokenizer); });
+  g.json = JsonConstraint{std::move(grammar), vocabulary};
+  return Status::Ok();
+}
+
 Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
-                                        ChatCompletionRequest& r) {
+                                        std::shared_ptr<const JsonGrammar>& grammar) {
   if (!doc.contains("response_format")) return Status::Ok();
   OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
   if (ordered.is_discarded()) return Invalid("/response_format", "the body could not be read in key order");
   JsonGrammarOptions o;
   o.max_string_length = options.json_max_string_length;
-  auto grammar = ParseResponseFormat(ordered, o);
-  MLC_RETURN_IF_ERROR(grammar);
-  r.json = *grammar;
+  auto parsed = ParseResponseFormat(ordered, o);
+  MLC_RETURN_IF_ERROR(parsed);
+  grammar = *parsed;
   return Status::Ok();
 }
 
 Result<Job> Server::Impl::ChatJob(std::string_view body, const Json& doc) {
   auto parsed = ParseChatCompletionRequest(doc, options.request_limits, defaults);
   MLC_RETURN_IF_ERROR(parsed);
-  MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, *parsed));
+  MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, parsed->json));
   auto gen = BuildRequest(*parsed);
   MLC_RETURN_IF_ERROR(gen);
   Job job;
@@ -111,7 +120,7 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
     Refuse(res, 400, OpenAiError(doc.errors()));
     return;
   }
-  auto job = wire == Wire::kChat ? ChatJob(body, *doc) : CompletionJob(*doc);
+  auto job = wire == Wire::kChat ? ChatJob(body, *doc) : CompletionJob(body, *doc);
   if (!job) {
     Refuse(res, StatusFor(job.errors()), OpenAiError(job.errors()));
     return;

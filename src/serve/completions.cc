@@ -1,15 +1,18 @@
 // POST /v1/completions (the legacy API): the prompt as text (after the conversation template's
 // system prefix ids, e.g. BOS, as llama.cpp adds them) or as token ids, no chat template, with
-// the package's stop ids and stop strings; answered by serve/chat_completions.cc's shared path.
+// the package's stop ids and stop strings and the request's response_format; answered by
+// serve/chat_completions.cc's shared path.
 #include "serve/server_impl.h"
 
 namespace mlc {
 
 using namespace serve;  // NOLINT: the server files' own parts
 
-Result<Job> Server::Impl::CompletionJob(const Json& doc) {
+Result<Job> Server::Impl::CompletionJob(std::string_view body, const Json& doc) {
   auto parsed = ParseCompletionRequest(doc, options.request_limits, defaults);
   MLC_RETURN_IF_ERROR(parsed);
+  std::shared_ptr<const JsonGrammar> grammar;
+  MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, grammar));
   std::vector<int32_t> ids;
   if (parsed->prompt_is_ids) {
     ids = std::move(parsed->prompt_ids);
@@ -23,6 +26,7 @@ Result<Job> Server::Impl::CompletionJob(const Json& doc) {
   job.gen.input.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/prompt"});
   job.gen.input.media.emplace_back();
   SetOptions(job.gen, *parsed);
+  MLC_RETURN_IF_ERROR(Constrain(job.gen, std::move(grammar)));
   job.stream = parsed->stream;
   job.include_usage = parsed->include_usage;
   job.format.wire = Wire::kCompletion;

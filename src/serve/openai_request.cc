@@ -79,6 +79,11 @@ void ParseSharedFields(const Json& doc, const ChatCompletionLimits& limits, Shar
       if (x.empty()) errors.push_back(Invalid("/stop", "a stop string cannot be empty"));
     }
   }
+  // Token biases are not applied by this server's sampler: refused rather than ignored.
+  if (Present(doc, "logit_bias") && !(doc["logit_bias"].is_object() && doc["logit_bias"].empty())) {
+    errors.push_back(Error{ErrorCode::kUnsupported, "/logit_bias",
+                           "logit_bias is not supported by this server (leave it out or send {})"});
+  }
   if (Present(doc, "stream")) {
     if (doc["stream"].is_boolean()) {
       out.stream = doc["stream"].get<bool>();

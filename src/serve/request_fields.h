@@ -1,5 +1,5 @@
 // The request fields chat completions and completions share (max_tokens, sampling, stop, n,
-// stream, stream_options) and the small field readers, each error carrying its JSON Pointer.
+// stream, stream_options; logit_bias refused) and the small field readers, each error carrying its JSON Pointer.
 #pragma once
 
 #include <string>

@@ -156,9 +156,12 @@ struct Server::Impl {
   // The generation routes: the request admitted, parsed by its route, queued and answered.
   void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
   Result<serve::Job> ChatJob(std::string_view body, const Json& doc);
-  Result<serve::Job> CompletionJob(const Json& doc);
-  // The request's response_format into r.json (the body read again in key order).
-  Status ReadResponseFormat(std::string_view body, const Json& doc, ChatCompletionRequest& r);
+  Result<serve::Job> CompletionJob(std::string_view body, const Json& doc);
+  // The request's response_format into grammar (the body read again in key order).
+  Status ReadResponseFormat(std::string_view body, const Json& doc,
+                            std::shared_ptr<const JsonGrammar>& grammar);
+  // g samples under grammar (when set) over the package's vocabulary, built on first use.
+  Status Constrain(GenerationRequest& g, std::shared_ptr<const JsonGrammar> grammar);
   // Messages -> the engine's request (media decoded); errors are the client's.
   Result<GenerationRequest> BuildRequest(const ChatCompletionRequest& r);
   // A request's limits, sampling, stop ids and strings (the package's and its own), logprobs.

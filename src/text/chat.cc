@@ -10,7 +10,8 @@ ChatTurns::ChatTurns(ConvTemplate tmpl, const Tokenizer& tokenizer)
     : tmpl_(std::move(tmpl)), tokenizer_(tokenizer) {}
 
 Result<RequestTurn> ChatTurns::Next(const std::vector<ChatMessage>& messages,
-                                    std::string_view last_reply, const std::string& base_dir) {
+                                    std::string_view last_reply, const std::string& base_dir,
+                                    bool allow_files) {
   Result<ChatPrompt> prompt = Errors{};
   std::vector<ChatMessage> all;
   if (history_.empty()) {
@@ -24,7 +25,7 @@ Result<RequestTurn> ChatTurns::Next(const std::vector<ChatMessage>& messages,
     prompt = BuildFollowUpPrompt(tmpl_, history_, last_reply, all);
   }
   MLC_RETURN_IF_ERROR(prompt);
-  auto turn = PromptTurn(*prompt, tmpl_, tokenizer_, base_dir);
+  auto turn = PromptTurn(*prompt, tmpl_, tokenizer_, base_dir, allow_files);
   MLC_RETURN_IF_ERROR(turn);
   history_ = std::move(all);
   return turn;

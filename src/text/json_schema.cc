@@ -1,14 +1,18 @@
 // The JSON Schema subset of structured output compiled into JsonGrammar's nodes: type (one or
 // several), properties, required, additionalProperties (boolean), enum, const, items,
 // minItems/maxItems, minLength/maxLength, anyOf whose alternatives start differently, $ref into
-// the schema ("#", "#/$defs/..", "#/definitions/.."); annotations are ignored. Any other keyword
-// is kUnsupported at its JSON Pointer.
+// the schema ("#", "#/$defs/..", "#/definitions/..", one node per target however it is spelt);
+// annotations are ignored. Any other keyword, and any keyword the compiler would not apply (one
+// beside $ref, enum, const or anyOf; one of another type's), is kUnsupported at its JSON
+// Pointer; a schema over the options' size limits is kLimit.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
 #include "mlc_manifest/json_grammar.h"
+#include "text/schema_ref.h"
 
 namespace mlc {
 
@@ -44,30 +48,58 @@ Error Unsupported(const std::string& at, const std::string& message) {
   return Error{ErrorCode::kUnsupported, at, message};
 }
 
-// "#/a/b" inside root, or nullptr.
-const OrderedJson* Resolve(const OrderedJson& root, const std::string& ref) {
-  if (ref.empty() || ref[0] != '#') return nullptr;
-  const OrderedJson* at = &root;
-  size_t i = 1;
-  while (i < ref.size()) {
-    if (ref[i] != '/') return nullptr;
-    size_t end = ref.find('/', i + 1);
-    if (end == std::string::npos) end = ref.size();
-    std::string token = ref.substr(i + 1, end - i - 1);
-    std::string name;
-    for (size_t k = 0; k < token.size(); ++k) {
-      if (token[k] == '~' && k + 1 < token.size() && (token[k + 1] == '0' || token[k + 1] == '1')) {
-        name.push_back(token[k + 1] == '0' ? '~' : '/');
-        ++k;
-      } else {
-        name.push_back(token[k]);
-      }
-    }
-    if (!at->is_object() || !at->contains(name)) return nullptr;
-    at = &(*at)[name];
-    i = end;
+// The values a keyword constrains ("object", "array", "string"), or "" for a keyword of any value.
+std::string KeywordType(const std::string& key) {
+  static const std::map<std::string, std::string> k = {
+      {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
+      {"items", "array"},       {"minItems", "array"},  {"maxItems", "array"},
+      {"minLength", "string"},  {"maxLength", "string"}};
+  auto it = k.find(key);
+  return it == k.end() ? "" : it->second;
+}
+
+bool IsTypeName(const std::string& t) {
+  static const std::set<std::string> k = {"object", "array", "string", "number",
+                                          "integer", "boolean", "null"};
+  return k.count(t) > 0;
+}
+
+// Whether v is an instance of the JSON Schema type t (1.0 is an integer, as the spec says).
+bool IsOfType(const OrderedJson& v, const std::string& t) {
+  if (t == "object") return v.is_object();
+  if (t == "array") return v.is_array();
+  if (t == "string") return v.is_string();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "null") return v.is_null();
+  if (t == "number") return v.is_number();
+  if (t == "integer") {
+    if (v.is_number_integer()) return true;
+    if (!v.is_number_float()) return false;
+    double d = v.get<double>();
+    return std::isfinite(d) && std::floor(d) == d;
   }
-  return at;
+  return false;
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "\"" : ", \"") + n + "\"";
+  return out;
+}
+
+// The JSON values of s, counted until past limit (then limit + 1).
+int64_t CountValues(const OrderedJson& s, int64_t limit) {
+  int64_t n = 0;
+  std::vector<const OrderedJson*> todo = {&s};
+  while (!todo.empty() && n <= limit) {
+    const OrderedJson* v = todo.back();
+    todo.pop_back();
+    ++n;
+    if (v->is_structured()) {
+      for (const OrderedJson& child : *v) todo.push_back(&child);
+    }
+  }
+  return n;
 }
 
 }  // namespace
@@ -75,7 +107,8 @@ const OrderedJson* Resolve(const OrderedJson& root, const std::string& ref) {
 // Builds the grammar's nodes from one schema document.
 class JsonSchemaCompiler {
  public:
-  JsonSchemaCompiler(const OrderedJson& root, JsonGrammar& g) : root_(root), g_(g) {}
+  JsonSchemaCompiler(const OrderedJson& root, JsonGrammar& g)
+      : root_(root), g_(g), budget_(std::max<int64_t>(1, g.options_.max_grammar_nodes)) {}
 
   uint32_t Compile(const OrderedJson& s, const std::string& at, int depth);
   uint32_t AnyValue();
@@ -85,6 +118,7 @@ class JsonSchemaCompiler {
 
  private:
   uint32_t Add(Node n) {
+    Spend();
     g_.nodes_.push_back(std::move(n));
     return static_cast<uint32_t>(g_.nodes_.size() - 1);
   }
@@ -92,6 +126,14 @@ class JsonSchemaCompiler {
     if (errors.empty()) errors.push_back(std::move(e));
     return Add(Node{});
   }
+  // One unit of the grammar budget; past it, the limit's error (compiling then stops).
+  bool Spend();
+  // A keyword of s beside `main` other than annotations and `allowed`, refused.
+  std::optional<Error> Beside(const OrderedJson& s, const std::string& at, const std::string& main,
+                              const std::set<std::string>& allowed);
+  // The schema's "type" names into types; false (after Fail) when malformed.
+  bool Types(const OrderedJson& s, const std::string& at, std::vector<std::string>& types);
+  uint32_t Literals(const OrderedJson& s, const std::string& at);
   uint32_t Ref(const std::string& ref, const std::string& at, int depth);
   uint32_t Typed(const OrderedJson& s, const std::string& type, const std::string& at, int depth);
   uint32_t Object(const OrderedJson& s, const std::string& at, int depth);
@@ -101,7 +143,10 @@ class JsonSchemaCompiler {
 
   const OrderedJson& root_;
   JsonGrammar& g_;
-  std::map<std::string, uint32_t> refs_;
+  std::map<const OrderedJson*, uint32_t> refs_;  // $ref targets -> their node
+  std::set<uint32_t> pending_;                   // $ref nodes whose target is being compiled
+  int64_t budget_;
+  std::string where_;  // the schema being compiled, for the budget's error
   std::optional<uint32_t> any_value_;
   std::map<uint32_t, std::string> choice_paths_;  // anyOf nodes -> their pointer
 };
@@ -136,17 +181,45 @@ uint32_t JsonSchemaCompiler::AnyValue() {
   return id;
 }
 
-uint32_t JsonSchemaCompiler::Ref(const std::string& ref, const std::string& at, int depth) {
-  if (auto it = refs_.find(ref); it != refs_.end()) return it->second;
-  const OrderedJson* target = Resolve(root_, ref);
-  if (!target) {
-    return Fail(Unsupported(at, "the $ref \"" + ref + "\" does not point into this schema "
-                                "(supported: \"#\", \"#/$defs/NAME\", \"#/definitions/NAME\")"));
+bool JsonSchemaCompiler::Spend() {
+  if (--budget_ >= 0) return true;
+  if (budget_ == -1 && errors.empty()) {
+    errors.push_back(Error{ErrorCode::kLimit, where_,
+                           "the schema compiles to more than " +
+                               std::to_string(g_.options_.max_grammar_nodes) +
+                               " grammar nodes (the max_grammar_nodes limit)"});
   }
+  return false;
+}
+
+std::optional<Error> JsonSchemaCompiler::Beside(const OrderedJson& s, const std::string& at,
+                                                const std::string& main,
+                                                const std::set<std::string>& allowed) {
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (it.key() == main || allowed.count(it.key()) || Annotations().count(it.key())) continue;
+    std::string where = PointerAppend(at, it.key());
+    return Unsupported(where, "the JSON Schema keyword \"" + it.key() + "\" at " + where +
+                                  " beside \"" + main + "\" is not supported (it would be ignored)");
+  }
+  return std::nullopt;
+}
+
+uint32_t JsonSchemaCompiler::Ref(const std::string& ref, const std::string& at, int depth) {
+  auto target = ResolveSchemaRef(root_, ref);
+  if (!target) {
+    Error e = target.error();
+    e.path = at;
+    return Fail(std::move(e));
+  }
+  if (auto it = refs_.find(target->node); it != refs_.end()) return it->second;
   uint32_t id = Add(Node{});  // filled once the target is compiled; recursion refers to it
-  refs_[ref] = id;
-  uint32_t built = Compile(*target, ref.substr(1), depth + 1);
-  if (built == id) return Fail(Unsupported(at, "a $ref that refers only to itself"));
+  refs_[target->node] = id;
+  pending_.insert(id);
+  uint32_t built = Compile(*target->node, target->pointer, depth + 1);
+  bool cycle = pending_.count(built) > 0;
+  pending_.erase(id);
+  if (!errors.empty()) return id;
+  if (cycle) return Fail(Unsupported(at, "a $ref that refers only to itself (a cycle of $refs)"));
   g_.nodes_[id] = g_.nodes_[built];
   return id;
 }
@@ -252,8 +325,71 @@ uint32_t JsonSchemaCompiler::Typed(const OrderedJson& s, const std::string& type
   return Add(std::move(n));
 }
 
+bool JsonSchemaCompiler::Types(const OrderedJson& s, const std::string& at,
+                               std::vector<std::string>& types) {
+  if (!s.contains("type")) return true;
+  const OrderedJson& t = s["type"];
+  std::string where = PointerAppend(at, "type");
+  if (t.is_string()) {
+    types.push_back(t.get<std::string>());
+  } else if (t.is_array() && !t.empty()) {
+    for (const OrderedJson& x : t) {
+      if (!x.is_string()) {
+        Fail(Invalid(where, "expected type names"));
+        return false;
+      }
+      types.push_back(x.get<std::string>());
+    }
+  } else {
+    Fail(Invalid(where, "expected a type name or an array of them"));
+    return false;
+  }
+  for (const std::string& name : types) {
+    if (!IsTypeName(name)) {
+      Fail(Unsupported(where, "the type \"" + name + "\" is not a JSON Schema type"));
+      return false;
+    }
+  }
+  return true;
+}
+
+// const or enum: the values that are of the schema's type (when it gives one).
+uint32_t JsonSchemaCompiler::Literals(const OrderedJson& s, const std::string& at) {
+  const std::string key = s.contains("const") ? "const" : "enum";
+  if (auto e = Beside(s, at, key, {"type"})) return Fail(*e);
+  std::vector<std::string> types;
+  if (!Types(s, at, types)) return 0;
+  auto typed = [&types](const OrderedJson& v) {
+    return types.empty() || std::any_of(types.begin(), types.end(),
+                                        [&v](const std::string& t) { return IsOfType(v, t); });
+  };
+  Node n = Of(Kind::kLiterals);
+  std::string where = PointerAppend(at, key);
+  if (key == "const") {
+    if (!typed(s["const"])) return Fail(Invalid(where, "the const value is not of the type " + Joined(types)));
+    n.literals = {s["const"].dump()};
+    return Add(std::move(n));
+  }
+  const OrderedJson& e = s["enum"];
+  if (!e.is_array() || e.empty()) return Fail(Invalid(where, "expected a non-empty array"));
+  if (e.size() > kMaxLiterals) {
+    return Fail(Unsupported(where, "more than " + std::to_string(kMaxLiterals) + " enum values"));
+  }
+  for (const OrderedJson& v : e) {
+    if (typed(v)) n.literals.push_back(v.dump());
+  }
+  if (n.literals.empty()) return Fail(Invalid(where, "no enum value is of the type " + Joined(types)));
+  return Add(std::move(n));
+}
+
 uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at, int depth) {
-  if (depth > kMaxSchemaDepth) return Fail(Error{ErrorCode::kLimit, at, "the schema nests too deeply"});
+  if (!errors.empty()) return 0;  // the first error stands; the grammar is discarded
+  where_ = at;
+  if (!Spend()) return 0;
+  if (depth > kMaxSchemaDepth) {
+    return Fail(Error{ErrorCode::kLimit, at, "the schema nests more than " + std::to_string(kMaxSchemaDepth) +
+                                                 " levels deep (the schema depth limit)"});
+  }
   if (s.is_boolean() && s.get<bool>()) return AnyValue();
   if (!s.is_object()) return Fail(Invalid(at, "expected a schema object"));
   for (auto it = s.begin(); it != s.end(); ++it) {
@@ -264,26 +400,14 @@ uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at
     }
   }
   if (s.contains("$ref")) {
+    if (auto e = Beside(s, at, "$ref", {})) return Fail(*e);
     if (!s["$ref"].is_string()) return Fail(Invalid(PointerAppend(at, "$ref"), "expected a string"));
     return Ref(s["$ref"].get<std::string>(), PointerAppend(at, "$ref"), depth);
   }
-  if (s.contains("const") || s.contains("enum")) {
-    Node n = Of(Kind::kLiterals);
-    if (s.contains("const")) {
-      n.literals = {s["const"].dump()};
-    } else {
-      const OrderedJson& e = s["enum"];
-      std::string where = PointerAppend(at, "enum");
-      if (!e.is_array() || e.empty()) return Fail(Invalid(where, "expected a non-empty array"));
-      if (e.size() > kMaxLiterals) {
-        return Fail(Unsupported(where, "more than " + std::to_string(kMaxLiterals) + " enum values"));
-      }
-      for (const OrderedJson& v : e) n.literals.push_back(v.dump());
-    }
-    return Add(std::move(n));
-  }
+  if (s.contains("const") || s.contains("enum")) return Literals(s, at);
   std::vector<uint32_t> alts;
   if (s.contains("anyOf")) {
+    if (auto e = Beside(s, at, "anyOf", {})) return Fail(*e);
     const OrderedJson& any = s["anyOf"];
     std::string where = PointerAppend(at, "anyOf");
     if (!any.is_array() || any.empty()) return Fail(Invalid(where, "expected a non-empty array"));
@@ -295,26 +419,20 @@ uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at
     return id;
   }
   std::vector<std::string> types;
-  if (s.contains("type")) {
-    const OrderedJson& t = s["type"];
-    if (t.is_string()) {
-      types.push_back(t.get<std::string>());
-    } else if (t.is_array() && !t.empty()) {
-      for (const OrderedJson& x : t) {
-        if (!x.is_string()) return Fail(Invalid(PointerAppend(at, "type"), "expected type names"));
-        types.push_back(x.get<std::string>());
-      }
-    } else {
-      return Fail(Invalid(PointerAppend(at, "type"), "expected a type name or an array of them"));
+  if (!Types(s, at, types)) return 0;
+  if (types.empty()) {  // inferred from the keywords of one type
+    for (auto it = s.begin(); it != s.end() && types.empty(); ++it) {
+      if (!KeywordType(it.key()).empty()) types.push_back(KeywordType(it.key()));
     }
-  } else if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
-    types.push_back("object");
-  } else if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) {
-    types.push_back("array");
-  } else if (s.contains("minLength") || s.contains("maxLength")) {
-    types.push_back("string");
-  } else {
-    return AnyValue();
+    if (types.empty()) return AnyValue();
+  }
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    const std::string kt = KeywordType(it.key());
+    if (kt.empty() || std::find(types.begin(), types.end(), kt) != types.end()) continue;
+    std::string where = PointerAppend(at, it.key());
+    return Fail(Unsupported(where, "the JSON Schema keyword \"" + it.key() + "\" at " + where +
+                                       " constrains " + kt + " values, which the schema's type " +
+                                       Joined(types) + " excludes (it would be ignored)"));
   }
   // "integer" beside "number" adds nothing.
   if (std::find(types.begin(), types.end(), "number") != types.end()) {
@@ -331,33 +449,43 @@ uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at
 
 void JsonSchemaCompiler::Finish() {
   std::vector<std::bitset<256>>& first = g_.first_;
-  first.assign(g_.nodes_.size(), {});
-  for (bool changed = true; changed;) {  // to a fixpoint: choices may refer to each other
-    changed = false;
-    for (size_t i = 0; i < g_.nodes_.size(); ++i) {
-      const Node& n = g_.nodes_[i];
-      std::bitset<256> f;
-      switch (n.kind) {
-        case Kind::kChoice:
-          for (uint32_t c : n.children) f |= first[c];
-          break;
-        case Kind::kObject:
-        case Kind::kAnyObject: f.set('{'); break;
-        case Kind::kArray: f.set('['); break;
-        case Kind::kString: f.set('"'); break;
-        case Kind::kNumber:
-          f.set('-');
-          for (char d = '0'; d <= '9'; ++d) f.set(static_cast<uint8_t>(d));
-          break;
-        case Kind::kLiterals:
-          for (const std::string& l : n.literals) {
-            if (!l.empty()) f.set(static_cast<uint8_t>(l[0]));
-          }
-          break;
-      }
-      if (f != first[i]) {
-        first[i] = f;
-        changed = true;
+  const size_t count = g_.nodes_.size();
+  first.assign(count, {});
+  // A choice starts with what its alternatives start with: a worklist from the other nodes up
+  // through the choices that contain them (each set only grows, so this ends).
+  std::vector<std::vector<uint32_t>> choices_of(count);
+  std::vector<uint32_t> work;
+  for (size_t i = 0; i < count; ++i) {
+    const Node& n = g_.nodes_[i];
+    std::bitset<256>& f = first[i];
+    switch (n.kind) {
+      case Kind::kChoice:
+        for (uint32_t c : n.children) choices_of[c].push_back(static_cast<uint32_t>(i));
+        break;
+      case Kind::kObject:
+      case Kind::kAnyObject: f.set('{'); break;
+      case Kind::kArray: f.set('['); break;
+      case Kind::kString: f.set('"'); break;
+      case Kind::kNumber:
+        f.set('-');
+        for (char d = '0'; d <= '9'; ++d) f.set(static_cast<uint8_t>(d));
+        break;
+      case Kind::kLiterals:
+        for (const std::string& l : n.literals) {
+          if (!l.empty()) f.set(static_cast<uint8_t>(l[0]));
+        }
+        break;
+    }
+    if (f.any()) work.push_back(static_cast<uint32_t>(i));
+  }
+  while (!work.empty()) {
+    uint32_t i = work.back();
+    work.pop_back();
+    for (uint32_t parent : choices_of[i]) {
+      std::bitset<256> f = first[parent] | first[i];
+      if (f != first[parent]) {
+        first[parent] = f;
+        work.push_back(parent);
       }
     }
   }
@@ -387,6 +515,11 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::FromSchema(const Ordered
                                                                    const JsonGrammarOptions& options) {
   auto g = std::make_shared<JsonGrammar>();
   g->options_ = options;
+  if (CountValues(schema, options.max_schema_values) > options.max_schema_values) {
+    return Error{ErrorCode::kLimit, "",
+                 "the schema has more than " + std::to_string(options.max_schema_values) +
+                     " JSON values (the max_schema_values limit)"};
+  }
   JsonSchemaCompiler c(schema, *g);
   g->root_ = c.Compile(schema, "", 0);
   if (c.errors.empty()) c.Finish();

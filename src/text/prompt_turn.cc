@@ -75,14 +75,15 @@ Result<std::string> DecodeDataUrl(std::string_view url, const std::string& path)
   return DecodeBase64(url, comma + 1, path);
 }
 
-Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir) {
+Result<std::optional<std::string>> InlineMedia(const ContentPart& part, const std::string& base_dir,
+                                               bool allow_files) {
   const std::string at = ReferencePointer(part);
   if (part.url.empty()) return Invalid(at, "expected a file path, a data: URL or base64 audio");
   Result<std::string> bytes = Errors{};
   if (part.url.rfind("data:", 0) == 0) {
     bytes = DecodeDataUrl(part.url, at);
   } else if (part.kind == PartKind::kAudio && IsRawBase64(part.url) &&
-             !NamesAFile(part.url, base_dir)) {
+             (!allow_files || !NamesAFile(part.url, base_dir))) {
     bytes = DecodeBase64(part.url, 0, at);
   } else {
     return std::optional<std::string>();  // a file
@@ -102,7 +103,7 @@ Result<std::string> MediaFile(const ContentPart& part, const std::string& base_d
 }
 
 Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmpl,
-                               const Tokenizer& tokenizer, const std::string& base_dir) {
+                               const Tokenizer& tokenizer, const std::string& base_dir, bool allow_files) {
   RequestTurn turn;
   // Token runs merge only under one pointer, so that a context overflow names its message.
   auto add_tokens = [&turn](std::vector<int32_t> ids, const std::string& path) {
@@ -125,9 +126,14 @@ Result<RequestTurn> PromptTurn(const ChatPrompt& prompt, const ConvTemplate& tmp
       add_tokens(tokenizer.Encode(s.text), s.path);
       continue;
     }
-    auto inline_bytes = InlineMedia(s.media, base_dir);
+    auto inline_bytes = InlineMedia(s.media, base_dir, allow_files);
     Result<std::string> file = std::string();  // a file reference when nothing is inline
-    if (inline_bytes && !*inline_bytes) file = MediaFile(s.media, base_dir);
+    if (inline_bytes && !*inline_bytes) {
+      file = allow_files ? MediaFile(s.media, base_dir)
+                         : Result<std::string>(Invalid(ReferencePointer(s.media),
+                                                       "expected a data: URL (base64) or base64 audio; "
+                                                       "local files are not read here"));
+    }
     if (!inline_bytes || !file) {
       AddErrors(errors, inline_bytes ? file.errors() : inline_bytes.errors());
       continue;

@@ -1,5 +1,7 @@
 // The stop conditions of a reply: stop strings found in streamed text, and a reply detokenized
 // token by token into whole characters; and the reply escaped for a terminal.
+#include <algorithm>
+
 #include "mlc_manifest/conversation.h"
 
 namespace mlc {
@@ -64,7 +66,14 @@ std::string ReplyStream::Release(bool final) {
   }
   prefix_ = read_;
   read_ = tokens_.size();
-  return Emit(now.substr(before.size()));
+  starts_.resize(read_, decoded_);  // the tokens released now start where their piece does
+  std::string piece = now.substr(before.size());
+  decoded_ += piece.size();
+  return Emit(std::move(piece));
+}
+
+size_t ReplyStream::TokensShown() const {
+  return static_cast<size_t>(std::lower_bound(starts_.begin(), starts_.end(), text_.size()) - starts_.begin());
 }
 
 std::string ReplyStream::Push(int32_t token) {

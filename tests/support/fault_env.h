@@ -46,6 +46,7 @@ class FaultEnv final : public Env {
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status LinkFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override { return base_->RemoveFile(path); }
+  Status SetMode(const std::string& path, uint32_t mode) override { return base_->SetMode(path, mode); }
   Status SyncDir(const std::string& dir) override { return base_->SyncDir(dir); }
   Status CreateDirs(const std::string& dir) override { return base_->CreateDirs(dir); }
   Result<std::vector<std::string>> ListDir(const std::string& dir) override {

@@ -44,8 +44,14 @@ void ReadCommonFields(ConfigReader& r, const FamilySpec& spec, ModelConfig& c) {
     c.num_kv_heads = c.num_heads;  // MLC: 0 means as many as the query heads
   }
   int64_t default_head_dim = c.num_heads > 0 ? c.hidden_size / c.num_heads : 1;
+  const bool head_dim_given = r.Has("head_dim") && SafeInteger(r.Get("head_dim")) != 0;
   c.head_dim = r.Int("head_dim", 2, 4096, default_head_dim);
-  if (r.Has("head_dim") && SafeInteger(r.Get("head_dim")) == 0) c.head_dim = default_head_dim;
+  if (!head_dim_given) c.head_dim = default_head_dim;
+  // Without a head_dim the heads split hidden_size evenly (as MLC's models assert).
+  if (!head_dim_given && c.num_heads > 0 && c.hidden_size > 0 && c.hidden_size % c.num_heads != 0) {
+    r.Fail(r.Path("num_attention_heads"), "expected a divisor of hidden_size (" + std::to_string(c.hidden_size) +
+                                              ") when head_dim is not given");
+  }
   std::optional<int64_t> top_vocab = r.chat().vocab_size;
   c.vocab_size = r.Int("vocab_size", 1, int64_t{1} << 24, top_vocab);
   c.rms_norm_eps = r.Number("rms_norm_eps", 0, spec.default_rms_norm_eps);

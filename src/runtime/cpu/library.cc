@@ -202,6 +202,17 @@ Result<CompiledProgram> ProgramDocument(const ChatConfig& config, const cpu::Mod
 
 }  // namespace
 
+Status CheckCpuRuntimeConfig(const ChatConfig& config) {
+  auto c = cpu::ParseModelConfig(config);
+  MLC_RETURN_IF_ERROR(c);
+  return Status::Ok();
+}
+
+Status CheckPackageRuntimeConfig(const std::string& package_dir, const ChatConfig& config) {
+  if (FindLibraryOpener(package_dir)) return Status::Ok();
+  return CheckCpuRuntimeConfig(config);
+}
+
 Result<CompiledProgram> CpuCompiledProgram(const ChatConfig& config) {
   auto c = cpu::ParseModelConfig(config);
   MLC_RETURN_IF_ERROR(c);
