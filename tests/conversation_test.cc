@@ -7,6 +7,8 @@
 
 #include <sstream>
 
+#include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/tokenizer.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -364,6 +366,39 @@ TEST(StopMatcher, HoldsBackPartialStopAndCutsAtTheStop) {
   EXPECT_EQ(text + t.Finish(), "a</b");
   StopMatcher none({});
   EXPECT_EQ(none.Push("abc"), "abc");
+}
+
+// Which tokens a stop string leaves shown (their log-probabilities are sent), on a byte-level
+// tokenizer whose tokens are single bytes: a lone continuation byte is held back with the token
+// after it, and a character split over two tokens starts where its first byte does.
+TEST(ReplyStream, TokensShownEndWhereTheShownTextDoes) {
+  test::TempDir dir;
+  ASSERT_TRUE(WriteReferenceModel(dir.path(), ReferenceModelOptions{}).ok());
+  auto tok = Tokenizer::FromDirectory(dir.path());
+  ASSERT_TRUE(tok.ok());
+  // ByteLevel: each byte is the token of its mapped character (these bytes map to themselves).
+  auto id = [&](const char* piece) {
+    auto i = (*tok)->TokenToId(piece);
+    EXPECT_TRUE(i.has_value()) << piece;
+    return i.value_or(0);
+  };
+  const std::vector<int32_t> reply = {id("a"), id("\u00bf"), id("J"), id("\u00c4"), id("\u00b2"), id("b")};
+  ASSERT_EQ((*tok)->Decode(reply), "a\xEF\xBF\xBDJ\xC4\xB2" "b");  // a, U+FFFD, J, U+0132, b
+  struct Case {
+    std::string stop, shown;
+    size_t tokens;
+  };
+  for (const Case& c : std::vector<Case>{{"J", "a\xEF\xBF\xBD", 2},
+                                         {"\xC4\xB2", "a\xEF\xBF\xBDJ", 3},
+                                         {"b", "a\xEF\xBF\xBDJ\xC4\xB2", 5},
+                                         {"zz", "a\xEF\xBF\xBDJ\xC4\xB2" "b", 6}}) {
+    ReplyStream r(**tok, {c.stop});
+    std::string text;
+    for (int32_t t : reply) text += r.Push(t);
+    text += r.Finish();
+    EXPECT_EQ(text, c.shown) << c.stop;
+    EXPECT_EQ(r.TokensShown(), c.tokens) << c.stop;
+  }
 }
 
 // ---- Errors ----

@@ -59,6 +59,18 @@ TEST(JsonReader, DepthLimit) {
   EXPECT_FALSE(ParseJson(huge_obj).ok());
 }
 
+TEST(JsonReader, ValueLimitCountsEveryValue) {
+  JsonLimits four;
+  four.max_values = 4;
+  // {"a": [1, 2]} is four values: the object, the array and two numbers.
+  EXPECT_TRUE(ParseJson(R"({"a": [1, 2]})", four).ok());
+  Error e = ParseError(R"({"a": [1, 2, 3]})", four);
+  EXPECT_NE(e.message.find("more values than the limit of 4"), std::string::npos) << e.message;
+  EXPECT_EQ(e.path, "/a/2");
+  EXPECT_FALSE(ParseJson(R"([[], [], [], []])", four).ok());  // empty containers count too
+  EXPECT_TRUE(ParseJson(R"([[], [], [], [], []])").ok());       // 0: no limit
+}
+
 TEST(JsonReader, SizeLimit) {
   JsonLimits small;
   small.max_bytes = 10;

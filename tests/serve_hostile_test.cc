@@ -5,7 +5,8 @@
 // sent), conflicting Content-Length headers (400), a foreign Host or Origin (403), a text/plain
 // POST (415), the request line and header count limits, 1,000 idle connections while /health
 // answers, the connection limit (503), and a client that leaves during a long prefill (its request
-// cancelled, counted `cancelled` in /metrics). Timeouts here only bound the test; nothing asserts
+// cancelled, counted `cancelled` in /metrics), and the bodies held across connections
+// (--max-buffered-bytes) and a body's JSON values bounded. Timeouts here only bound the test; nothing asserts
 // on time.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -232,6 +233,48 @@ TEST(ServeHostile, ForeignHostOrOriginIs403AndNonJsonPostsAre415) {
   EXPECT_EQ(post("").status, 415);
   EXPECT_EQ(post("Content-Type: application/json; charset=utf-8\r\n").status, 200);
   EXPECT_EQ(server.Stop(), 0);
+}
+
+// Bodies held at once are bounded server-wide: a declared body that would pass
+// --max-buffered-bytes beside one still arriving is answered 503 at its head, and accepted once the
+// first has gone; a body of a million small values is refused before it is parsed whole.
+TEST(ServeHostile, BufferedBodiesAreBoundedAcrossConnections) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--max-buffered-bytes", "1MiB"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string head = kPost + "Content-Length: 700000\r\n\r\n";
+  int first = Connect(server.port(), 30);
+  ASSERT_GE(first, 0);
+  ASSERT_TRUE(test::SendAll(first, head + std::string(1000, ' ')));
+  // The first head is taken before the second arrives: /health answered on its own connection
+  // after the first was sent is served by the same loop.
+  ExpectStillServing(server);
+  test::HttpReply second = Exchange(server.port(), head);
+  EXPECT_EQ(second.status, 503) << second.body;
+  EXPECT_NE(test::ErrorMessage(second).find("--max-buffered-bytes"), std::string::npos) << second.body;
+  close(first);
+  const std::string body = ChatBody("hi", 2);
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    status = Exchange(server.port(), kPost + "Connection: close\r\nContent-Length: " +
+                                         std::to_string(body.size()) + "\r\n\r\n" + body)
+                 .status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 200);
+  EXPECT_EQ(server.Stop(), 0);
+
+  ServerProcess values(p.dir.path());
+  ASSERT_GT(values.port(), 0) << values.log();
+  std::string many = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stop\": [";
+  for (int i = 0; i < (1 << 20) + 10; ++i) many += i ? ",0" : "0";
+  many += "]}";
+  test::HttpReply refused = test::Http(values.port(), "POST", "/v1/chat/completions", many);
+  EXPECT_EQ(refused.status, 400) << refused.body.substr(0, 300);
+  EXPECT_NE(test::ErrorMessage(refused).find("more values than the limit"), std::string::npos)
+      << refused.body.substr(0, 300);
+  EXPECT_LT(values.PeakRssKb(), kRssBoundKb);
+  EXPECT_EQ(values.Stop(), 0);
 }
 
 // The test process needs a descriptor per connection too.

@@ -23,6 +23,7 @@ using OrderedJson = nlohmann::ordered_json;  // documents we write (keys in prod
 struct JsonLimits {
   uint64_t max_bytes = 64ull << 20;  // input size
   int max_depth = 64;                // nesting of arrays and objects
+  uint64_t max_values = 0;           // values of every kind, containers included; 0: no limit
 };
 
 // The largest integer a JavaScript consumer holds exactly: 2^53 - 1.

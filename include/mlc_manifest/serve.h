@@ -96,6 +96,11 @@ struct ServeOptions {
   size_t max_header_bytes = 64 << 10;  // bytes of the header block; 431 beyond
   size_t max_headers = 100;            // header fields; 431 beyond
   size_t max_connections = 1024;       // open connections; more are answered 503 and closed
+  // Request bodies held at once (being read, waiting for a worker or being answered), all
+  // connections together; a body that would pass it is answered 503 as its head or bytes arrive.
+  size_t max_buffered_bytes = 256u << 20;
+  // JSON values in a request body (each costs tens of bytes parsed); 400 beyond.
+  uint64_t max_json_values = 1u << 20;
   // Host / Origin names answered besides localhost, 127.0.0.1, [::1] and the bind address
   // ("*": any); other Hosts and browser Origins get 403.
   std::vector<std::string> allowed_hosts;

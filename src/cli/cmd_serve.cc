@@ -136,6 +136,10 @@ const Registration kServe(620, "serve",
   cmd->add_option("--max-connections", a->options.max_connections,
                   "Open connections (idle ones included); more are answered 503 and closed")
       ->capture_default_str();
+  cmd->add_option("--max-buffered-bytes", a->options.max_buffered_bytes,
+                  "Request bodies held at once, all connections together (503 beyond; bytes, or with a unit)")
+      ->capture_default_str()
+      ->transform(ByteSize());
   cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
   cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
                   "Seconds a request's headers and body may take to arrive")

@@ -136,7 +136,16 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     }
   }
 
+  // Every value counts against max_values before it is stored.
+  bool Count() {
+    if (limits_.max_values != 0 && ++values_ > limits_.max_values) {
+      return Fail("more values than the limit of " + std::to_string(limits_.max_values));
+    }
+    return true;
+  }
+
   bool Put(Json&& v) {
+    if (!Count()) return false;
     Place(std::move(v));
     Advance();
     return true;
@@ -146,6 +155,7 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
     if (static_cast<int>(stack_.size()) >= limits_.max_depth) {
       return Fail("nesting deeper than the limit of " + std::to_string(limits_.max_depth));
     }
+    if (!Count()) return false;
     Json* node = Place(std::move(container));
     stack_.push_back(Frame{node, {}, {}, 0});
     return true;
@@ -161,6 +171,7 @@ class StrictBuilder : public nlohmann::json_sax<Json> {
   JsonLimits limits_;
   Json root_;
   std::vector<Frame> stack_;
+  uint64_t values_ = 0;
   Error error_;
 };
 

@@ -115,6 +115,7 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
   }
   JsonLimits limits;
   limits.max_bytes = options.max_body_bytes;
+  limits.max_values = options.max_json_values;
   auto doc = ParseJson(body, limits);
   if (!doc) {
     Refuse(res, 400, OpenAiError(doc.errors()));

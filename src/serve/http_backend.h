@@ -14,7 +14,7 @@
 extern "C" {
 
 // Bumped whenever the table or a struct it passes changes.
-enum { MLC_HTTP_BACKEND_ABI = 2 };
+enum { MLC_HTTP_BACKEND_ABI = 3 };
 
 typedef struct MlcHttpError {
   char message[512];
@@ -69,6 +69,7 @@ typedef struct MlcHttpOptions {
   size_t max_connections;      // open connections; more are answered 503 and closed
   const char* const* allowed_hosts;  // Host / Origin names ("*": any); 403 for others
   size_t allowed_host_count;
+  size_t max_buffered_bytes;   // request bodies held at once, all connections together; 503 beyond
 } MlcHttpOptions;
 
 typedef struct MlcHttpBackend {

@@ -83,6 +83,7 @@ Status Server::Impl::StartHttp() {
   o.max_header_bytes = options.max_header_bytes;
   o.max_headers = options.max_headers;
   o.max_connections = options.max_connections;
+  o.max_buffered_bytes = options.max_buffered_bytes;
   allowed_hosts = HostPolicy::DefaultNames(options.host, options.allowed_hosts);
   std::vector<const char*> hosts;
   for (const std::string& h : allowed_hosts) hosts.push_back(h.c_str());

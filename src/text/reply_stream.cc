@@ -64,9 +64,18 @@ std::string ReplyStream::Release(bool final) {
       (!final && now.ends_with(kReplacement))) {
     return "";
   }
+  // The tokens released now: the first starts where the piece does; each later one (held back
+  // with it, as an unfinished character) where the text the tokens before it decode to stops
+  // agreeing with the piece (inside a character split over tokens: where that character starts).
+  starts_.push_back(decoded_);
+  for (size_t i = read_ + 1; i < tokens_.size(); ++i) {
+    const std::string upto = tokenizer_.Decode(all.subspan(prefix_, i - prefix_));
+    const size_t agree = static_cast<size_t>(
+        std::mismatch(upto.begin(), upto.end(), now.begin(), now.end()).first - upto.begin());
+    starts_.push_back(std::max(starts_.back(), decoded_ + std::max(agree, before.size()) - before.size()));
+  }
   prefix_ = read_;
   read_ = tokens_.size();
-  starts_.resize(read_, decoded_);  // the tokens released now start where their piece does
   std::string piece = now.substr(before.size());
   decoded_ += piece.size();
   return Emit(std::move(piece));

@@ -56,6 +56,7 @@ struct EventLoop::Connection {
   bool in_request = false;  // a byte of the next request has arrived
   Clock::time_point deadline;
   uint64_t dropped = 0;  // bytes read and dropped while lingering
+  uint64_t reserved = 0;  // body bytes held against the server's budget (declared or arrived)
 };
 
 EventLoop::EventLoop(LoopOptions options, ServeRequest serve, RefusalBody refusal)
@@ -119,6 +120,7 @@ void EventLoop::Watch(int fd, bool watch) {
 }
 
 void EventLoop::Close(int fd) {
+  if (auto it = connections_.find(fd); it != connections_.end()) Release(*it->second);
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   connections_.erase(fd);
@@ -225,6 +227,8 @@ void EventLoop::Parse(Connection& c) {
     c.pending.erase(0, step.taken);
     switch (step.status) {
       case HttpRequestParser::Status::kMore:
+        // A chunked body is held as it arrives.
+        if (c.parser.body().size() > c.reserved) (void)Reserve(c, c.parser.body().size() - c.reserved);
         return;
       case HttpRequestParser::Status::kError: {
         const HttpFramingError& e = c.parser.error();
@@ -237,19 +241,39 @@ void EventLoop::Parse(Connection& c) {
           Refuse(c, refusal->status, refusal->message);
           return;
         }
+        if (!head.chunked && head.content_length > 0 && !Reserve(c, head.content_length)) return;
         if (head.expect_continue && (head.chunked || head.content_length > 0)) {
           SendSmall(c.fd, "HTTP/1.1 100 Continue\r\n\r\n");
         }
         break;
       }
       case HttpRequestParser::Status::kMessage:
+        if (c.parser.body().size() > c.reserved && !Reserve(c, c.parser.body().size() - c.reserved)) return;
         Dispatch(c);
         return;
     }
   }
 }
 
+bool EventLoop::Reserve(Connection& c, uint64_t n) {
+  if (buffered_ + n > options_.max_buffered_bytes) {
+    Refuse(c, 503, "this server holds " + std::to_string(buffered_) + " bytes of request bodies and " +
+                       std::to_string(n) + " more would pass its limit of " +
+                       std::to_string(options_.max_buffered_bytes) + " (serve --max-buffered-bytes); try again");
+    return false;
+  }
+  buffered_ += n;
+  c.reserved += n;
+  return true;
+}
+
+void EventLoop::Release(Connection& c) {
+  buffered_ -= std::min(buffered_, c.reserved);
+  c.reserved = 0;
+}
+
 void EventLoop::Refuse(Connection& c, int status, const std::string& message) {
+  Release(c);
   SendSmall(c.fd, RefusalText(status, refusal_(status, message)));
   ::shutdown(c.fd, SHUT_WR);
   c.state = Connection::State::kLingering;
@@ -277,6 +301,7 @@ void EventLoop::TakeBack() {
     back.swap(returned_);
   }
   for (auto [c, keep] : back) {
+    Release(*c);  // the worker is done with its body
     if (!keep || stopping_) {
       Close(c->fd);
       continue;

@@ -29,6 +29,7 @@ namespace mlc::serve {
 struct LoopOptions {
   HttpLimits limits;
   size_t max_connections = 1024;
+  size_t max_buffered_bytes = 256u << 20;  // request bodies held at once, all connections together
   int idle_timeout_s = 30;          // silence between requests
   int request_read_timeout_s = 30;  // a request's line, headers and body, from its first byte
   int write_timeout_s = 30;
@@ -71,6 +72,10 @@ class EventLoop {
   // Feeds c.pending to the parser: a refusal, a request for a worker, or more to wait for.
   void Parse(Connection& c);
   void Refuse(Connection& c, int status, const std::string& message);
+  // Holds n more body bytes for c within max_buffered_bytes; false (c refused with 503) when they
+  // would pass it.
+  bool Reserve(Connection& c, uint64_t n);
+  void Release(Connection& c);
   void Dispatch(Connection& c);
   void TakeBack();  // connections the workers are done with
   void Sweep();     // deadlines
@@ -86,6 +91,7 @@ class EventLoop {
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: workers giving connections back, Stop
   std::atomic<bool> stopping_{false};
+  uint64_t buffered_ = 0;  // body bytes reserved by connections (the loop thread's)
   bool accept_paused_ = false;  // out of file descriptors: accept again at the next sweep
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;  // the loop thread's
 

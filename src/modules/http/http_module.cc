@@ -51,6 +51,7 @@ mlc::serve::LoopOptions LoopOptionsOf(const MlcHttpOptions& o) {
   if (o.max_header_bytes) l.limits.max_header_bytes = o.max_header_bytes;
   if (o.max_headers) l.limits.max_headers = o.max_headers;
   if (o.max_connections) l.max_connections = o.max_connections;
+  if (o.max_buffered_bytes) l.max_buffered_bytes = o.max_buffered_bytes;
   l.idle_timeout_s = o.idle_timeout_s;
   l.request_read_timeout_s = o.request_read_timeout_s;
   l.write_timeout_s = o.idle_timeout_s;
