@@ -31,6 +31,7 @@
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/reference_model.h"
+#include "mlc_manifest/tokenizer.h"
 #include "support/sanitizer.h"
 #include "support/serve_process.h"
 #include "support/test_util.h"
@@ -945,6 +946,133 @@ TEST(Serve, StructuredOutputAlwaysValidates) {
     EXPECT_EQ(r400.status, 400) << bad;
     EXPECT_NE(ErrorMessage(r400), "") << bad;
   }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// The bytes of a /tokenize piece: its text, or the list of its byte values.
+std::string PieceBytes(const Json& piece) {
+  if (piece.is_string()) return piece.get<std::string>();
+  std::string out;
+  for (const Json& b : piece) {
+    EXPECT_TRUE(b.is_number_integer() && b.get<int>() >= 0 && b.get<int>() <= 255) << b.dump();
+    out.push_back(static_cast<char>(b.get<int>()));
+  }
+  return out;
+}
+
+// POST /tokenize and /detokenize in llama-server's shapes, against the package's own tokenizer
+// and template opened in this process: ids, add_special (the template's prefix ids), pieces as
+// text or bytes, round trips, and every bad id or field a 400 at its JSON Pointer.
+TEST(Serve, TokenizeAndDetokenizeAsTheLibraryDoes) {
+  Package p;
+  OpenOptions open;
+  open.chat = true;
+  auto package = OpenPackage(p.dir.path(), open);
+  ASSERT_TRUE(package.ok()) << FormatErrors(package.errors());
+  const Tokenizer& tokenizer = *package->tokenizer;
+  ASSERT_TRUE(package->tmpl && package->tmpl->system_prefix_token_ids);
+  const std::vector<int32_t> prefix = *package->tmpl->system_prefix_token_ids;
+  ASSERT_FALSE(prefix.empty());
+  ServerProcess server(p.dir.path(), {"--max-body-bytes", "64KiB"});
+  ASSERT_GT(server.port(), 0) << server.log();
+
+  const std::vector<std::string> texts = {"Hello world", "h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xe2\x9c\x93!",
+                                          "  spaces\tand\nlines  ", "", "<s>user: hi</s>"};
+  bool saw_bytes = false;
+  for (const std::string& text : texts) {
+    const std::vector<int32_t> expected = tokenizer.Encode(text);
+    HttpReply plain = Http(server.port(), "POST", "/tokenize", OrderedJson({{"content", text}}).dump());
+    ASSERT_EQ(plain.status, 200) << plain.body;
+    EXPECT_EQ(BodyJson(plain)["tokens"].get<std::vector<int32_t>>(), expected) << text;
+
+    std::vector<int32_t> special = prefix;
+    special.insert(special.end(), expected.begin(), expected.end());
+    HttpReply with_special = Http(server.port(), "POST", "/tokenize",
+                                  OrderedJson({{"content", text}, {"add_special", true}}).dump());
+    ASSERT_EQ(with_special.status, 200) << with_special.body;
+    EXPECT_EQ(BodyJson(with_special)["tokens"].get<std::vector<int32_t>>(), special) << text;
+
+    // Pieces: the same ids; together their bytes are the text (a byte-level vocabulary).
+    HttpReply pieces = Http(server.port(), "POST", "/tokenize",
+                            OrderedJson({{"content", text}, {"with_pieces", true}}).dump());
+    ASSERT_EQ(pieces.status, 200) << pieces.body;
+    const Json piece_reply = BodyJson(pieces);
+    const Json& list = piece_reply["tokens"];
+    ASSERT_EQ(list.size(), expected.size()) << pieces.body;
+    std::string joined;
+    for (size_t i = 0; i < list.size(); ++i) {
+      EXPECT_EQ(list[i]["id"].get<int32_t>(), expected[i]);
+      const Json& piece = list[i]["piece"];
+      ASSERT_TRUE(piece.is_string() || piece.is_array()) << pieces.body;
+      if (piece.is_array()) saw_bytes = true;
+      // A piece is bytes only when they are not UTF-8 alone; text pieces are what the token decodes to.
+      if (piece.is_string()) {
+        EXPECT_EQ(piece.get<std::string>(), tokenizer.Decode(std::vector<int32_t>{expected[i]})) << pieces.body;
+      }
+      joined += PieceBytes(piece);
+    }
+    EXPECT_EQ(joined, text);
+
+    // And back: the ids decode to the text, as the library decodes them.
+    HttpReply back = Http(server.port(), "POST", "/detokenize", OrderedJson({{"tokens", expected}}).dump());
+    ASSERT_EQ(back.status, 200) << back.body;
+    EXPECT_EQ(BodyJson(back)["content"], tokenizer.Decode(expected));
+    EXPECT_EQ(BodyJson(back)["content"], text);
+    HttpReply back_special = Http(server.port(), "POST", "/detokenize", OrderedJson({{"tokens", special}}).dump());
+    ASSERT_EQ(back_special.status, 200) << back_special.body;
+    EXPECT_EQ(BodyJson(back_special)["content"], tokenizer.Decode(special));
+  }
+  EXPECT_TRUE(saw_bytes) << "a piece of a character is a list of bytes";
+
+  // The prefix ids' pieces are their token text.
+  HttpReply bos = Http(server.port(), "POST", "/tokenize",
+                       R"({"content": "a", "add_special": true, "with_pieces": true})");
+  ASSERT_EQ(bos.status, 200) << bos.body;
+  EXPECT_EQ(BodyJson(bos)["tokens"][0]["piece"], tokenizer.Decode(std::vector<int32_t>{prefix[0]}));
+
+  // Every id is checked against the vocabulary; the error names the first bad one's place.
+  const int64_t vocab = static_cast<int64_t>(tokenizer.VocabSize());
+  HttpReply last = Http(server.port(), "POST", "/detokenize", "{\"tokens\": [" + std::to_string(vocab - 1) + "]}");
+  EXPECT_EQ(last.status, 200) << last.body;
+  struct Bad {
+    std::string body;
+    std::string param;
+  };
+  const std::vector<Bad> bad = {
+      {"{\"tokens\": [1, 2, 3, " + std::to_string(vocab) + "]}", "/tokens/3"},
+      {"{\"tokens\": [1, -1]}", "/tokens/1"},
+      {"{\"tokens\": [4294967297]}", "/tokens/0"},
+      {"{\"tokens\": [1, 2.5]}", "/tokens/1"},
+      {"{\"tokens\": [\"7\"]}", "/tokens/0"},
+      {"{\"tokens\": 7}", "/tokens"},
+      {"{}", "/tokens"},
+  };
+  for (const Bad& b : bad) {
+    HttpReply r = Http(server.port(), "POST", "/detokenize", b.body);
+    EXPECT_EQ(r.status, 400) << b.body << " -> " << r.body;
+    EXPECT_EQ(BodyJson(r)["error"]["param"], b.param) << b.body << " -> " << r.body;
+    EXPECT_EQ(BodyJson(r)["error"]["type"], "invalid_request_error") << r.body;
+  }
+  HttpReply vocab_message = Http(server.port(), "POST", "/detokenize", bad[0].body);
+  EXPECT_NE(ErrorMessage(vocab_message).find("vocabulary"), std::string::npos) << vocab_message.body;
+  const std::vector<Bad> bad_tokenize = {
+      {R"({"content": 5})", "/content"},
+      {R"({})", "/content"},
+      {R"({"content": "a", "with_pieces": "yes"})", "/with_pieces"},
+      {R"({"content": "a", "add_special": 1})", "/add_special"},
+  };
+  for (const Bad& b : bad_tokenize) {
+    HttpReply r = Http(server.port(), "POST", "/tokenize", b.body);
+    EXPECT_EQ(r.status, 400) << b.body << " -> " << r.body;
+    EXPECT_EQ(BodyJson(r)["error"]["param"], b.param) << b.body << " -> " << r.body;
+  }
+  EXPECT_EQ(Http(server.port(), "POST", "/tokenize", "{\"content\": ").status, 400);
+  // Sizes: the body limit refuses a large text or id list before any of it is read.
+  const std::string big_text = OrderedJson({{"content", std::string(70000, 'a')}}).dump();
+  EXPECT_EQ(Http(server.port(), "POST", "/tokenize", big_text).status, 413);
+  std::string big_ids = "{\"tokens\": [1";
+  while (big_ids.size() < 70000) big_ids += ",1";
+  EXPECT_EQ(Http(server.port(), "POST", "/detokenize", big_ids + "]}").status, 413);
   EXPECT_EQ(server.Stop(), 0);
 }
 

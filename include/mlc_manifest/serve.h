@@ -1,8 +1,9 @@
 // The OpenAI-compatible HTTP front of the engine: POST /v1/chat/completions (plain JSON or
 // server-sent events with stream: true; text, input_audio and image_url content parts; logprobs),
-// POST /v1/completions, GET /v1/models, GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size, concurrent requests and time, every
-// bad request answered with an OpenAI-style error object. Also the parser of a chat completion
-// request, usable on its own.
+// POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize (llama-server's shapes),
+// GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size,
+// concurrent requests and time, every bad request answered with an OpenAI-style error
+// object. Also the parser of a chat completion request, usable on its own.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
 // The HTTP server (cpp-httplib, in the HTTP module: serve/http_backend.h): the package opened and
 // its engine started, the module's server with the routes and their limits, the health and models
 // routes, the metrics and the chat page, binding, running and stopping (draining) it. Chat
-// completions and completions: serve/chat_completions.cc, serve/completions.cc, serve/stream.cc. Every failure is an OpenAI-style error object with a 4xx (5xx only for our
-// own faults).
+// completions and completions: serve/chat_completions.cc, serve/completions.cc, serve/stream.cc;
+// /tokenize and /detokenize: serve/tokenize.cc. Every failure is an OpenAI-style error object with
+// a 4xx (5xx only for our own faults).
 #include <filesystem>
 #include <thread>
 
@@ -17,7 +18,8 @@ namespace {
 // The routes, in the order of Route's values.
 constexpr MlcHttpRoute kRoutes[] = {
     {"GET", "/health"},   {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"},
-    {"POST", "/v1/completions"}, {"GET", "/metrics"},   {"GET", "/"}};
+    {"POST", "/v1/completions"}, {"GET", "/metrics"},   {"GET", "/"},
+    {"POST", "/tokenize"},       {"POST", "/detokenize"}};
 
 }  // namespace
 
@@ -127,6 +129,12 @@ void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) 
       res.http->set_content(res.res, text.data(), text.size(), "text/plain; version=0.0.4; charset=utf-8");
       return;
     }
+    case Route::kTokenize:
+      Tokenize(body, res);
+      return;
+    case Route::kDetokenize:
+      Detokenize(body, res);
+      return;
     case Route::kChatPage:
       res.http->set_content(res.res, reinterpret_cast<const char*>(kChatPage), kChatPageSize,
                             "text/html; charset=utf-8");

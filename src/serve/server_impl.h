@@ -78,7 +78,7 @@ OrderedJson Usage(const StreamEvent& last);
 SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package);
 
 // The server's routes, in the order of Route's values.
-enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage };
+enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize };
 
 // The chat page (share/chat/index.html, embedded at build time).
 extern const unsigned char kChatPage[];
@@ -153,6 +153,9 @@ struct Server::Impl {
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
   void Handle(serve::Route route, std::string_view body, const serve::Reply& res);
+  // POST /tokenize and /detokenize (serve/tokenize.cc).
+  void Tokenize(std::string_view body, const serve::Reply& res);
+  void Detokenize(std::string_view body, const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.
   void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
   Result<serve::Job> ChatJob(std::string_view body, const Json& doc);

@@ -8,60 +8,20 @@
 
 #include "mlc_manifest/json_grammar.h"
 #include "text/hf_components.h"
+#include "text/token_pieces.h"
 #include "text/tokenizers_internal.h"
 #include "text/unicode.h"
 
 namespace mlc {
-namespace {
-
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// A token's raw bytes from its token string when decoding alone cannot give them (a piece of a
-// UTF-8 character): "<0xNN>" (byte fallback) or ByteLevel's visible characters.
-std::optional<std::string> RawBytes(const std::string& token) {
-  if (token.size() == 6 && token.starts_with("<0x") && token[5] == '>') {
-    unsigned value = 0;
-    for (char c : token.substr(3, 2)) {
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0) return std::nullopt;
-      value = value * 16 + static_cast<unsigned>(d);
-    }
-    return std::string(1, static_cast<char>(value));
-  }
-  std::string out;
-  for (size_t i = 0, len = 0; i < token.size(); i += len) {
-    int b = text::CharToByte(text::DecodeUtf8(token, i, &len));
-    if (b < 0 || len == 0) return std::nullopt;
-    out.push_back(static_cast<char>(b));
-  }
-  return out;
-}
-
-}  // namespace
 
 std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {
-  // A token decoded after a fixed context, so that tokenizers which drop the first token's
-  // leading space (SentencePiece, Metaspace) keep it.
-  std::vector<int32_t> context = tokenizer.Encode("a");
-  const std::string base = tokenizer.Decode(context);
+  const text::TokenPieces pieces(tokenizer);
   std::vector<std::string> bytes(tokenizer.VocabSize());
-  std::vector<int32_t> ids = context;
-  ids.push_back(0);
   for (size_t id = 0; id < bytes.size(); ++id) {
     const int32_t token = static_cast<int32_t>(id);
     if (text::IsSpecialToken(tokenizer, token)) continue;
-    ids.back() = token;
-    std::string text = tokenizer.Decode(ids);
-    text = text.starts_with(base) ? text.substr(base.size()) : tokenizer.Decode({&token, 1});
-    if (text.find(kReplacement) != std::string::npos) {
-      std::string name = tokenizer.IdToToken(token);
-      if (name.find(kReplacement) == std::string::npos) {
-        auto raw = RawBytes(name);
-        text = raw ? *raw : std::string();  // an unknown piece of a character: never allowed
-      }
-    }
-    bytes[id] = std::move(text);
+    // An unknown piece of a character: never allowed.
+    bytes[id] = pieces.Bytes(token).value_or(std::string());
   }
   return FromBytes(std::move(bytes));
 }
