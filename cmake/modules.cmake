@@ -13,7 +13,7 @@ set(MLC_MODULE_EXTRA_image src/media/image_resize.cc src/media/resize_kernels.cc
 set(MLC_MODULE_LIBS_audio PkgConfig::SNDFILE)
 set(MLC_MODULE_LIBS_resampler PkgConfig::SOXR)
 set(MLC_MODULE_LIBS_http PkgConfig::HTTPLIB Threads::Threads)
-set(MLC_MODULE_EXTRA_http src/serve/http_framing.cc src/serve/http_admission.cc)
+set(MLC_MODULE_EXTRA_http src/serve/http_framing.cc src/serve/http_admission.cc src/serve/api_keys.cc)
 set(MLC_MODULE_LIBS_crypto OpenSSL::Crypto)
 set(MLC_MODULE_LIBS_sentencepiece PkgConfig::SENTENCEPIECE)
 

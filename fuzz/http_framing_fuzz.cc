@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as what a client writes on a connection, through the server's
 // framing parser (serve/http_framing.h) with small limits chosen by the first byte, request after
 // request (pipelining), fed whole and again in pieces whose size the second byte chooses, and each
-// head through the admission checks (serve/http_admission.h). Nothing may crash; both feedings
+// head through the admission checks (serve/http_admission.h), with and without API keys. Nothing may crash; both feedings
 // must read the same requests and the same refusal; no body, header list or line may pass its
 // limit; a refusal has a status the server answers with and a message. The seed corpus and the
 // dictionary cover compressed, chunked and duplicate-header framing.
@@ -49,6 +49,10 @@ Reading Read(std::string_view bytes, const mlc::serve::HttpLimits& limits, size_
         if (head.headers.size() > limits.max_headers || head.target.empty() || head.target[0] != '/') std::abort();
         if (!head.chunked && head.content_length > limits.max_body_bytes) std::abort();
         if (auto refusal = mlc::serve::Admit(head, hosts); refusal && refusal->message.empty()) std::abort();
+        static const mlc::serve::ApiKeyPolicy keys({"sk-fuzz", "k"}, {"/health", "/"});
+        if (auto refusal = mlc::serve::Admit(head, hosts, keys)) {
+          if (refusal->message.empty() || (refusal->status == 401 && !keys.Needs(head.target))) std::abort();
+        }
         continue;
       }
       case HttpRequestParser::Status::kMessage:

@@ -1076,5 +1076,126 @@ TEST(Serve, TokenizeAndDetokenizeAsTheLibraryDoes) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// --api-key / --api-key-file: every /v1/* route and /tokenize, /detokenize need "Authorization:
+// Bearer KEY" (401 in OpenAI's shape with WWW-Authenticate otherwise), /health, /metrics and the
+// chat page stay open, 401s are counted; with --metrics-need-key /metrics needs the key too.
+TEST(Serve, ApiKeysGuardTheApi) {
+  Package p;
+  test::TempDir keys;
+  const std::string file = keys.Write("keys.txt", "# the team's keys\n\nsk-from-file\n  sk-second  \n");
+  ServerProcess server(p.dir.path(), {"--api-key", "sk-from-flag", "--api-key-file", file});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const int port = server.port();
+  auto bearer = [](const std::string& key) { return "Authorization: Bearer " + key + "\r\n"; };
+  int refused = 0;
+  auto expect_401 = [&](const HttpReply& r, const std::string& what) {
+    ++refused;
+    EXPECT_EQ(r.status, 401) << what << ": " << r.head << r.body;
+    EXPECT_NE(r.head.find("\r\nWWW-Authenticate: Bearer\r\n"), std::string::npos) << what << ": " << r.head;
+    const Json body = BodyJson(r);
+    EXPECT_EQ(body["error"]["type"], "invalid_request_error") << r.body;
+    EXPECT_EQ(body["error"]["code"], "invalid_api_key") << r.body;
+    EXPECT_TRUE(body["error"]["message"].is_string()) << r.body;
+  };
+  // Open without a key.
+  EXPECT_EQ(Http(port, "GET", "/health").status, 200);
+  EXPECT_EQ(Http(port, "GET", "/metrics").status, 200);
+  EXPECT_EQ(Http(port, "GET", "/").status, 200);
+
+  const std::string chat = Chat("hello", 3);
+  const std::string tokenize = R"({"content": "hi"})";
+  expect_401(Http(port, "GET", "/v1/models"), "models without a key");
+  expect_401(Http(port, "POST", "/v1/chat/completions", chat), "chat without a key");
+  expect_401(Http(port, "POST", "/v1/completions", R"({"prompt": "x"})"), "completions without a key");
+  expect_401(Http(port, "POST", "/tokenize", tokenize), "tokenize without a key");
+  expect_401(Http(port, "POST", "/detokenize", R"({"tokens": [1]})"), "detokenize without a key");
+  expect_401(Http(port, "GET", "/v1/nothing"), "an unknown route without a key");
+  expect_401(Http(port, "GET", "/v1/models", "", bearer("sk-from-fla")), "a key's prefix");
+  expect_401(Http(port, "GET", "/v1/models", "", bearer("sk-from-flagg")), "a key extended");
+  expect_401(Http(port, "GET", "/v1/models", "", bearer("# the team's keys")), "a comment of the file");
+  expect_401(Http(port, "GET", "/v1/models", "", "Authorization: Basic sk-from-flag\r\n"), "another scheme");
+  expect_401(Http(port, "GET", "/v1/models", "", "Authorization: sk-from-flag\r\n"), "no scheme");
+  expect_401(Http(port, "POST", "/v1/chat/completions", chat, bearer("wrong")), "chat with a wrong key");
+
+  for (const char* key : {"sk-from-flag", "sk-from-file", "sk-second"}) {
+    HttpReply models = Http(port, "GET", "/v1/models", "", bearer(key));
+    EXPECT_EQ(models.status, 200) << key << ": " << models.body;
+  }
+  HttpReply lower = Http(port, "GET", "/v1/models", "", "authorization: bearer sk-second\r\n");
+  EXPECT_EQ(lower.status, 200) << lower.body;
+  HttpReply ok = Http(port, "POST", "/v1/chat/completions", chat, bearer("sk-from-file"));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(BodyJson(ok)["object"], "chat.completion");
+  HttpReply tokens = Http(port, "POST", "/tokenize", tokenize, bearer("sk-from-flag"));
+  EXPECT_EQ(tokens.status, 200) << tokens.body;
+  HttpReply text = Http(port, "POST", "/detokenize", BodyJson(tokens).dump(), bearer("sk-from-flag"));
+  EXPECT_EQ(text.status, 200) << text.body;
+  EXPECT_EQ(BodyJson(text)["content"], "hi");
+
+  // The official client: apiKey sent as a Bearer header; a wrong one is its AuthenticationError.
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai, server.url(),
+                             "apikey", "sk-second"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  EXPECT_EQ((*doc)["models"].size(), 1u) << r.out;
+  EXPECT_GT((*doc)["usage"]["completion_tokens"].get<int>(), 0) << r.out;
+  for (const char* which : {"wrong", "empty"}) {
+    const Json& e = (*doc)[which];
+    EXPECT_EQ(e["status"], 401) << which << ": " << r.out;
+    EXPECT_EQ(e["code"], "invalid_api_key") << which << ": " << r.out;
+    EXPECT_EQ(e["authentication_error"], true) << which << ": " << r.out;
+    EXPECT_EQ(e["www_authenticate"], "Bearer") << which << ": " << r.out;
+    ++refused;
+  }
+
+  // Every 401 counted, and nothing else counted for them.
+  Json metrics = ScrapeMetrics(port);
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "unauthorized"),
+            refused);
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "invalid"), 0);
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"), 2);
+  EXPECT_EQ(server.Stop(), 0);
+
+  // --metrics-need-key: /metrics closed too, /health still open.
+  ServerProcess closed(p.dir.path(), {"--api-key", "sk-metrics", "--metrics-need-key"});
+  ASSERT_GT(closed.port(), 0) << closed.log();
+  EXPECT_EQ(Http(closed.port(), "GET", "/health").status, 200);
+  expect_401(Http(closed.port(), "GET", "/metrics"), "metrics without a key");
+  HttpReply scrape = Http(closed.port(), "GET", "/metrics", "", bearer("sk-metrics"));
+  EXPECT_EQ(scrape.status, 200);
+  EXPECT_NE(scrape.body.find("mlc_manifest_requests_total{outcome=\"unauthorized\"} 1"), std::string::npos)
+      << scrape.body;
+  EXPECT_EQ(closed.Stop(), 0);
+}
+
+// Keys that cannot be used stop `serve` before it loads anything: an unreadable key file (exit 3),
+// one without a key or with a line that is not one (exit 1, naming the line), a bad --api-key or
+// --metrics-need-key without keys (exit 2).
+TEST(Serve, ApiKeyFileErrorsStopTheStart) {
+  Package p;
+  test::TempDir keys;
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"serve", p.dir.path(), "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return test::RunCli(args);
+  };
+  auto missing = run({"--api-key-file", keys.File("absent.txt")});
+  EXPECT_EQ(missing.exit_code, 3) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("absent.txt"), std::string::npos) << missing.err;
+  auto empty = run({"--api-key-file", keys.Write("empty.txt", "# no keys yet\n\n")});
+  EXPECT_EQ(empty.exit_code, 1) << empty.out << empty.err;
+  EXPECT_NE(empty.err.find("no API key"), std::string::npos) << empty.err;
+  auto spaced = run({"--api-key-file", keys.Write("spaced.txt", "sk-good\nsk bad\n"), "--json"});
+  EXPECT_EQ(spaced.exit_code, 1) << spaced.out << spaced.err;
+  EXPECT_NE(spaced.out.find("line 2"), std::string::npos) << spaced.out;
+  auto bad_flag = run({"--api-key", "two words"});
+  EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.out << bad_flag.err;
+  auto metrics_alone = run({"--metrics-need-key"});
+  EXPECT_EQ(metrics_alone.exit_code, 2) << metrics_alone.out << metrics_alone.err;
+}
+
 }  // namespace
 }  // namespace mlc

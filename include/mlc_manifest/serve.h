@@ -2,13 +2,14 @@
 // server-sent events with stream: true; text, input_audio and image_url content parts; logprobs),
 // POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize (llama-server's shapes),
 // GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size,
-// concurrent requests and time, every bad request answered with an OpenAI-style error
+// concurrent requests and time, API keys, every bad request answered with an OpenAI-style error
 // object. Also the parser of a chat completion request, usable on its own.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlc_manifest/conversation.h"
@@ -83,7 +84,8 @@ OrderedJson OpenAiError(const Errors& errors);
 // Every request is framed by the server's own reader before any handler sees it (src/serve/
 // http_framing.h, docs/security.md): limits on the request line, the header block and the body
 // on the wire, no compressed bodies (415), no ambiguous framing (400), the Host allow-list and
-// Origin check (403) and application/json POST bodies only (415).
+// Origin check (403), the API key where keys are set (401) and application/json POST bodies only
+// (415).
 
 struct ServeOptions {
   std::string host = "127.0.0.1";
@@ -105,11 +107,28 @@ struct ServeOptions {
   // Host / Origin names answered besides localhost, 127.0.0.1, [::1] and the bind address
   // ("*": any); other Hosts and browser Origins get 403.
   std::vector<std::string> allowed_hosts;
+  // With any key, every route but /health, /metrics and the chat page at / needs the header
+  // "Authorization: Bearer KEY" naming one of them (else 401 with WWW-Authenticate: Bearer, from
+  // the request's head, compared in constant time). Keys are visible ASCII (IsApiKey).
+  std::vector<std::string> api_keys;
+  bool metrics_need_key = false;  // /metrics needs a key too
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
   int64_t json_max_string_length = 0;  // structured output: strings without maxLength; 0: unbounded
   EngineOptions engine;
 };
+
+// ---- API keys ----
+
+// A key a request can send as "Authorization: Bearer KEY": at least one byte, all visible ASCII.
+bool IsApiKey(std::string_view key);
+
+// The keys of a key file's text: one a line, blanks around it trimmed, blank lines and lines
+// starting with '#' skipped, CRLF line ends taken. An error (document: `document`) at "line N"
+// for a line that is not a key, and at "" when the text holds no key.
+Result<std::vector<std::string>> ParseApiKeys(std::string_view text, const std::string& document);
+// ParseApiKeys of a file (at most 1 MiB); one that cannot be read is an I/O error.
+Result<std::vector<std::string>> ReadApiKeyFile(const std::string& path);
 
 class Server {
  public:

@@ -1,8 +1,10 @@
 // `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
-// package run by the reference library or the built-in CPU program (POST /v1/chat/completions, GET /v1/models, GET /health). SIGTERM or SIGINT
-// stops taking requests, lets the ones in flight finish and exits 0. The HTTP limits
-// (--max-request-line, --max-header-bytes, --max-headers, --max-connections, --allowed-host) are
-// listed with their defaults in docs/security.md.
+// package run by the reference library or the built-in CPU program (POST /v1/chat/completions,
+// GET /v1/models, POST /tokenize, GET /health, ...). SIGTERM or SIGINT stops taking requests,
+// lets the ones in flight finish and exits 0. The HTTP limits (--max-request-line,
+// --max-header-bytes, --max-headers, --max-connections, --allowed-host) and the API keys
+// (--api-key, --api-key-file, --metrics-need-key) are listed with their defaults in
+// docs/security.md.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -25,6 +27,7 @@ struct ServeArgs {
   int64_t max_batch_size = 8;
   int64_t kv_positions = 0;
   int64_t max_queue = 64;
+  std::vector<std::string> api_key_files;
   bool json = false;  // failures to start as one JSON object on stdout
 };
 
@@ -58,6 +61,20 @@ int Serve(ServeArgs a) {
     return ReportFailure({UsageError("--max-request-line >= 16, --max-header-bytes >= 64, --max-headers and "
                                      "--max-connections >= 1")},
                          a.json);
+  }
+  for (const std::string& key : o.api_keys) {
+    if (!IsApiKey(key)) {
+      return ReportFailure({UsageError("--api-key: a key is visible ASCII, without spaces or control characters")},
+                           a.json);
+    }
+  }
+  for (const std::string& file : a.api_key_files) {
+    auto keys = ReadApiKeyFile(file);
+    if (!keys) return ReportFailure(keys.errors(), a.json);
+    o.api_keys.insert(o.api_keys.end(), keys->begin(), keys->end());
+  }
+  if (o.metrics_need_key && o.api_keys.empty()) {
+    return ReportFailure({UsageError("--metrics-need-key needs --api-key or --api-key-file")}, a.json);
   }
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
   RaiseDescriptorLimit(o.max_connections);
@@ -140,6 +157,15 @@ const Registration kServe(620, "serve",
                   "Request bodies held at once, all connections together (503 beyond; bytes, or with a unit)")
       ->capture_default_str()
       ->transform(ByteSize());
+  cmd->add_option("--api-key", a->options.api_keys,
+                  "A key clients must send as 'Authorization: Bearer KEY' on /v1/*, /tokenize and "
+                  "/detokenize (401 otherwise); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_option("--api-key-file", a->api_key_files,
+                  "A file of API keys, one a line (blank lines and # comments skipped); repeatable")
+      ->allow_extra_args(false);
+  cmd->add_flag("--metrics-need-key", a->options.metrics_need_key,
+                "/metrics needs an API key too (/health stays open)");
   cmd->add_flag("--json", a->json, "A failure to start as one JSON object on stdout");
   cmd->add_option("--read-timeout", a->options.request_read_timeout_s,
                   "Seconds a request's headers and body may take to arrive")

@@ -1,4 +1,5 @@
-// The Host allow-list, the Origin check and the POST Content-Type check (http_admission.h).
+// The Host allow-list, the Origin check, the API key and the POST Content-Type check
+// (http_admission.h).
 #include "serve/http_admission.h"
 
 #include <algorithm>
@@ -53,7 +54,8 @@ std::string HostOf(std::string_view h) {
   return LowerCopy(h.substr(0, h.find(':')));
 }
 
-std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts) {
+std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts,
+                                      const ApiKeyPolicy& keys) {
   if (const std::string* host = head.Find("Host"); host && !hosts.Allows(HostOf(*host))) {
     return Refusal(403, "Host " + HostOf(*host) +
                             " is not served here (serve --allowed-host names the hosts this server answers to)");
@@ -65,6 +67,15 @@ std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPol
     if (host.empty() || !hosts.Allows(host)) {
       return Refusal(403, "requests from pages of origin " + origin->substr(0, 128) +
                               " are refused (serve --allowed-host names the hosts whose pages may call)");
+    }
+  }
+  if (keys.Needs(head.target)) {
+    const std::string* authorization = head.Find("Authorization");
+    if (!authorization) {
+      return Refusal(401, "this server needs an API key: send the header Authorization: Bearer KEY");
+    }
+    if (head.Count("Authorization") != 1 || !keys.Accepts(*authorization)) {
+      return Refusal(401, "the API key is not one this server takes (expected Authorization: Bearer KEY)");
     }
   }
   if (head.method == "POST") {

@@ -3,8 +3,9 @@
 // `serve --allowed-host`, or any with "*") so that a DNS-rebound name cannot reach a server on
 // localhost; a browser's Origin must name an allowed host too, so that another site's page cannot
 // post to it; and a POST body must be application/json, the one type a page cannot send
-// cross-origin without asking first (text/plain and forms are the CSRF route). Standard library
-// only: the HTTP module carries its own copy.
+// cross-origin without asking first (text/plain and forms are the CSRF route); and when the
+// server has API keys, a path that is not left open needs one (401, serve/api_keys.h). Standard
+// library only: the HTTP module carries its own copy.
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "serve/api_keys.h"
 #include "serve/http_framing.h"
 
 namespace mlc::serve {
@@ -33,7 +35,9 @@ class HostPolicy {
 // The host of a Host header value ("Example.com:8000" -> "example.com", "[::1]:80" -> "[::1]").
 std::string HostOf(std::string_view host_header);
 
-// nullopt when the request may go on; else a 403 (Host or Origin) or a 415 (Content-Type).
-std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts);
+// nullopt when the request may go on; else a 403 (Host or Origin), a 401 (no key, or not one of
+// the keys, where keys are needed) or a 415 (Content-Type), in that order.
+std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts,
+                                      const ApiKeyPolicy& keys = ApiKeyPolicy());
 
 }  // namespace mlc::serve

@@ -41,7 +41,8 @@ typedef struct MlcHttpRequest {
 
 // What the server calls, from its worker threads, all at once. handle answers a routed
 // request; error_body fills the body of an answer the server gives itself (status: 404 no route,
-// 4xx for a request refused before it was read whole, with a message saying why, else NULL;
+// 4xx for a request refused before it was read whole (401: no API key or a wrong one), with a
+// message saying why, else NULL;
 // internal: 1 when a handler failed, with status 500).
 typedef struct MlcHttpHandler {
   void* context;
@@ -70,6 +71,12 @@ typedef struct MlcHttpOptions {
   const char* const* allowed_hosts;  // Host / Origin names ("*": any); 403 for others
   size_t allowed_host_count;
   size_t max_buffered_bytes;   // request bodies held at once, all connections together; 503 beyond
+  // With any key, a request for a path not in open_paths needs "Authorization: Bearer KEY"
+  // (401 otherwise, refused from its head).
+  const char* const* api_keys;
+  size_t api_key_count;
+  const char* const* open_paths;  // exact paths, without a query
+  size_t open_path_count;
 } MlcHttpOptions;
 
 typedef struct MlcHttpBackend {

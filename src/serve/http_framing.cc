@@ -59,6 +59,7 @@ const char* HttpReason(int status) {
     case 100: return "Continue";
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 408: return "Request Timeout";

@@ -37,6 +37,7 @@ const char* OutcomeName(Outcome o) {
     case Outcome::kInvalid: return "invalid";
     case Outcome::kRejected: return "rejected";
     case Outcome::kError: return "error";
+    case Outcome::kUnauthorized: return "unauthorized";
     case Outcome::kCount: break;
   }
   return "error";

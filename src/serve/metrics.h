@@ -1,6 +1,6 @@
-// The server's Prometheus metrics (GET /metrics, text format 0.0.4): requests by outcome, prompt
-// and generated tokens, time to first token and inter-token latency histograms, and gauges read
-// from the engine at scrape time. Recording is lock-free (atomics, no allocation), from any thread.
+// The server's Prometheus metrics (GET /metrics, text format 0.0.4): requests by outcome (401s for
+// want of an API key among them), prompt and generated tokens, time to first token and
+// inter-token latency histograms, and gauges read from the engine at scrape time. Recording is lock-free (atomics, no allocation), from any thread.
 #pragma once
 
 #include <array>
@@ -14,7 +14,8 @@
 namespace mlc::serve {
 
 // How a request ended, the `outcome` label of mlc_manifest_requests_total.
-enum class Outcome { kCompleted, kCancelled, kTimeout, kInvalid, kRejected, kError, kCount };
+// kUnauthorized: refused for want of a valid API key (401), on any route.
+enum class Outcome { kCompleted, kCancelled, kTimeout, kInvalid, kRejected, kError, kUnauthorized, kCount };
 const char* OutcomeName(Outcome o);
 
 // A histogram over fixed bucket bounds (seconds); the sum kept in nanoseconds.

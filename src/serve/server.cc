@@ -3,7 +3,8 @@
 // routes, the metrics and the chat page, binding, running and stopping (draining) it. Chat
 // completions and completions: serve/chat_completions.cc, serve/completions.cc, serve/stream.cc;
 // /tokenize and /detokenize: serve/tokenize.cc. Every failure is an OpenAI-style error object with
-// a 4xx (5xx only for our own faults).
+// a 4xx (5xx only for our own faults); a missing or wrong API key is refused from the request's
+// head by the HTTP module (401, counted here).
 #include <filesystem>
 #include <thread>
 
@@ -32,6 +33,12 @@ Server::~Server() {
 Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
                                                const ServeOptions& options) {
   auto impl = std::make_unique<Impl>();
+  for (size_t i = 0; i < options.api_keys.size(); ++i) {
+    if (!IsApiKey(options.api_keys[i])) {
+      return Error{ErrorCode::kUsage, "/api_keys/" + std::to_string(i),
+                   "an API key is visible ASCII: no spaces or control characters, at least one byte"};
+    }
+  }
   impl->options = options;
   impl->dir = package_dir;
   OpenOptions open;
@@ -67,7 +74,15 @@ Status Server::Impl::StartHttp() {
     }
   };
   handler.error_body = [](void* context, int status, int internal, const char* why, MlcHttpResponse* response) {
-    const Reply res{static_cast<Impl*>(context)->http_backend, response};
+    auto* self = static_cast<Impl*>(context);
+    const Reply res{self->http_backend, response};
+    if (status == 401) {  // refused from its head: no API key, or not one of the keys
+      self->metrics.Count(Outcome::kUnauthorized);
+      const std::string text = Dump(OpenAiError(why && why[0] ? why : "a valid API key is needed",
+                                                "invalid_request_error", "", "invalid_api_key"));
+      res.http->set_content(res.res, text.data(), text.size(), "application/json");
+      return;
+    }
     std::string message = internal             ? "internal error"
                           : why && why[0]      ? why
                           : status == 413      ? "the request body is larger than this server takes"
@@ -91,6 +106,15 @@ Status Server::Impl::StartHttp() {
   for (const std::string& h : allowed_hosts) hosts.push_back(h.c_str());
   o.allowed_hosts = hosts.data();
   o.allowed_host_count = hosts.size();
+  // With keys, only the health check, the chat page (which asks for a key) and, unless they need
+  // one too, the metrics stay open.
+  std::vector<const char*> keys, open_paths = {"/health", "/"};
+  for (const std::string& k : options.api_keys) keys.push_back(k.c_str());
+  if (!options.metrics_need_key) open_paths.push_back("/metrics");
+  o.api_keys = keys.data();
+  o.api_key_count = keys.size();
+  o.open_paths = open_paths.data();
+  o.open_path_count = open_paths.size();
   MlcHttpError error{};
   MlcHttpServer* server = http_backend->create(&o, kRoutes, std::size(kRoutes), &handler, &error);
   if (!server) return IoError("", error.message);

@@ -13,6 +13,10 @@
 //     completions (a text prompt and the comma-separated TOKEN_IDS), plain and streamed, with
 //     logprobs; chat with logprobs and top_logprobs, plain and streamed; echo refused. Prints one
 //     JSON object.
+//   node serve_client.mjs OPENAI_DIR BASE_URL apikey KEY
+//     a server started with --api-key KEY: models.list and a chat completion with apiKey KEY, then
+//     the same calls with a wrong key and with none; prints one JSON object (each refusal's
+//     status, code, error class and the WWW-Authenticate header).
 import { createRequire } from 'node:module';
 import { deflateSync } from 'node:zlib';
 
@@ -211,7 +215,29 @@ async function completions(ids) {
   console.log(JSON.stringify({ text, tokens, chat, error }));
 }
 
+async function apikey(key) {
+  const keyed = new OpenAI({ baseURL: baseURL + '/v1', apiKey: key, maxRetries: 0, timeout: 120000 });
+  const models = await keyed.models.list();
+  const reply = await keyed.chat.completions.create({ model: 'reference', temperature: 0, max_tokens: 4,
+    messages: [{ role: 'user', content: 'Hello' }] });
+  const refusal = async (apiKey) => {
+    try {
+      const other = new OpenAI({ baseURL: baseURL + '/v1', apiKey, maxRetries: 0, timeout: 120000 });
+      await other.models.list();
+      return { status: 200 };
+    } catch (e) {
+      return { status: e.status, code: e.code ?? null, type: e.type ?? null,
+               authentication_error: e instanceof OpenAI.AuthenticationError,
+               www_authenticate: e.headers?.['www-authenticate'] ?? null, message: e.message };
+    }
+  };
+  // The client sends "Authorization: Bearer <apiKey>"; an empty key sends "Bearer " alone.
+  console.log(JSON.stringify({ models: models.data.map((m) => m.id), content: reply.choices[0].message.content,
+    usage: reply.usage, wrong: await refusal(key + 'x'), empty: await refusal('') }));
+}
+
 if (mode === 'basic') await basic();
+else if (mode === 'apikey') await apikey(rest[0]);
 else if (mode === 'completions') await completions(rest[0].split(',').map(Number));
 else if (mode === 'text') await text(Number(rest[0]));
 else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]));

@@ -104,14 +104,18 @@ HttpReply ParseReply(const std::string& raw) {
   HttpReply r;
   if (raw.rfind("HTTP/1.1 ", 0) == 0) r.status = std::stoi(raw.substr(9, 3));
   size_t end = raw.find("\r\n\r\n");
-  if (end != std::string::npos) r.body = raw.substr(end + 4);
+  if (end != std::string::npos) {
+    r.head = raw.substr(0, end + 2);
+    r.body = raw.substr(end + 4);
+  }
   return r;
 }
 
-HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body) {
+HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body,
+               const std::string& headers) {
   int fd = Connect(port);
   if (fd < 0) return {};
-  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers;
   if (method == "POST") {
     req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }

@@ -52,12 +52,15 @@ std::string ReadAll(int fd);
 
 struct HttpReply {
   int status = 0;
+  std::string head;  // the status line and header lines, each ending in CRLF
   std::string body;  // raw (chunked transfer left as sent)
 };
 // The status and body of a raw response ("HTTP/1.1 NNN ..."); status 0 when there is none.
 HttpReply ParseReply(const std::string& raw);
-// One request on its own connection (Host 127.0.0.1, Connection: close; a POST's body as JSON).
-HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body = "");
+// One request on its own connection (Host 127.0.0.1, Connection: close; a POST's body as JSON;
+// `headers`: more header lines, each ending in CRLF).
+HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body = "",
+               const std::string& headers = "");
 Json BodyJson(const HttpReply& r);
 // The error object's message, "" when the body is not one.
 std::string ErrorMessage(const HttpReply& r);

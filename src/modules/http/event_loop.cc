@@ -21,8 +21,10 @@ constexpr auto kLinger = std::chrono::seconds(2);  // reading (and dropping) aft
 constexpr uint64_t kLingerBytes = 16u << 20;
 constexpr size_t kReadBytes = 64 << 10;
 
+// A 401 names the scheme the server wants (RFC 6750).
 std::string RefusalText(int status, const std::string& body) {
   return "HTTP/1.1 " + std::to_string(status) + " " + HttpReason(status) +
+         (status == 401 ? "\r\nWWW-Authenticate: Bearer" : "") +
          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\nConnection: close\r\n\r\n" + body;
 }
@@ -63,7 +65,8 @@ EventLoop::EventLoop(LoopOptions options, ServeRequest serve, RefusalBody refusa
     : options_(std::move(options)),
       serve_(std::move(serve)),
       refusal_(std::move(refusal)),
-      hosts_(options_.allowed_hosts) {
+      hosts_(options_.allowed_hosts),
+      keys_(options_.api_keys, options_.open_paths) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }
@@ -237,7 +240,7 @@ void EventLoop::Parse(Connection& c) {
       }
       case HttpRequestParser::Status::kHead: {
         const HttpRequestHead& head = c.parser.head();
-        if (auto refusal = Admit(head, hosts_)) {
+        if (auto refusal = Admit(head, hosts_, keys_)) {
           Refuse(c, refusal->status, refusal->message);
           return;
         }

@@ -2,8 +2,8 @@
 // connection that is between requests or sending one, reads what arrives without blocking and
 // feeds it to the framing parser (serve/http_framing.h), so an idle or trickling connection costs
 // a file descriptor and a few hundred bytes, never a thread. Limits act as the bytes arrive: the
-// request line, the header block, the body on the wire, the head's admission (Host, Origin,
-// Content-Type: serve/http_admission.h), the request read deadline, the idle timeout and the
+// request line, the header block, the body on the wire, the head's admission (Host, Origin, the
+// API key, Content-Type: serve/http_admission.h), the request read deadline, the idle timeout and the
 // connection count; a refusal is written by the loop itself. Only a complete, in-limit request
 // goes to a worker thread, which answers it (cpp-httplib's routing and response writing:
 // http_server.h) and gives the connection back for its next request.
@@ -35,6 +35,8 @@ struct LoopOptions {
   int write_timeout_s = 30;
   int workers = 8;
   std::vector<std::string> allowed_hosts;
+  std::vector<std::string> api_keys;    // none: no key needed
+  std::vector<std::string> open_paths;  // paths that need no key
 };
 
 // A connection handed to a worker: its socket, and whether its client has gone away (closed or
@@ -87,6 +89,7 @@ class EventLoop {
   ServeRequest serve_;
   RefusalBody refusal_;
   HostPolicy hosts_;
+  ApiKeyPolicy keys_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd: workers giving connections back, Stop

@@ -57,6 +57,8 @@ mlc::serve::LoopOptions LoopOptionsOf(const MlcHttpOptions& o) {
   l.write_timeout_s = o.idle_timeout_s;
   l.workers = o.threads > 0 ? o.threads : 1;
   for (size_t i = 0; i < o.allowed_host_count; ++i) l.allowed_hosts.emplace_back(o.allowed_hosts[i]);
+  for (size_t i = 0; i < o.api_key_count; ++i) l.api_keys.emplace_back(o.api_keys[i]);
+  for (size_t i = 0; i < o.open_path_count; ++i) l.open_paths.emplace_back(o.open_paths[i]);
   return l;
 }
 
