@@ -830,6 +830,35 @@ TEST(Serve, ChatPageAnswersAnImageInChromium) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// A server with an API key: the chat page (open itself) asks for the key when the server answers
+// 401, and sends it with the models list and the streamed chat.
+TEST(Serve, ChatPageAsksForTheApiKeyInChromium) {
+  const char* candidates[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
+  std::string chromium;
+  for (const char* c : candidates) {
+    if (access(c, X_OK) == 0) chromium = c;
+  }
+  if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/deps test installs it)";
+  Package p;
+  ServerProcess server(p.dir.path(), {"--api-key", "sk-page"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  test::TempDir work;
+  std::string image = work.Write("photo.bmp", test::BmpImage(40, 30));
+  auto r = test::RunProgram({"node", "--experimental-websocket", test::SourcePath("tests/support/chat_page.mjs"),
+                             chromium, server.url(), image, work.File("page.png"), work.File("profile"), "sk-page"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  EXPECT_EQ((*doc)["asked"], true) << r.out;
+  EXPECT_NE((*doc)["model"].get<std::string>(), "") << r.out;
+  EXPECT_EQ((*doc)["status"], "done") << r.out;
+  EXPECT_NE((*doc)["reply"].get<std::string>(), "") << r.out;
+  Json metrics = ScrapeMetrics(server.port());
+  EXPECT_EQ(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"), 1);
+  EXPECT_GE(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "unauthorized"), 1);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST(Serve, LoadThirtyTwoStreamingClients) {
   if (kSanitized) GTEST_SKIP() << "the 30 s load test runs in the release build only";
   std::string openai = test::NpmPackage("openai@4.104.0");
@@ -1100,7 +1129,9 @@ TEST(Serve, ApiKeysGuardTheApi) {
   // Open without a key.
   EXPECT_EQ(Http(port, "GET", "/health").status, 200);
   EXPECT_EQ(Http(port, "GET", "/metrics").status, 200);
-  EXPECT_EQ(Http(port, "GET", "/").status, 200);
+  HttpReply page = Http(port, "GET", "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("Authorization"), std::string::npos) << "the chat page sends the key";
 
   const std::string chat = Chat("hello", 3);
   const std::string tokenize = R"({"content": "hi"})";
