@@ -889,6 +889,34 @@ TEST(Serve, LoadThirtyTwoStreamingClients) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Stop strings never cut a structured reply: with stop strings that occur in every JSON value of
+// the schema (a quote, a brace, a colon), each reply is the whole value, parses and ends "stop".
+TEST(Serve, StopStringsNeverCutAStructuredReply) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--json-max-string-length", "8"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  int stopped = 0;
+  for (int seed = 0; seed < 8; ++seed) {
+    const std::string body = R"({"messages": [{"role": "user", "content": "give me a record"}],
+        "max_tokens": 200, "temperature": 1, "seed": )" + std::to_string(seed) + R"(,
+        "stop": ["\"", "}", ":", "</s>"],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {
+          "type": "object", "additionalProperties": false, "required": ["tag", "n"],
+          "properties": {"tag": {"type": "string"}, "n": {"type": "integer"}}}}}})";
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", body);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const Json reply = BodyJson(r);
+    const std::string content = reply["choices"][0]["message"]["content"].get<std::string>();
+    if (reply["choices"][0]["finish_reason"] != "stop") continue;  // "length": ran out of tokens
+    ++stopped;
+    auto value = ParseJson(content);
+    ASSERT_TRUE(value.ok()) << "seed " << seed << ": " << content;
+    EXPECT_TRUE((*value)["tag"].is_string() && (*value)["n"].is_number()) << content;  // digits past int64 read as a double
+  }
+  EXPECT_GT(stopped, 0);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 // Structured output (response_format): 100 replies sampled at temperature 1 (seeds 0..99, four
 // requests at a time so they share batches) per format all parse and validate with an
 // independent validator (python3-jsonschema); the openai client's json_schema request parses,
