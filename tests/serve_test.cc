@@ -779,14 +779,18 @@ TEST(Serve, CompletionsAndLogprobsThroughTheOpenAiClient) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// Debian's chromium, or "" when it is not installed.
+std::string Chromium() {
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (access(c, X_OK) == 0) return c;
+  }
+  return "";
+}
+
 // The chat page at / in a real headless Chromium: an image attached with the file input, a message
 // sent, the reply streamed into the page; a screenshot shows it (the reply's box is not blank).
 TEST(Serve, ChatPageAnswersAnImageInChromium) {
-  const char* candidates[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
-  std::string chromium;
-  for (const char* c : candidates) {
-    if (access(c, X_OK) == 0) chromium = c;
-  }
+  const std::string chromium = Chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/deps test installs it)";
   Package p;
   ServerProcess server(p.dir.path());
@@ -833,11 +837,7 @@ TEST(Serve, ChatPageAnswersAnImageInChromium) {
 // A server with an API key: the chat page (open itself) asks for the key when the server answers
 // 401, and sends it with the models list and the streamed chat.
 TEST(Serve, ChatPageAsksForTheApiKeyInChromium) {
-  const char* candidates[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
-  std::string chromium;
-  for (const char* c : candidates) {
-    if (access(c, X_OK) == 0) chromium = c;
-  }
+  const std::string chromium = Chromium();
   if (chromium.empty()) GTEST_SKIP() << "chromium is not installed (scripts/deps test installs it)";
   Package p;
   ServerProcess server(p.dir.path(), {"--api-key", "sk-page"});
