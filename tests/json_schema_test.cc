@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <random>
+#include <unordered_set>
 
 #include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/tokenizer.h"
@@ -106,8 +107,11 @@ TEST(JsonGrammar, UnsupportedKeywordsAreNamedWithTheirPointer) {
     const char* path;
     const char* word;
   };
-  for (const Case& c : {Case{R"({"type":"object","properties":{"age":{"type":"integer","minimum":0}}})",
-                             "/properties/age/minimum", "minimum"},
+  for (const Case& c : {Case{R"({"type":"object","properties":{"age":{"type":"number","minimum":0}}})",
+                             "/properties/age/minimum", "integers only"},
+                        Case{R"({"type":"integer","minimum":5,"maximum":4})", "", "no integer"},
+                        Case{R"({"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5})", "", "no integer"},
+                        Case{R"({"type":"string","minimum":1})", "/minimum", "number values"},
                         Case{R"({"type":"string","pattern":"^a"})", "/pattern", "pattern"},
                         Case{R"({"allOf":[{}]})", "/allOf", "allOf"},
                         Case{R"({"type":"object","additionalProperties":{"type":"string"}})",
@@ -126,6 +130,60 @@ TEST(JsonGrammar, UnsupportedKeywordsAreNamedWithTheirPointer) {
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.errors().front().code, ErrorCode::kUnsupported);
   EXPECT_NE(g.errors().front().message.find("\"format\" at /format"), std::string::npos);
+}
+
+// An integer's range is enforced byte by byte: a text is taken exactly when some integer within
+// the bounds starts with it, and complete exactly when it is one (checked against every integer
+// text of up to five characters); zod's safe-integer range bounds the digits.
+TEST(JsonGrammar, IntegerRangesAreEnforcedWhileSampling) {
+  struct Range {
+    const char* schema;
+    int64_t low, high;
+  };
+  for (const Range& r : {Range{R"({"type":"integer","minimum":0,"maximum":120})", 0, 120},
+                         Range{R"({"type":"integer","minimum":-15,"maximum":-3})", -15, -3},
+                         Range{R"({"type":"integer","exclusiveMinimum":-1.5,"exclusiveMaximum":42})", -1, 41},
+                         Range{R"({"type":"integer","minimum":7.2})", 8, INT64_MAX},
+                         Range{R"({"type":"integer","maximum":-100})", INT64_MIN, -100},
+                         Range{R"({"minimum":-5,"maximum":5,"type":["integer","null"]})", -5, 5}}) {
+    auto g = JsonGrammar::FromSchema(OrderedJson::parse(r.schema));
+    ASSERT_TRUE(g.ok()) << r.schema << ": " << FormatErrors(g.errors());
+    // The prefixes of the integers within the bounds, by brute force over a window wider than
+    // every prefix tried needs (an open bound reaches any longer text past the window).
+    std::unordered_set<std::string> prefixes;
+    for (int64_t v = std::max<int64_t>(r.low, -200000); v <= std::min<int64_t>(r.high, 200000); ++v) {
+      const std::string t = std::to_string(v);
+      for (size_t n = 1; n <= t.size(); ++n) prefixes.insert(t.substr(0, n));
+    }
+    if (r.low <= 0 && r.high >= 0) prefixes.insert({"-", "-0"});  // -0 is 0
+    auto reachable = [&](const std::string& prefix) { return prefixes.count(prefix) > 0; };
+    std::vector<std::string> texts = {"-", "-0", "0"};
+    for (int64_t v = -9999; v <= 99999; ++v) texts.push_back(std::to_string(v));
+    for (const std::string& t : texts) {
+      JsonGrammar::State st = (*g)->Start();
+      const bool fed = (*g)->Feed(st, t);
+      EXPECT_EQ(fed, reachable(t)) << r.schema << " fed " << t;
+      if (!fed) continue;
+      const bool whole = t != "-" && std::stoll(t) >= r.low && std::stoll(t) <= r.high;
+      EXPECT_EQ((*g)->Accepting(st), whole) << r.schema << " complete " << t;
+    }
+    EXPECT_FALSE((*g)->Matches("1.0")) << r.schema;
+  }
+  auto safe = JsonGrammar::FromSchema(OrderedJson::parse(
+      R"({"type":"object","properties":{"n":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"required":["n"]})"));
+  ASSERT_TRUE(safe.ok());
+  EXPECT_TRUE((*safe)->Matches(R"({"n":9007199254740991})"));
+  EXPECT_TRUE((*safe)->Matches(R"({"n":-9007199254740991})"));
+  EXPECT_FALSE((*safe)->Matches(R"({"n":9007199254740992})"));
+  EXPECT_FALSE((*safe)->Matches(R"({"n":90071992547409910})"));
+  // The bound applies as the value ends, before the parent's next byte.
+  auto small = JsonGrammar::FromSchema(OrderedJson::parse(R"({"type":"array","items":{"type":"integer","minimum":10}})"));
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE((*small)->Matches("[10,11]"));
+  EXPECT_FALSE((*small)->Matches("[1,11]"));
+  JsonGrammar::State st = (*small)->Start();
+  EXPECT_TRUE((*small)->Feed(st, "[1"));
+  EXPECT_FALSE((*small)->Feed(st, ","));
 }
 
 // Every spelling of one $ref target (~0 or %7E0, letters percent-encoded or not) is one

@@ -78,6 +78,8 @@ class JsonGrammar {
   struct Node {
     Kind kind = Kind::kLiterals;
     bool integer = false;                // kNumber
+    bool bounded = false;                // kNumber, integer: the value lies within [low, high]
+    int64_t low = 0, high = 0;
     std::vector<uint32_t> children;      // kChoice: alternatives; kArray: items; kAnyObject: value
     std::vector<Property> properties;    // kObject
     std::vector<std::string> literals;   // kLiterals: JSON texts

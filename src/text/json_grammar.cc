@@ -4,6 +4,7 @@
 // automaton saw. The schema compiler is json_schema.cc.
 #include "mlc_manifest/json_grammar.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mlc {
@@ -24,6 +25,30 @@ enum NumberPhase : uint8_t {
 };
 bool NumberComplete(uint8_t phase) {
   return phase == kNumZero || phase == kNumInt || phase == kNumFrac || phase == kNumExpDigits;
+}
+
+// A bounded integer's digits so far: its sign (flag 1: negative), whether a digit has come and
+// its magnitude (mask). The value an integer text ends with, and whether some way of going on
+// can still end within [low, high]: more digits make the magnitude v into v * 10^j + [0, 10^j).
+__extension__ typedef __int128 Wide;  // room for magnitude * 10 past 2^64
+constexpr Wide kMagnitudeCap = Wide{1} << 64;  // past every int64 bound
+
+bool InRange(const JsonGrammar::Node& n, Wide value) { return value >= n.low && value <= n.high; }
+
+bool IntegerReachable(const JsonGrammar::Node& n, bool negative, bool digits, uint64_t magnitude) {
+  if (!digits) {  // "-": -0 or any negative integer
+    return InRange(n, 0) || n.low <= std::min<int64_t>(n.high, -1);
+  }
+  for (Wide scale = 1, v = magnitude; v < kMagnitudeCap; scale *= 10, v *= 10) {
+    const Wide lo = negative ? -(v + scale - 1) : v, hi = negative ? -v : v + scale - 1;
+    if (lo <= n.high && hi >= n.low) return true;
+    if (magnitude == 0) break;  // "0" or "-0" takes no more digits
+  }
+  return false;
+}
+
+Wide IntegerValue(const JsonGrammar::Frame& f) {
+  return f.flag ? -Wide(f.mask) : Wide(f.mask);
 }
 
 // String phases.
@@ -160,22 +185,37 @@ Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
 
 Outcome JsonGrammar::StepNumber(State& s, uint8_t c) const {
   Frame& f = s.back();
-  const bool integer = nodes_[f.node].integer;
+  const Node& n = nodes_[f.node];
+  const bool integer = n.integer;
   auto to = [&](uint8_t phase) {
     f.phase = phase;
     return Outcome::kTaken;
   };
+  // A bounded integer takes a sign or digit only when the value can still end within its bounds.
+  auto digit = [&](uint8_t phase) {
+    if (!n.bounded) return to(phase);
+    const uint64_t d = c - '0';
+    if (f.mask > (UINT64_MAX - d) / 10) return Outcome::kRefused;
+    const uint64_t v = f.mask * 10 + d;
+    if (!IntegerReachable(n, f.flag != 0, true, v)) return Outcome::kRefused;
+    f.mask = v;
+    return to(phase);
+  };
   switch (f.phase) {
     case kNumStart:
-      if (c == '-') return to(kNumMinus);
+      if (c == '-') {
+        if (n.bounded && !IntegerReachable(n, true, false, 0)) return Outcome::kRefused;
+        f.flag = 1;
+        return to(kNumMinus);
+      }
       [[fallthrough]];
     case kNumMinus:
-      if (c == '0') return to(kNumZero);
-      if (IsDigit(c)) return to(kNumInt);
+      if (c == '0') return digit(kNumZero);
+      if (IsDigit(c)) return digit(kNumInt);
       return Outcome::kRefused;
     case kNumZero:
     case kNumInt:
-      if (f.phase == kNumInt && IsDigit(c)) return Outcome::kTaken;
+      if (f.phase == kNumInt && IsDigit(c)) return digit(kNumInt);
       if (!integer && c == '.') return to(kNumDot);
       if (!integer && (c == 'e' || c == 'E')) return to(kNumExp);
       break;
@@ -196,7 +236,8 @@ Outcome JsonGrammar::StepNumber(State& s, uint8_t c) const {
     default:
       return Outcome::kRefused;
   }
-  // A complete number ends here; the byte is its parent's.
+  // A complete number ends here (a bounded integer only within its bounds); the byte is its parent's.
+  if (n.bounded && !InRange(n, IntegerValue(f))) return Outcome::kRefused;
   s.pop_back();
   return Outcome::kAgain;
 }
@@ -383,7 +424,7 @@ bool JsonGrammar::Accepting(const State& s) const {
   if (s.size() != 1) return false;
   const Frame& f = s.back();
   const Node& n = nodes_[f.node];
-  if (n.kind == Kind::kNumber) return NumberComplete(f.phase);
+  if (n.kind == Kind::kNumber) return NumberComplete(f.phase) && (!n.bounded || InRange(n, IntegerValue(f)));
   if (n.kind == Kind::kLiterals) return f.x > 0 && LiteralComplete(n, f);
   return false;
 }

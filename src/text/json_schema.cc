@@ -1,6 +1,7 @@
 // The JSON Schema subset of structured output compiled into JsonGrammar's nodes: type (one or
 // several), properties, required, additionalProperties (boolean), enum, const, items,
-// minItems/maxItems, minLength/maxLength, anyOf whose alternatives start differently, $ref into
+// minItems/maxItems, minLength/maxLength, an integer's minimum/maximum/exclusiveMinimum/
+// exclusiveMaximum (enforced while sampling; a non-integer number's are refused), anyOf whose alternatives start differently, $ref into
 // the schema ("#", "#/$defs/..", "#/definitions/..", one node per target however it is spelt);
 // annotations are ignored. Any other keyword, and any keyword the compiler would not apply (one
 // beside $ref, enum, const or anyOf; one of another type's), is kUnsupported at its JSON
@@ -34,7 +35,8 @@ const std::set<std::string>& Annotations() {
 const std::set<std::string>& Keywords() {
   static const std::set<std::string> k = {"type", "properties", "required", "additionalProperties",
                                           "enum", "const", "items", "minItems", "maxItems",
-                                          "minLength", "maxLength", "anyOf", "$ref"};
+                                          "minLength", "maxLength", "anyOf", "$ref",
+                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
   return k;
 }
 
@@ -53,7 +55,9 @@ std::string KeywordType(const std::string& key) {
   static const std::map<std::string, std::string> k = {
       {"properties", "object"}, {"required", "object"}, {"additionalProperties", "object"},
       {"items", "array"},       {"minItems", "array"},  {"maxItems", "array"},
-      {"minLength", "string"},  {"maxLength", "string"}};
+      {"minLength", "string"},  {"maxLength", "string"},
+      {"minimum", "number"},    {"maximum", "number"},  {"exclusiveMinimum", "number"},
+      {"exclusiveMaximum", "number"}};
   auto it = k.find(key);
   return it == k.end() ? "" : it->second;
 }
@@ -139,6 +143,7 @@ class JsonSchemaCompiler {
   uint32_t Object(const OrderedJson& s, const std::string& at, int depth);
   uint32_t Array(const OrderedJson& s, const std::string& at, int depth);
   uint32_t String(const OrderedJson& s, const std::string& at);
+  uint32_t Number(const OrderedJson& s, const std::string& type, const std::string& at);
   std::optional<int64_t> Count(const OrderedJson& s, const char* key, const std::string& at);
 
   const OrderedJson& root_;
@@ -303,16 +308,51 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
   return Add(std::move(n));
 }
 
+// A number, or an integer within the bounds its range keywords give (each bound rounded inwards
+// to an integer and clamped to the 64-bit range; both inclusive).
+uint32_t JsonSchemaCompiler::Number(const OrderedJson& s, const std::string& type, const std::string& at) {
+  Node n = Of(Kind::kNumber);
+  n.integer = type == "integer";
+  n.low = INT64_MIN;
+  n.high = INT64_MAX;
+  for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    if (!s.contains(key)) continue;
+    const std::string where = PointerAppend(at, key);
+    if (!n.integer) {
+      return Fail(Unsupported(where, std::string("\"") + key + "\" is enforced for integers only; a \"number\" "
+                                     "range is not supported (use \"type\": \"integer\" or leave it out)"));
+    }
+    const OrderedJson& v = s[key];
+    if (!v.is_number()) return Fail(Invalid(where, "expected a number"));
+    const std::string name = key;
+    const bool lower = name == "minimum" || name == "exclusiveMinimum";
+    const bool exclusive = name.starts_with("exclusive");
+    const long double x = v.is_number_integer() ? (v.is_number_unsigned() ? static_cast<long double>(v.get<uint64_t>())
+                                                                           : static_cast<long double>(v.get<int64_t>()))
+                                                : static_cast<long double>(v.get<double>());
+    if (!std::isfinite(static_cast<double>(x))) return Fail(Invalid(where, "expected a finite number"));
+    // The nearest integer inside the bound.
+    long double bound = lower ? (exclusive ? std::floor(x) + 1 : std::ceil(x))
+                              : (exclusive ? std::ceil(x) - 1 : std::floor(x));
+    bound = std::clamp(bound, static_cast<long double>(INT64_MIN), static_cast<long double>(INT64_MAX));
+    const int64_t b = static_cast<int64_t>(bound);
+    if (lower) n.low = std::max(n.low, b);
+    if (!lower) n.high = std::min(n.high, b);
+    n.bounded = true;
+  }
+  if (n.bounded && n.low > n.high) {
+    return Fail(Invalid(at, "no integer lies within the schema's bounds (" + std::to_string(n.low) + " to " +
+                                std::to_string(n.high) + ")"));
+  }
+  return Add(std::move(n));
+}
+
 uint32_t JsonSchemaCompiler::Typed(const OrderedJson& s, const std::string& type,
                                    const std::string& at, int depth) {
   if (type == "object") return Object(s, at, depth);
   if (type == "array") return Array(s, at, depth);
   if (type == "string") return String(s, at);
-  if (type == "number" || type == "integer") {
-    Node n = Of(Kind::kNumber);
-    n.integer = type == "integer";
-    return Add(std::move(n));
-  }
+  if (type == "number" || type == "integer") return Number(s, type, at);
   Node n = Of(Kind::kLiterals);
   if (type == "boolean") {
     n.literals = {"true", "false"};
@@ -428,7 +468,8 @@ uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at
   }
   for (auto it = s.begin(); it != s.end(); ++it) {
     const std::string kt = KeywordType(it.key());
-    if (kt.empty() || std::find(types.begin(), types.end(), kt) != types.end()) continue;
+    auto names = [&types](const std::string& t) { return std::find(types.begin(), types.end(), t) != types.end(); };
+    if (kt.empty() || names(kt) || (kt == "number" && names("integer"))) continue;
     std::string where = PointerAppend(at, it.key());
     return Fail(Unsupported(where, "the JSON Schema keyword \"" + it.key() + "\" at " + where +
                                        " constrains " + kt + " values, which the schema's type " +
