@@ -204,7 +204,11 @@ int mlc_check(mlc_report* h, const char* dir, const mlc_check_params* params) {
       if (!profile) return status;
       options.device = *profile;
     }
-    options.runtime_config = mlc::CheckPackageRuntimeConfig;  // as the CLI's check
+#ifndef __EMSCRIPTEN__
+    // As the CLI's check. The WebAssembly build has no CPU program to ask (cmake/wasm.cmake
+    // leaves src/runtime out), so its check has no runtime_config verdict.
+    options.runtime_config = mlc::CheckPackageRuntimeConfig;
+#endif
     h->report = mlc::CheckPackage(dir, options);
     h->json = h->report->ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return static_cast<int>(MLC_OK);
