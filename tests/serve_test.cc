@@ -102,10 +102,10 @@ std::string Chat(const std::string& text, int max_tokens, bool stream = false) {
 
 struct Package {
   test::TempDir dir;
-  Package() {
+  explicit Package(uint64_t seed = 3, bool media = true) {
     ReferenceModelOptions o;
-    o.seed = 3;
-    o.audio = o.image = true;
+    o.seed = seed;
+    o.audio = o.image = media;
     auto w = WriteReferenceModel(dir.path(), o);
     EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
   }
@@ -892,6 +892,37 @@ TEST(Serve, LoadThirtyTwoStreamingClients) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+// The same load with two packages loaded side by side (each with its own engine): clients go to
+// both in turn, every stream compared with that model's reply alone.
+TEST(Serve, LoadThirtyTwoStreamingClientsOverTwoModels) {
+  if (kSanitized) GTEST_SKIP() << "the 30 s load test runs in the release build only";
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  Package a(3), b(7);
+  ServerProcess server(std::vector<std::string>{},
+                       {"--model", "alpha=" + a.dir.path(), "--model", "beta=" + b.dir.path(),
+                        "--max-batch-size", "16"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const char* seconds = std::getenv("MLC_LOAD_SECONDS");
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "load", "32", seconds ? seconds : "30", "alpha,beta"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  std::cout << "load over two models: " << r.out;
+  EXPECT_EQ((*doc)["failed"], 0) << r.out;
+  EXPECT_EQ((*doc)["mismatched"], 0) << r.out;
+  EXPECT_GT((*doc)["ok"].get<int>(), 32);
+  Json metrics = ScrapeMetrics(server.port());
+  EXPECT_GE(Sample(metrics, "mlc_manifest_requests", "mlc_manifest_requests_total", "outcome", "completed"),
+            (*doc)["ok"].get<double>());
+  for (const char* model : {"alpha", "beta"}) {
+    EXPECT_GT(Sample(metrics, "mlc_manifest_generation_tokens", "mlc_manifest_generation_tokens_total", "model", model), 0)
+        << model;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 // Stop strings never cut a structured reply: with stop strings that occur in every JSON value of
 // the schema (a quote, a brace, a colon), each reply is the whole value, parses and ends "stop".
 TEST(Serve, StopStringsNeverCutAStructuredReply) {
@@ -1257,6 +1288,179 @@ TEST(Serve, ApiKeyFileErrorsStopTheStart) {
   EXPECT_EQ(bad_flag.exit_code, 2) << bad_flag.out << bad_flag.err;
   auto metrics_alone = run({"--metrics-need-key"});
   EXPECT_EQ(metrics_alone.exit_code, 2) << metrics_alone.out << metrics_alone.err;
+}
+
+}  // namespace
+}  // namespace mlc
+
+namespace mlc {
+namespace {
+
+// A greedy chat completion naming `model`.
+std::string ChatFor(const std::string& model, const std::string& text, int max_tokens) {
+  return OrderedJson({{"model", model},
+                      {"messages", OrderedJson::array({{{"role", "user"}, {"content", text}}})},
+                      {"max_tokens", max_tokens},
+                      {"temperature", 0}})
+      .dump();
+}
+
+std::string CompletionFor(const std::string& model, const std::string& prompt, int max_tokens) {
+  return OrderedJson({{"model", model}, {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}}).dump();
+}
+
+// The content of a chat completion's or a completion's answer.
+std::string ReplyText(const HttpReply& r) {
+  Json j = BodyJson(r);
+  if (!j.contains("choices")) return "<no reply: " + r.body + ">";
+  const Json& c = j["choices"][0];
+  return c.contains("message") ? c["message"]["content"].get<std::string>() : c["text"].get<std::string>();
+}
+
+// Two packages with different weights served side by side: each request answered by the model it
+// names, exactly as a server of that package alone answers it; an unknown name is a 404 and no
+// name a 400, both listing the names; /v1/models lists both with their inputs, also through the
+// openai client; /tokenize routes too; the metrics label each model's series.
+TEST(Serve, SeveralModelsAnswerFromTheirOwnWeights) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  Package a(3), b(7, /*media=*/false);
+  const std::vector<std::string> prompts = {"Hello there", "Tell me a story about a river"};
+  // The replies of each package served alone (any model name is taken there).
+  std::vector<std::string> alone_chat[2], alone_text[2];
+  for (int k = 0; k < 2; ++k) {
+    ServerProcess single((k ? b : a).dir.path());
+    ASSERT_GT(single.port(), 0) << single.log();
+    for (const std::string& p : prompts) {
+      HttpReply chat = Http(single.port(), "POST", "/v1/chat/completions", ChatFor("anything", p, 12));
+      ASSERT_EQ(chat.status, 200) << chat.body;
+      alone_chat[k].push_back(ReplyText(chat));
+      HttpReply text = Http(single.port(), "POST", "/v1/completions", CompletionFor("anything", p, 12));
+      ASSERT_EQ(text.status, 200) << text.body;
+      alone_text[k].push_back(ReplyText(text));
+    }
+    EXPECT_EQ(single.Stop(), 0);
+  }
+  // Different weights answer differently, so the comparisons below tell the models apart.
+  EXPECT_NE(alone_chat[0], alone_chat[1]);
+
+  ServerProcess server(std::vector<std::string>{},
+                       {"--model", "alpha=" + a.dir.path(), "--model", "beta=" + b.dir.path()});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const char* names[] = {"alpha", "beta"};
+  for (int k = 0; k < 2; ++k) {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      HttpReply chat = Http(server.port(), "POST", "/v1/chat/completions", ChatFor(names[k], prompts[i], 12));
+      ASSERT_EQ(chat.status, 200) << chat.body;
+      EXPECT_EQ(ReplyText(chat), alone_chat[k][i]) << names[k] << " " << prompts[i];
+      EXPECT_EQ(BodyJson(chat)["model"], names[k]);
+      HttpReply text = Http(server.port(), "POST", "/v1/completions", CompletionFor(names[k], prompts[i], 12));
+      ASSERT_EQ(text.status, 200) << text.body;
+      EXPECT_EQ(ReplyText(text), alone_text[k][i]) << names[k] << " " << prompts[i];
+    }
+  }
+  // A name not served: 404 in OpenAI's shape, listing the names; on every routed route.
+  for (const char* route : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"}) {
+    OrderedJson body = {{"model", "gamma"}, {"messages", OrderedJson::array({{{"role", "user"}, {"content", "hi"}}})},
+                        {"prompt", "hi"}, {"content", "hi"}, {"tokens", OrderedJson::array({1})}};
+    HttpReply unknown = Http(server.port(), "POST", route, body.dump());
+    EXPECT_EQ(unknown.status, 404) << route << unknown.body;
+    Json error = BodyJson(unknown)["error"];
+    EXPECT_EQ(error["code"], "model_not_found") << route;
+    EXPECT_EQ(error["type"], "invalid_request_error") << route;
+    EXPECT_EQ(error["param"], "/model") << route;
+    EXPECT_NE(error["message"].get<std::string>().find("available: alpha, beta"), std::string::npos) << unknown.body;
+    body.erase("model");
+    HttpReply missing = Http(server.port(), "POST", route, body.dump());
+    EXPECT_EQ(missing.status, 400) << route << missing.body;
+    EXPECT_EQ(BodyJson(missing)["error"]["param"], "/model") << route;
+    EXPECT_NE(ErrorMessage(missing).find("alpha, beta"), std::string::npos) << missing.body;
+  }
+  // /tokenize and /detokenize answer with the named model's tokenizer.
+  HttpReply tokens = Http(server.port(), "POST", "/tokenize", R"({"model": "beta", "content": "Hello"})");
+  ASSERT_EQ(tokens.status, 200) << tokens.body;
+  OrderedJson detokenize = {{"model", "beta"}, {"tokens", BodyJson(tokens)["tokens"]}};
+  HttpReply text = Http(server.port(), "POST", "/detokenize", detokenize.dump());
+  ASSERT_EQ(text.status, 200) << text.body;
+  EXPECT_EQ(BodyJson(text)["content"], "Hello");
+  // /v1/models: both, with their inputs; /v1/models/NAME.
+  Json models = BodyJson(Http(server.port(), "GET", "/v1/models"));
+  EXPECT_EQ(models["object"], "list");
+  ASSERT_EQ(models["data"].size(), 2u) << models.dump();
+  EXPECT_EQ(models["data"][0]["id"], "alpha");
+  EXPECT_EQ(models["data"][0]["object"], "model");
+  EXPECT_EQ(models["data"][0]["inputs"], Json::array({"text", "audio", "image"}));
+  EXPECT_EQ(models["data"][1]["id"], "beta");
+  EXPECT_EQ(models["data"][1]["inputs"], Json::array({"text"}));
+  HttpReply one = Http(server.port(), "GET", "/v1/models/beta");
+  EXPECT_EQ(one.status, 200);
+  EXPECT_EQ(BodyJson(one)["id"], "beta");
+  EXPECT_EQ(Http(server.port(), "GET", "/v1/models/gamma").status, 404);
+  // The official client: models.list() and a chat per model, each its own package's reply.
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai,
+                             server.url(), "models"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  ASSERT_EQ((*doc)["models"].size(), 2u) << r.out;
+  EXPECT_EQ((*doc)["models"][0]["inputs"], Json::array({"text", "audio", "image"}));
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ((*doc)["replies"][names[k]]["content"], alone_chat[k][0]) << names[k];
+    EXPECT_EQ((*doc)["replies"][names[k]]["model"], names[k]);
+  }
+  EXPECT_EQ((*doc)["missing"]["status"], 404) << r.out;
+  EXPECT_EQ((*doc)["missing"]["code"], "model_not_found") << r.out;
+  EXPECT_EQ((*doc)["missing"]["name"], "NotFoundError") << r.out;
+  // One health answer; each model's series labelled.
+  HttpReply health = Http(server.port(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(BodyJson(health)["status"], "ok");
+  Json metrics = ScrapeMetrics(server.port());
+  for (const char* model : names) {
+    EXPECT_GT(Sample(metrics, "mlc_manifest_prompt_tokens", "mlc_manifest_prompt_tokens_total", "model", model), 0)
+        << model;
+    EXPECT_EQ(Sample(metrics, "mlc_manifest_running_sequences", "mlc_manifest_running_sequences", "model", model), 0)
+        << model;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// Folders given alone are named by their base names; two alike stop the start, naming both
+// folders, as does a --model without NAME=DIR.
+TEST(Serve, SeveralModelsNamedByTheirFolders) {
+  test::TempDir root;
+  for (const char* dir : {"one/ref", "two/ref", "one/other"}) {
+    ReferenceModelOptions o;
+    o.seed = 3;
+    auto w = WriteReferenceModel(root.File(dir), o);
+    ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  }
+  auto clash = test::RunProgram({MLC_CLI_PATH, "serve", root.File("one/ref"), root.File("two/ref"), "--port", "0"});
+  EXPECT_NE(clash.exit_code, 0);
+  EXPECT_NE(clash.err.find(root.File("one/ref")), std::string::npos) << clash.err;
+  EXPECT_NE(clash.err.find(root.File("two/ref")), std::string::npos) << clash.err;
+  auto named_clash = test::RunProgram({MLC_CLI_PATH, "serve", root.File("one/ref"), "--model",
+                                       "ref=" + root.File("one/other"), "--port", "0"});
+  EXPECT_NE(named_clash.exit_code, 0);
+  EXPECT_NE(named_clash.err.find(root.File("one/other")), std::string::npos) << named_clash.err;
+  auto bad = test::RunProgram({MLC_CLI_PATH, "serve", "--model", "nameless", "--port", "0"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+
+  // A name is matched exactly, also where it holds characters a pattern would take as special.
+  ServerProcess server(std::vector<std::string>{root.File("one/ref"), root.File("two/ref") + "/../../one/other/"},
+                       {"--model", "(v2.5)=" + root.File("one/ref")});
+  ASSERT_GT(server.port(), 0) << server.log();
+  Json models = BodyJson(Http(server.port(), "GET", "/v1/models"));
+  ASSERT_EQ(models["data"].size(), 3u) << models.dump();
+  EXPECT_EQ(models["data"][0]["id"], "ref");
+  EXPECT_EQ(models["data"][1]["id"], "other");
+  EXPECT_EQ(models["data"][2]["id"], "(v2.5)");
+  EXPECT_EQ(Http(server.port(), "POST", "/v1/chat/completions", ChatFor("other", "hi", 3)).status, 200);
+  EXPECT_EQ(Http(server.port(), "POST", "/v1/chat/completions", ChatFor("(v2.5)", "hi", 3)).status, 200);
+  EXPECT_EQ(Http(server.port(), "POST", "/v1/chat/completions", ChatFor("(v2x5)", "hi", 3)).status, 404);
+  EXPECT_EQ(Http(server.port(), "GET", "/v1/models/(v2.5)").status, 200);
+  EXPECT_EQ(Http(server.port(), "GET", "/v1/models/(v2x5)").status, 404);
+  EXPECT_EQ(server.Stop(), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP front of the engine: POST /v1/chat/completions (plain JSON or
 // server-sent events with stream: true; text, input_audio and image_url content parts; logprobs),
 // POST /v1/completions, GET /v1/models, POST /tokenize and /detokenize (llama-server's shapes),
+// one package or several side by side (each with its own engine, picked by the body's `model`),
 // GET /health, GET /metrics (Prometheus) and a chat page at /, with limits on body size,
 // concurrent requests and time, API keys, every bad request answered with an OpenAI-style error
 // object. Also the parser of a chat completion request, usable on its own.
@@ -130,6 +131,19 @@ Result<std::vector<std::string>> ParseApiKeys(std::string_view text, const std::
 // ParseApiKeys of a file (at most 1 MiB); one that cannot be read is an I/O error.
 Result<std::vector<std::string>> ReadApiKeyFile(const std::string& path);
 
+// ---- Several models ----
+
+// A package to serve and the name requests give for it as `model` ("": the folder's base name).
+struct ModelSource {
+  std::string name;
+  std::string dir;
+};
+// Its name: the given one, else the folder's base name.
+std::string ModelSourceName(const ModelSource& source);
+// The names of the sources, in their order. Two alike are an error at /models/N/name naming both
+// folders; so are an empty name and one with control characters.
+Result<std::vector<std::string>> ModelNames(const std::vector<ModelSource>& sources);
+
 class Server {
  public:
   // Opens the package with OpenPackageLibrary (a registered library such as the reference
@@ -137,15 +151,24 @@ class Server {
   // engine.
   static Result<std::unique_ptr<Server>> Create(const std::string& package_dir,
                                                 const ServeOptions& options);
+  // Several packages, each opened as above with its own engine (options.engine each: the KV
+  // budget is per model), named by ModelNames. With one, any `model` a request gives is taken;
+  // with several, a request's `model` picks the package (/v1/chat/completions, /v1/completions,
+  // /tokenize, /detokenize): a name not served is a 404 (code model_not_found), none a 400, both
+  // listing the names. GET /v1/models lists them all with their inputs; GET /v1/models/NAME
+  // answers one.
+  static Result<std::unique_ptr<Server>> Create(const std::vector<ModelSource>& models,
+                                                const ServeOptions& options);
   ~Server();
 
   // Binds (the port is known from then on) and serves until Stop; an error when it cannot bind.
   Status Bind();
   void Run();
-  // Stops taking connections; with drain, requests in flight finish first.
+  // Stops taking connections; with drain, requests in flight finish first (on every engine).
   void Stop(bool drain);
   int port() const;
-  const std::string& model_id() const;
+  const std::string& model_id() const;  // the first model's name
+  const std::vector<std::string>& model_ids() const;
 
  private:
   struct Impl;

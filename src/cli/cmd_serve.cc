@@ -1,6 +1,7 @@
-// `mlc-manifest serve DIR [--host 127.0.0.1] [--port 8000]`: the OpenAI-compatible server over a
-// package run by the reference library or the built-in CPU program (POST /v1/chat/completions,
-// GET /v1/models, POST /tokenize, GET /health, ...). SIGTERM or SIGINT stops taking requests,
+// `mlc-manifest serve DIR [DIR...] [--model NAME=DIR]... [--host 127.0.0.1] [--port 8000]`: the
+// OpenAI-compatible server over packages run by the reference library or the built-in CPU program
+// (POST /v1/chat/completions, GET /v1/models, POST /tokenize, GET /health, ...), each package with
+// its own engine, picked by a request's `model`. SIGTERM or SIGINT stops taking requests,
 // lets the ones in flight finish and exits 0. The HTTP limits (--max-request-line,
 // --max-header-bytes, --max-headers, --max-connections, --allowed-host) and the API keys
 // (--api-key, --api-key-file, --metrics-need-key) are listed with their defaults in
@@ -22,7 +23,8 @@ namespace mlc::cli {
 namespace {
 
 struct ServeArgs {
-  std::string dir;
+  std::vector<std::string> dirs;
+  std::vector<std::string> named;  // --model NAME=DIR
   ServeOptions options;
   int64_t max_batch_size = 8;
   int64_t kv_positions = 0;
@@ -76,7 +78,20 @@ int Serve(ServeArgs a) {
   if (o.metrics_need_key && o.api_keys.empty()) {
     return ReportFailure({UsageError("--metrics-need-key needs --api-key or --api-key-file")}, a.json);
   }
-  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
+  std::vector<ModelSource> models;
+  for (const std::string& dir : a.dirs) models.push_back({"", dir});
+  for (const std::string& spec : a.named) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+      return ReportFailure({UsageError("--model: expected NAME=DIR, got '" + spec + "'")}, a.json);
+    }
+    models.push_back({spec.substr(0, eq), spec.substr(eq + 1)});
+  }
+  if (models.empty()) return ReportFailure({UsageError("serve: give a package folder (DIR or --model NAME=DIR)")}, a.json);
+  for (const ModelSource& m : models) {
+    if (Status s = CheckFolder(m.dir); !s) return ReportFailure(s.errors(), a.json);
+  }
+  if (auto names = ModelNames(models); !names) return ReportFailure(names.errors(), a.json);
   RaiseDescriptorLimit(o.max_connections);
   o.engine.batch.max_batch_size = a.max_batch_size;
   o.engine.batch.kv_positions = a.kv_positions;
@@ -87,11 +102,12 @@ int Serve(ServeArgs a) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  auto server = Server::Create(a.dir, o);
+  auto server = Server::Create(models, o);
   if (!server) return ReportFailure(server.errors(), a.json);
   if (Status s = (*server)->Bind(); !s) return ReportFailure(s.errors(), a.json);
-  std::cerr << "serving " << (*server)->model_id() << " on http://" << o.host << ":"
-            << (*server)->port() << std::endl;
+  std::string names;
+  for (const std::string& name : (*server)->model_ids()) names += (names.empty() ? "" : ", ") + name;
+  std::cerr << "serving " << names << " on http://" << o.host << ":" << (*server)->port() << std::endl;
   std::atomic<bool> stopping{false};
   std::thread waiter([&server, &signals, &stopping] {
     int sig = 0;
@@ -110,7 +126,13 @@ const Registration kServe(620, "serve",
                           "Serve a package over an OpenAI-compatible HTTP API",
                           [](CLI::App* cmd) {
   auto a = std::make_shared<ServeArgs>();
-  cmd->add_option("DIR", a->dir, "A package folder (reference model or a CPU-program family)")->required();
+  cmd->add_option("DIR", a->dirs,
+                  "Package folders (reference model or a CPU-program family), each served under its "
+                  "folder's base name");
+  cmd->add_option("--model", a->named,
+                  "NAME=DIR: a package served under NAME (repeatable); with several models a request's "
+                  "`model` picks one (404 for a name not served)")
+      ->allow_extra_args(false);
   cmd->add_option("--host", a->options.host, "Address to bind (default loopback)")->capture_default_str();
   cmd->add_option("--port", a->options.port, "Port (0: any free port, printed on stderr)")
       ->capture_default_str();
@@ -119,7 +141,8 @@ const Registration kServe(620, "serve",
   cmd->add_option("--max-batch-size", a->max_batch_size, "Sequences decoded together")
       ->capture_default_str();
   cmd->add_option("--kv-positions", a->kv_positions,
-                  "KV cache positions over all sequences (0: context window x batch size)");
+                  "KV cache positions over all sequences, per model: each package has its own engine "
+                  "and cache (0: context window x batch size)");
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a batch slot")->capture_default_str();
   cmd->add_flag("--no-prefix-cache{false}", a->options.engine.prefix_cache,
                 "Prefill every prompt whole (by default a prompt reuses the KV pages of an earlier one "

@@ -11,7 +11,8 @@ namespace mlc {
 
 using namespace serve;  // NOLINT: the server files' own parts
 
-Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest& r) {
+Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const ChatCompletionRequest& r) {
+  const OpenedPackage& package = model.package;
   for (const ChatMessage& m : r.messages) {
     for (const ContentPart& p : m.parts) {
       if (p.kind == PartKind::kText) continue;
@@ -32,20 +33,21 @@ Result<GenerationRequest> Server::Impl::BuildRequest(const ChatCompletionRequest
   MLC_RETURN_IF_ERROR(input);
   GenerationRequest g;
   g.input = std::move(*input);
-  SetOptions(g, r);
-  MLC_RETURN_IF_ERROR(Constrain(g, r.json));
+  SetOptions(package, g, r);
+  MLC_RETURN_IF_ERROR(Constrain(model, g, r.json));
   return g;
 }
 
-Status Server::Impl::Constrain(GenerationRequest& g, std::shared_ptr<const JsonGrammar> grammar) {
+Status Server::Impl::Constrain(ServedModel& model, GenerationRequest& g,
+                               std::shared_ptr<const JsonGrammar> grammar) {
   if (!grammar) return Status::Ok();
-  if (!package.tokenizer) {
+  if (!model.package.tokenizer) {
     return Error{ErrorCode::kUnsupported, "/response_format",
                  "structured output needs the package's tokenizer, and this package has none"};
   }
-  std::call_once(vocabulary_once,
-                 [&] { vocabulary = TokenVocabulary::FromTokenizer(*package.tokenizer); });
-  g.json = JsonConstraint{std::move(grammar), vocabulary};
+  std::call_once(model.vocabulary_once,
+                 [&] { model.vocabulary = TokenVocabulary::FromTokenizer(*model.package.tokenizer); });
+  g.json = JsonConstraint{std::move(grammar), model.vocabulary};
   return Status::Ok();
 }
 
@@ -62,11 +64,11 @@ Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
   return Status::Ok();
 }
 
-Result<Job> Server::Impl::ChatJob(std::string_view body, const Json& doc) {
-  auto parsed = ParseChatCompletionRequest(doc, options.request_limits, defaults);
+Result<Job> Server::Impl::ChatJob(ServedModel& model, std::string_view body, const Json& doc) {
+  auto parsed = ParseChatCompletionRequest(doc, options.request_limits, model.defaults);
   MLC_RETURN_IF_ERROR(parsed);
   MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, parsed->json));
-  auto gen = BuildRequest(*parsed);
+  auto gen = BuildRequest(model, *parsed);
   MLC_RETURN_IF_ERROR(gen);
   Job job;
   job.gen = std::move(*gen);
@@ -121,13 +123,16 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
     Refuse(res, 400, OpenAiError(doc.errors()));
     return;
   }
-  auto job = wire == Wire::kChat ? ChatJob(body, *doc) : CompletionJob(body, *doc);
+  ServedModel* model = Pick(*doc, res, /*count=*/true);
+  if (!model) return;
+  auto job = wire == Wire::kChat ? ChatJob(*model, body, *doc) : CompletionJob(*model, body, *doc);
   if (!job) {
     Refuse(res, StatusFor(job.errors()), OpenAiError(job.errors()));
     return;
   }
-  auto channel = std::make_shared<Channel>(RequestTimer(&metrics, start));
-  auto id = engine->Submit(std::move(job->gen), channel->Sink());
+  job->model = model;
+  auto channel = std::make_shared<Channel>(RequestTimer(&model->metrics, start));
+  auto id = model->engine->Submit(std::move(job->gen), channel->Sink());
   if (!id) {
     bool full = id.error().code == ErrorCode::kLimit;
     Refuse(res, full ? 429 : 503, OpenAiError(id.error().message, full ? "rate_limit_error" : "server_error"));
@@ -138,8 +143,8 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
               std::to_string(next_id++);
   format.created = std::chrono::duration_cast<std::chrono::seconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
-  format.model = model_id;
-  format.tokenizer = package.tokenizer.get();
+  format.model = model->name;
+  format.tokenizer = model->package.tokenizer.get();
   if (job->stream) {
     slot->armed = false;  // the stream's releaser gives the slot back
     Stream(*id, std::move(*job), channel, res);
@@ -159,10 +164,10 @@ void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channe
     // encoded, prefilling, decoding); its last event then says "cancelled".
     if (!gone && res.ClientGone()) {
       gone = true;
-      engine->Cancel(id);
+      job.model->engine->Cancel(id);
     }
     if (Clock::now() > deadline) {
-      engine->Cancel(id);
+      job.model->engine->Cancel(id);
       metrics.Count(Outcome::kTimeout);
       SendError(res, 504, OpenAiError("the reply took longer than the request timeout", "timeout"));
       return;

@@ -8,8 +8,9 @@ namespace mlc {
 
 using namespace serve;  // NOLINT: the server files' own parts
 
-Result<Job> Server::Impl::CompletionJob(std::string_view body, const Json& doc) {
-  auto parsed = ParseCompletionRequest(doc, options.request_limits, defaults);
+Result<Job> Server::Impl::CompletionJob(ServedModel& model, std::string_view body, const Json& doc) {
+  const OpenedPackage& package = model.package;
+  auto parsed = ParseCompletionRequest(doc, options.request_limits, model.defaults);
   MLC_RETURN_IF_ERROR(parsed);
   std::shared_ptr<const JsonGrammar> grammar;
   MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, grammar));
@@ -25,8 +26,8 @@ Result<Job> Server::Impl::CompletionJob(std::string_view body, const Json& doc) 
   Job job;
   job.gen.input.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, "/prompt"});
   job.gen.input.media.emplace_back();
-  SetOptions(job.gen, *parsed);
-  MLC_RETURN_IF_ERROR(Constrain(job.gen, std::move(grammar)));
+  SetOptions(package, job.gen, *parsed);
+  MLC_RETURN_IF_ERROR(Constrain(model, job.gen, std::move(grammar)));
   job.stream = parsed->stream;
   job.include_usage = parsed->include_usage;
   job.format.wire = Wire::kCompletion;

@@ -1,6 +1,7 @@
 // The server's Prometheus metrics (GET /metrics, text format 0.0.4): requests by outcome (401s for
-// want of an API key among them), prompt and generated tokens, time to first token and
-// inter-token latency histograms, and gauges read from the engine at scrape time. Recording is lock-free (atomics, no allocation), from any thread.
+// want of an API key among them) for the whole server; per model (label `model`), prompt and
+// generated tokens, time to first token and inter-token latency histograms, and gauges read from
+// its engine at scrape time. Recording is lock-free (atomics, no allocation), from any thread.
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mlc_manifest/engine.h"
 
@@ -29,7 +31,8 @@ class Histogram {
   }
   void Observe(std::chrono::nanoseconds d);
   // The `name_bucket`, `name_sum` and `name_count` lines.
-  void Render(const std::string& name, std::string& out) const;
+  // labels: more labels before `le` ("model=\"a\"" or ""), written as they are.
+  void Render(const std::string& name, const std::string& labels, std::string& out) const;
 
  private:
   std::array<double, kMaxBuckets> bounds_{};
@@ -38,17 +41,28 @@ class Histogram {
   std::atomic<uint64_t> sum_ns_{0};
 };
 
-struct Metrics {
-  Metrics();
-  void Count(Outcome o) { requests[static_cast<size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
-  // The text exposition, with the engine's gauges.
-  std::string Render(const Engine::Stats& engine) const;
-
-  std::array<std::atomic<uint64_t>, static_cast<size_t>(Outcome::kCount)> requests{};
+// One model's tokens and latencies.
+struct ModelMetrics {
+  ModelMetrics();
   std::atomic<uint64_t> prompt_tokens{0};
   std::atomic<uint64_t> generated_tokens{0};
   Histogram time_to_first_token;
   Histogram inter_token_latency;
+};
+
+// A model as the exposition shows it: its name (the `model` label), counters and engine's gauges.
+struct ModelView {
+  const std::string* name;
+  const ModelMetrics* metrics;
+  Engine::Stats engine;
+};
+
+struct Metrics {
+  void Count(Outcome o) { requests[static_cast<size_t>(o)].fetch_add(1, std::memory_order_relaxed); }
+  // The text exposition, each model's series labelled with its name.
+  std::string Render(const std::vector<ModelView>& models) const;
+
+  std::array<std::atomic<uint64_t>, static_cast<size_t>(Outcome::kCount)> requests{};
 };
 
 // The timing of one request's tokens as its events arrive (on the engine's thread): the first
@@ -56,12 +70,12 @@ struct Metrics {
 // the end.
 class RequestTimer {
  public:
-  RequestTimer(Metrics* metrics, std::chrono::steady_clock::time_point start)
+  RequestTimer(ModelMetrics* metrics, std::chrono::steady_clock::time_point start)
       : metrics_(metrics), last_(start) {}
   void OnEvent(const StreamEvent& e);
 
  private:
-  Metrics* metrics_;
+  ModelMetrics* metrics_;
   std::chrono::steady_clock::time_point last_;
   bool first_ = true;
 };

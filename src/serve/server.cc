@@ -1,11 +1,10 @@
-// The HTTP server (cpp-httplib, in the HTTP module: serve/http_backend.h): the package opened and
+// The HTTP server (cpp-httplib, in the HTTP module: serve/http_backend.h): each package opened and
 // its engine started, the module's server with the routes and their limits, the health and models
-// routes, the metrics and the chat page, binding, running and stopping (draining) it. Chat
+// routes, the metrics and the chat page, binding, running and stopping (draining every engine). Chat
 // completions and completions: serve/chat_completions.cc, serve/completions.cc, serve/stream.cc;
 // /tokenize and /detokenize: serve/tokenize.cc. Every failure is an OpenAI-style error object with
 // a 4xx (5xx only for our own faults); a missing or wrong API key is refused from the request's
 // head by the HTTP module (401, counted here).
-#include <filesystem>
 #include <thread>
 
 #include "serve/http_admission.h"
@@ -26,11 +25,14 @@ constexpr MlcHttpRoute kRoutes[] = {
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Server::~Server() {
-  if (impl_->engine) impl_->engine->Shutdown(false);
-}
+Server::~Server() { impl_->ShutdownEngines(false); }
 
 Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
+                                               const ServeOptions& options) {
+  return Create(std::vector<ModelSource>{{"", package_dir}}, options);
+}
+
+Result<std::unique_ptr<Server>> Server::Create(const std::vector<ModelSource>& models,
                                                const ServeOptions& options) {
   auto impl = std::make_unique<Impl>();
   for (size_t i = 0; i < options.api_keys.size(); ++i) {
@@ -39,22 +41,58 @@ Result<std::unique_ptr<Server>> Server::Create(const std::string& package_dir,
                    "an API key is visible ASCII: no spaces or control characters, at least one byte"};
     }
   }
+  auto names = ModelNames(models);
+  MLC_RETURN_IF_ERROR(names);
   impl->options = options;
-  impl->dir = package_dir;
-  OpenOptions open;
-  open.chat = true;
-  auto package = OpenPackage(package_dir, open);
-  MLC_RETURN_IF_ERROR(package);
-  impl->package = std::move(*package);
-  impl->defaults = SamplingDefaults(impl->package.model.config.sampling);
-  impl->model_id = std::filesystem::path(package_dir).lexically_normal().filename().string();
-  if (impl->model_id.empty()) impl->model_id = std::filesystem::path(package_dir).parent_path().filename().string();
-  auto engine = Engine::Start(impl->package.model, impl->package.tokenizer.get(), options.engine);
-  MLC_RETURN_IF_ERROR(engine);
-  impl->engine = std::move(*engine);
+  for (size_t i = 0; i < models.size(); ++i) {
+    Status added = impl->AddModel((*names)[i], models[i].dir);
+    if (!added) {  // the engines already started stop with impl
+      impl->ShutdownEngines(false);
+      return added.errors();
+    }
+  }
   Status http = impl->StartHttp();
+  if (!http) impl->ShutdownEngines(false);
   MLC_RETURN_IF_ERROR(http);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::Impl::AddModel(const std::string& name, const std::string& dir) {
+  auto m = std::make_unique<ServedModel>();
+  m->name = name;
+  m->dir = dir;
+  OpenOptions open;
+  open.chat = true;
+  auto package = OpenPackage(dir, open);
+  MLC_RETURN_IF_ERROR(package);
+  m->package = std::move(*package);
+  m->defaults = SamplingDefaults(m->package.model.config.sampling);
+  auto engine = Engine::Start(m->package.model, m->package.tokenizer.get(), options.engine);
+  MLC_RETURN_IF_ERROR(engine);
+  m->engine = std::move(*engine);
+  model_ids.push_back(name);
+  models.push_back(std::move(m));
+  return Status::Ok();
+}
+
+void Server::Impl::ShutdownEngines(bool drain) {
+  std::vector<std::thread> stopping;
+  for (auto& m : models) {
+    if (m->engine) stopping.emplace_back([&m, drain] { m->engine->Shutdown(drain); });
+  }
+  for (std::thread& t : stopping) t.join();
+}
+
+ServedModel* Server::Impl::Pick(const Json& doc, const Reply& res, bool count) {
+  auto picked = PickModel(models, doc);
+  if (picked) return *picked;
+  const int status = PickStatus(picked.error());
+  if (count) {
+    Refuse(res, status, PickError(picked.error()));
+  } else {
+    SendError(res, status, PickError(picked.error()));
+  }
+  return nullptr;
 }
 
 Status Server::Impl::StartHttp() {
@@ -115,8 +153,12 @@ Status Server::Impl::StartHttp() {
   o.api_key_count = keys.size();
   o.open_paths = open_paths.data();
   o.open_path_count = open_paths.size();
+  // The fixed routes, then GET /v1/models/NAME for each model.
+  routes.assign(std::begin(kRoutes), std::end(kRoutes));
+  for (const auto& m : models) model_paths.push_back("/v1/models/" + m->name);
+  for (const std::string& path : model_paths) routes.push_back({"GET", path.c_str()});
   MlcHttpError error{};
-  MlcHttpServer* server = http_backend->create(&o, kRoutes, std::size(kRoutes), &handler, &error);
+  MlcHttpServer* server = http_backend->create(&o, routes.data(), routes.size(), &handler, &error);
   if (!server) return IoError("", error.message);
   http = std::unique_ptr<MlcHttpServer, HttpServerCloser>(server, HttpServerCloser{http_backend});
   return Status::Ok();
@@ -124,24 +166,29 @@ Status Server::Impl::StartHttp() {
 
 void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) {
   switch (route) {
-    case Route::kHealth: {
-      auto s = engine->stats();
+    case Route::kHealth: {  // one answer for the server: the engines summed
+      Engine::Stats sum;
+      for (const auto& m : models) {
+        const Engine::Stats s = m->engine->stats();
+        sum.queued += s.queued;
+        sum.running += s.running;
+        sum.free_pages += s.free_pages;
+        sum.total_pages += s.total_pages;
+      }
       SendJson(res, draining ? 503 : 200,
                {{"status", draining ? "draining" : "ok"},
-                {"queued", s.queued},
-                {"running", s.running},
-                {"kv_free_pages", s.free_pages},
-                {"kv_total_pages", s.total_pages}});
+                {"queued", sum.queued},
+                {"running", sum.running},
+                {"kv_free_pages", sum.free_pages},
+                {"kv_total_pages", sum.total_pages}});
       return;
     }
-    case Route::kModels:
-      SendJson(res, 200,
-               {{"object", "list"},
-                {"data", OrderedJson::array({{{"id", model_id},
-                                              {"object", "model"},
-                                              {"created", 0},
-                                              {"owned_by", "mlc-manifest"}}})}});
+    case Route::kModels: {
+      OrderedJson data = OrderedJson::array();
+      for (const auto& m : models) data.push_back(m->Describe());
+      SendJson(res, 200, {{"object", "list"}, {"data", std::move(data)}});
       return;
+    }
     case Route::kChatCompletions:
       Generate(Wire::kChat, body, res);
       return;
@@ -149,7 +196,9 @@ void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) 
       Generate(Wire::kCompletion, body, res);
       return;
     case Route::kMetrics: {
-      const std::string text = metrics.Render(engine->stats());
+      std::vector<ModelView> views;
+      for (const auto& m : models) views.push_back({&m->name, &m->metrics, m->engine->stats()});
+      const std::string text = metrics.Render(views);
       res.http->set_content(res.res, text.data(), text.size(), "text/plain; version=0.0.4; charset=utf-8");
       return;
     }
@@ -163,7 +212,11 @@ void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) 
       res.http->set_content(res.res, reinterpret_cast<const char*>(kChatPage), kChatPageSize,
                             "text/html; charset=utf-8");
       return;
+    case Route::kModel:
+      break;
   }
+  const size_t model = static_cast<size_t>(route) - static_cast<size_t>(Route::kModel);
+  if (route >= Route::kModel && model < models.size()) SendJson(res, 200, models[model]->Describe());
 }
 
 Status Server::Bind() {
@@ -181,7 +234,7 @@ void Server::Run() { impl_->http_backend->run(impl_->http.get()); }
 void Server::Stop(bool drain) {
   Impl& s = *impl_;
   s.draining = true;
-  s.engine->Shutdown(drain);  // with drain: every queued and running request ends normally
+  s.ShutdownEngines(drain);  // with drain: every queued and running request ends normally
   // Let the answers in flight be written out.
   for (int i = 0; i < 600 && s.in_flight > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -190,6 +243,7 @@ void Server::Stop(bool drain) {
 }
 
 int Server::port() const { return impl_->port; }
-const std::string& Server::model_id() const { return impl_->model_id; }
+const std::string& Server::model_id() const { return impl_->model_ids.front(); }
+const std::vector<std::string>& Server::model_ids() const { return impl_->model_ids; }
 
 }  // namespace mlc

@@ -17,6 +17,7 @@
 #include "mlc_manifest/serve.h"
 #include "serve/http_backend.h"
 #include "serve/metrics.h"
+#include "serve/served_model.h"
 
 namespace mlc {
 
@@ -77,8 +78,9 @@ OrderedJson Usage(const StreamEvent& last);
 // it sets none); a value the sampler would refuse is left out.
 SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package);
 
-// The server's routes, in the order of Route's values.
-enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize };
+// The server's routes, in the order of Route's values; GET /v1/models/NAME of the model i is
+// route kModel + i.
+enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize, kModel };
 
 // The chat page (share/chat/index.html, embedded at build time).
 extern const unsigned char kChatPage[];
@@ -115,6 +117,7 @@ struct ReplyFormat {
 
 // A request made ready by its route: the engine's request and how to answer it.
 struct Job {
+  ServedModel* model = nullptr;  // whose engine runs it
   GenerationRequest gen;
   bool stream = false;
   bool include_usage = false;
@@ -133,22 +136,24 @@ struct HttpServerCloser {
 
 struct Server::Impl {
   ServeOptions options;
-  std::string dir;
-  OpenedPackage package;  // library, model, tokenizer, template, stop ids and strings
-  SamplerConfig defaults;
-  serve::Metrics metrics;  // before the engine and the HTTP server, whose threads record into it
-  std::unique_ptr<Engine> engine;
+  serve::Metrics metrics;  // before the HTTP server, whose threads record into it
+  std::vector<std::unique_ptr<serve::ServedModel>> models;  // each with its engine
+  std::vector<std::string> model_ids;
+  std::vector<std::string> model_paths;  // /v1/models/NAME, the routes after kModel
+  std::vector<MlcHttpRoute> routes;
   const MlcHttpBackend* http_backend = nullptr;
   MlcHttpHandler handler{};
   std::unique_ptr<MlcHttpServer, serve::HttpServerCloser> http;
   std::vector<std::string> allowed_hosts;  // Host / Origin names given to the module
-  std::string model_id;
   std::atomic<int> in_flight{0};
   std::atomic<bool> draining{false};
   std::atomic<uint64_t> next_id{1};
-  std::once_flag vocabulary_once;
-  std::shared_ptr<const TokenVocabulary> vocabulary;  // structured output; built on first use
   int port = 0;
+
+  // Opens a package and starts its engine.
+  Status AddModel(const std::string& name, const std::string& dir);
+  // Every engine shut down at once (with drain: their requests finish first).
+  void ShutdownEngines(bool drain);
 
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
@@ -158,18 +163,19 @@ struct Server::Impl {
   void Detokenize(std::string_view body, const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.
   void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
-  Result<serve::Job> ChatJob(std::string_view body, const Json& doc);
-  Result<serve::Job> CompletionJob(std::string_view body, const Json& doc);
+  Result<serve::Job> ChatJob(serve::ServedModel& model, std::string_view body, const Json& doc);
+  Result<serve::Job> CompletionJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   // The request's response_format into grammar (the body read again in key order).
   Status ReadResponseFormat(std::string_view body, const Json& doc,
                             std::shared_ptr<const JsonGrammar>& grammar);
   // g samples under grammar (when set) over the package's vocabulary, built on first use.
-  Status Constrain(GenerationRequest& g, std::shared_ptr<const JsonGrammar> grammar);
+  static Status Constrain(serve::ServedModel& model, GenerationRequest& g,
+                          std::shared_ptr<const JsonGrammar> grammar);
   // Messages -> the engine's request (media decoded); errors are the client's.
-  Result<GenerationRequest> BuildRequest(const ChatCompletionRequest& r);
+  Result<GenerationRequest> BuildRequest(serve::ServedModel& model, const ChatCompletionRequest& r);
   // A request's limits, sampling, stop ids and strings (the package's and its own), logprobs.
   template <typename Request>
-  void SetOptions(GenerationRequest& g, const Request& r) const {
+  static void SetOptions(const OpenedPackage& package, GenerationRequest& g, const Request& r) {
     g.max_tokens = r.max_tokens;
     g.sampler = r.sampler;
     g.stop_token_ids = package.stop_ids;
@@ -177,6 +183,8 @@ struct Server::Impl {
     g.stop_strings.insert(g.stop_strings.end(), r.stop.begin(), r.stop.end());
     g.top_logprobs = r.top_logprobs;
   }
+  // The model a request's body picks, or its error answered (and counted): nullptr then.
+  serve::ServedModel* Pick(const Json& doc, const serve::Reply& res, bool count);
   // An error answer, counted in the metrics by its status.
   void Refuse(const serve::Reply& res, int status, const OrderedJson& error);
   // The outcome of a request whose last event is `last`.

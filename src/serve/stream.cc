@@ -34,7 +34,7 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
     if (!opening.is_null() && !send(opening)) return false;
   }
   if (Clock::now() > deadline) {
-    server->engine->Cancel(id);
+    job.model->engine->Cancel(id);
     server->metrics.Count(Outcome::kTimeout);
     counted = true;
     send(OpenAiError("the reply took longer than the request timeout", "timeout"));
@@ -82,7 +82,7 @@ void Server::Impl::Stream(uint64_t id, Job job, std::shared_ptr<Channel> channel
   };
   stream.release = [](void* context, int) {
     std::unique_ptr<StreamState> s(static_cast<StreamState*>(context));
-    if (!s->finished) s->server->engine->Cancel(s->id);  // the client went away or the stream failed
+    if (!s->finished) s->job.model->engine->Cancel(s->id);  // the client went away or the stream failed
     if (!s->counted) s->server->metrics.Count(Outcome::kCancelled);
     --s->server->in_flight;
   };

@@ -2,8 +2,9 @@
 // "with_pieces"} -> {"tokens": [id, ...]}, or with pieces [{"id", "piece"}, ...] (a piece as text
 // when its bytes are UTF-8, else the list of its byte values); {"tokens": [id, ...]} ->
 // {"content"}. add_special puts the template's system prefix ids (BOS) first, as /v1/completions
-// does. Every id is checked against the tokenizer's vocabulary (400 at /tokens/N). The body was
-// bounded by the body size limit before it was read.
+// does. Every id is checked against the tokenizer's vocabulary (400 at /tokens/N). With several
+// models, the body's `model` picks the tokenizer. The body was bounded by the body size limit
+// before it was read.
 #include <optional>
 
 #include "serve/request_fields.h"
@@ -98,6 +99,9 @@ std::optional<Json> ReadBody(std::string_view body, size_t max_bytes, const Repl
 void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
   auto doc = ReadBody(body, options.max_body_bytes, res);
   if (!doc) return;
+  ServedModel* model = Pick(*doc, res, /*count=*/false);
+  if (!model) return;
+  const OpenedPackage& package = model->package;
   auto r = ParseTokenizeRequest(*doc);
   if (!r) {
     SendError(res, 400, OpenAiError(r.errors()));
@@ -126,6 +130,9 @@ void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
 void Server::Impl::Detokenize(std::string_view body, const Reply& res) {
   auto doc = ReadBody(body, options.max_body_bytes, res);
   if (!doc) return;
+  ServedModel* model = Pick(*doc, res, /*count=*/false);
+  if (!model) return;
+  const OpenedPackage& package = model->package;
   if (!package.tokenizer) {
     SendError(res, 400, OpenAiError("this package has no tokenizer", "invalid_request_error", "/tokens"));
     return;

@@ -5,10 +5,14 @@
 //   node serve_client.mjs OPENAI_DIR BASE_URL text CLIENTS
 //     for a text-only package: the text prompts streamed and not, then CLIENTS streaming clients
 //     at once, each comparing its reply with the plain one; prints one JSON object.
-//   node serve_client.mjs OPENAI_DIR BASE_URL load CLIENTS SECONDS
+//   node serve_client.mjs OPENAI_DIR BASE_URL load CLIENTS SECONDS [MODELS]
 //     runs each prompt alone first (greedy), then CLIENTS concurrent streaming clients for
 //     SECONDS, each comparing every stream with the alone reply; prints counts, requests/s and
-//     time to first token p50/p99.
+//     time to first token p50/p99. MODELS (comma-separated names): requests go to each in turn,
+//     each compared with that model's alone reply.
+//   node serve_client.mjs OPENAI_DIR BASE_URL models
+//     models.list(), then one greedy chat completion per listed model (and one naming a model
+//     not served); prints one JSON object.
 //   node serve_client.mjs OPENAI_DIR BASE_URL completions TOKEN_IDS
 //     completions (a text prompt and the comma-separated TOKEN_IDS), plain and streamed, with
 //     logprobs; chat with logprobs and top_logprobs, plain and streamed; echo refused. Prints one
@@ -120,9 +124,30 @@ async function basic() {
   console.log(JSON.stringify({ replies: out, error, models: models.data.map((m) => m.id) }));
 }
 
-async function load(clients, seconds) {
-  const expected = [];
-  for (const [i, m] of prompts.entries()) expected.push((await complete(m, { max_tokens: lengths[i] })).content);
+// models.list() and one greedy chat per model; a model not served is the client's NotFoundError.
+async function modelsMode() {
+  const list = await client.models.list();
+  const replies = {};
+  for (const m of list.data) {
+    const r = await client.chat.completions.create({
+      model: m.id, temperature: 0, max_tokens: 12, messages: [{ role: 'user', content: 'Hello there' }] });
+    replies[m.id] = { content: r.choices[0].message.content, model: r.model };
+  }
+  let missing = null;
+  try {
+    await client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] });
+  } catch (e) {
+    missing = { status: e.status, code: e.code, param: e.param, name: e.constructor.name, message: e.message };
+  }
+  console.log(JSON.stringify({ models: list.data, replies, missing }));
+}
+
+async function load(clients, seconds, models) {
+  const names = models ? models.split(',') : ['reference'];
+  const expected = [];  // [prompt * names.length + model]
+  for (const [i, m] of prompts.entries()) {
+    for (const model of names) expected.push((await complete(m, { max_tokens: lengths[i], model })).content);
+  }
   const end = performance.now() + seconds * 1000;
   const ttfts = [];
   let ok = 0, failed = 0, mismatched = 0;
@@ -130,12 +155,13 @@ async function load(clients, seconds) {
   const started = performance.now();
   await Promise.all(Array.from({ length: clients }, async (_, c) => {
     for (let k = c; performance.now() < end; k += clients) {
-      const i = k % prompts.length;
+      const i = k % prompts.length, n = Math.floor(k / prompts.length) % names.length;
+      const want = expected[i * names.length + n];
       try {
-        const r = await stream(prompts[i], { max_tokens: lengths[i] });
+        const r = await stream(prompts[i], { max_tokens: lengths[i], model: names[n] });
         if (r.ttft !== null) ttfts.push(r.ttft);
-        if (r.content === expected[i]) ok++;
-        else { mismatched++; if (failures.length < 5) failures.push({ prompt: i, got: r.content, want: expected[i] }); }
+        if (r.content === want) ok++;
+        else { mismatched++; if (failures.length < 5) failures.push({ prompt: i, model: names[n], got: r.content, want }); }
       } catch (e) {
         failed++;
         if (failures.length < 5) failures.push({ prompt: i, error: String(e) });
@@ -240,5 +266,6 @@ if (mode === 'basic') await basic();
 else if (mode === 'apikey') await apikey(rest[0]);
 else if (mode === 'completions') await completions(rest[0].split(',').map(Number));
 else if (mode === 'text') await text(Number(rest[0]));
-else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]));
+else if (mode === 'load') await load(Number(rest[0]), Number(rest[1]), rest[2]);
+else if (mode === 'models') await modelsMode();
 else { console.error('unknown mode ' + mode); process.exit(2); }

@@ -18,9 +18,14 @@
 
 namespace mlc::test {
 
-ServerProcess::ServerProcess(const std::string& dir, std::vector<std::string> extra) {
+ServerProcess::ServerProcess(const std::string& dir, std::vector<std::string> extra)
+    : ServerProcess(std::vector<std::string>{dir}, std::move(extra)) {}
+
+ServerProcess::ServerProcess(const std::vector<std::string>& dirs, std::vector<std::string> extra) {
   log_ = log_dir_.File("serve.log");
-  std::vector<std::string> args = {MLC_CLI_PATH, "serve", dir, "--port", "0"};
+  std::vector<std::string> args = {MLC_CLI_PATH, "serve"};
+  args.insert(args.end(), dirs.begin(), dirs.end());
+  args.insert(args.end(), {"--port", "0"});
   args.insert(args.end(), extra.begin(), extra.end());
   pid_ = fork();
   if (pid_ == 0) {

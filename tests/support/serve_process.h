@@ -20,6 +20,8 @@ namespace mlc::test {
 class ServerProcess {
  public:
   explicit ServerProcess(const std::string& dir, std::vector<std::string> extra = {});
+  // Several package folders side by side (serve DIR DIR ...).
+  ServerProcess(const std::vector<std::string>& dirs, std::vector<std::string> extra);
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 
 #include "modules/http/http_server.h"
 #include "serve/http_backend.h"
@@ -29,6 +30,17 @@ const httplib::Response& Of(const MlcHttpResponse* r) {
 MlcHttpResponse* C(httplib::Response& r) { return reinterpret_cast<MlcHttpResponse*>(&r); }
 httplib::DataSink& Of(MlcHttpSink* s) { return *reinterpret_cast<httplib::DataSink*>(s); }
 
+// cpp-httplib takes a route's path as a regular expression: an exact path (a model's name in
+// /v1/models/NAME may hold '.', '+' or '(') has its special characters escaped.
+std::string ExactPattern(const char* path) {
+  std::string out;
+  for (const char* c = path; *c; ++c) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(*c) != std::string_view::npos) out += '\\';
+    out += *c;
+  }
+  return out;
+}
+
 void Route(mlc::serve::HttpServer& http, const MlcHttpRoute& route, int index,
            const MlcHttpHandler* handler) {
   auto call = [index, handler](const httplib::Request& req, httplib::Response& res) {
@@ -38,9 +50,9 @@ void Route(mlc::serve::HttpServer& http, const MlcHttpRoute& route, int index,
   };
   const std::string method = route.method;
   if (method == "GET") {
-    http.Get(route.path, call);
+    http.Get(ExactPattern(route.path), call);
   } else if (method == "POST") {
-    http.Post(route.path, call);
+    http.Post(ExactPattern(route.path), call);
   }
 }
 
