@@ -1,6 +1,8 @@
 // Byte sizes as people write and read them (see units.h).
 #include "base/units.h"
 
+#include "base/ascii.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -24,11 +26,6 @@ constexpr Unit kUnits[] = {
     {"b", 1.0},      {"", 1.0},
 };
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return out;
-}
 
 Error TooLarge(std::string_view text) {
   return Error{ErrorCode::kUsage, "", "\"" + std::string(text) + "\" is over the largest size (2^63 - 1 bytes)"};
@@ -47,7 +44,7 @@ Result<int64_t> ParseByteSize(std::string_view text) {
   while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
   std::string_view number = text.substr(0, i);
   if (number.empty() || std::count(number.begin(), number.end(), '.') > 1 || number == ".") return bad();
-  std::string unit = Lower(text.substr(i));
+  std::string unit = AsciiLowerCopy(text.substr(i));
   while (!unit.empty() && unit.front() == ' ') unit.erase(unit.begin());
   const Unit* found = nullptr;
   for (const Unit& u : kUnits) {

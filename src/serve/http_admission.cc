@@ -2,18 +2,13 @@
 // (http_admission.h).
 #include "serve/http_admission.h"
 
+#include "base/ascii.h"
+
 #include <algorithm>
 
 namespace mlc::serve {
 namespace {
 
-std::string LowerCopy(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 // An address as it appears in a Host header: IPv6 literals in brackets.
 std::string AsHostName(std::string_view name) {
@@ -28,7 +23,7 @@ HttpFramingError Refusal(int status, std::string message) { return HttpFramingEr
 HostPolicy::HostPolicy(const std::vector<std::string>& names) {
   for (const std::string& n : names) {
     if (n == "*") any_ = true;
-    if (!n.empty()) names_.push_back(LowerCopy(HostOf(AsHostName(n))));
+    if (!n.empty()) names_.push_back(AsciiLowerCopy(HostOf(AsHostName(n))));
   }
 }
 
@@ -42,16 +37,16 @@ std::vector<std::string> HostPolicy::DefaultNames(std::string_view bind_host,
 
 bool HostPolicy::Allows(std::string_view host) const {
   if (any_) return true;
-  const std::string lower = LowerCopy(host);
+  const std::string lower = AsciiLowerCopy(host);
   return std::find(names_.begin(), names_.end(), lower) != names_.end();
 }
 
 std::string HostOf(std::string_view h) {
   if (!h.empty() && h.front() == '[') {
     const size_t close = h.find(']');
-    return LowerCopy(h.substr(0, close == std::string_view::npos ? h.size() : close + 1));
+    return AsciiLowerCopy(h.substr(0, close == std::string_view::npos ? h.size() : close + 1));
   }
-  return LowerCopy(h.substr(0, h.find(':')));
+  return AsciiLowerCopy(h.substr(0, h.find(':')));
 }
 
 std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPolicy& hosts,

@@ -2,6 +2,8 @@
 // body bytes, each limit checked as the bytes arrive so that nothing over a limit is buffered.
 #include "serve/http_framing.h"
 
+#include "base/ascii.h"
+
 #include <algorithm>
 
 namespace mlc::serve {
@@ -9,7 +11,6 @@ namespace {
 
 constexpr size_t kMaxChunkLine = 1024;  // a chunk's size line with its extensions
 
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // RFC 9110 tchar: the characters of methods, header names and transfer codings.
 bool IsToken(std::string_view s) {
@@ -51,7 +52,7 @@ std::string Shown(std::string_view s) {
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return Lower(x) == Lower(y); });
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return AsciiLower(x) == AsciiLower(y); });
 }
 
 const char* HttpReason(int status) {
@@ -326,7 +327,7 @@ HttpRequestParser::Status HttpRequestParser::EndChunkSize() {
   }
   uint64_t size = 0;
   for (char c : digits) {
-    const uint64_t d = c <= '9' ? static_cast<uint64_t>(c - '0') : static_cast<uint64_t>(Lower(c) - 'a' + 10);
+    const uint64_t d = static_cast<uint64_t>(HexDigitValue(c));
     if (size > (limits_.max_body_bytes >> 4)) {
       return Fail(413, "a chunk is larger than the limit of " + std::to_string(limits_.max_body_bytes) + " bytes",
                   line_start_);

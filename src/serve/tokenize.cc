@@ -82,23 +82,14 @@ OrderedJson Piece(const text::TokenPieces& pieces, const Tokenizer& tokenizer, i
   return values;
 }
 
-// The body as JSON within the body limit, or the 400 already sent.
-std::optional<Json> ReadBody(std::string_view body, size_t max_bytes, const Reply& res) {
-  JsonLimits limits;
-  limits.max_bytes = max_bytes;
-  auto doc = ParseJson(body, limits);
-  if (!doc) {
-    SendError(res, 400, OpenAiError(doc.errors()));
-    return std::nullopt;
-  }
-  return std::move(*doc);
-}
-
 }  // namespace
 
 void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
-  auto doc = ReadBody(body, options.max_body_bytes, res);
-  if (!doc) return;
+  auto doc = ParseBody(body);
+  if (!doc) {
+    SendError(res, 400, OpenAiError(doc.errors()));
+    return;
+  }
   ServedModel* model = Pick(*doc, res, /*count=*/false);
   if (!model) return;
   const OpenedPackage& package = model->package;
@@ -128,8 +119,11 @@ void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
 }
 
 void Server::Impl::Detokenize(std::string_view body, const Reply& res) {
-  auto doc = ReadBody(body, options.max_body_bytes, res);
-  if (!doc) return;
+  auto doc = ParseBody(body);
+  if (!doc) {
+    SendError(res, 400, OpenAiError(doc.errors()));
+    return;
+  }
   ServedModel* model = Pick(*doc, res, /*count=*/false);
   if (!model) return;
   const OpenedPackage& package = model->package;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "text/hf_internal.h"
+#include "base/ascii.h"
 #include "text/unicode.h"
 
 namespace mlc::text {
@@ -35,12 +36,7 @@ class ByteLevelDecoder : public Decoder {
 // "<0xXX>" -> the byte (Rust's u8::from_str_radix, which also takes a leading '+').
 std::optional<unsigned char> ByteToken(const std::string& t) {
   if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return std::nullopt;
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
+  auto hex = HexDigitValue;
   if (t[3] == '+') {
     int d = hex(t[4]);
     return d < 0 ? std::nullopt : std::optional<unsigned char>(static_cast<unsigned char>(d));

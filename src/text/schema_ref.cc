@@ -1,17 +1,12 @@
 // Resolution of a schema's "$ref" to its canonical target (see schema_ref.h).
 #include "text/schema_ref.h"
 
+#include "base/ascii.h"
+
 namespace mlc {
 namespace {
 
 constexpr const char* kSupported = "(supported: \"#\", \"#/$defs/NAME\", \"#/definitions/NAME\")";
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // A URI fragment's %XX escapes decoded.
 Result<std::string> PercentDecoded(const std::string& fragment) {
@@ -22,8 +17,8 @@ Result<std::string> PercentDecoded(const std::string& fragment) {
       out.push_back(fragment[i]);
       continue;
     }
-    int hi = i + 2 < fragment.size() ? HexDigit(fragment[i + 1]) : -1;
-    int lo = hi >= 0 ? HexDigit(fragment[i + 2]) : -1;
+    int hi = i + 2 < fragment.size() ? HexDigitValue(fragment[i + 1]) : -1;
+    int lo = hi >= 0 ? HexDigitValue(fragment[i + 2]) : -1;
     if (lo < 0) {
       return Invalid("", "the $ref's fragment has a '%' not followed by two hex digits (byte " +
                              std::to_string(i + 1) + ")");

@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "base/ascii.h"
 #include "text/hf_components.h"
 #include "text/unicode.h"
 
@@ -18,8 +19,7 @@ std::optional<std::string> RawBytes(const std::string& token) {
   if (token.size() == 6 && token.starts_with("<0x") && token[5] == '>') {
     unsigned value = 0;
     for (char c : token.substr(3, 2)) {
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                             : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      int d = HexDigitValue(c);
       if (d < 0) return std::nullopt;
       value = value * 16 + static_cast<unsigned>(d);
     }
