@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/reference_model.h"
@@ -451,6 +452,164 @@ TEST(Serve, Gemma4PackageAnswersASpokenQuestion) {
   HttpReply again = Http(server.port(), "POST", "/v1/chat/completions", req.dump());
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(BodyJson(again)["choices"][0]["message"]["content"], a["choices"][0]["message"]["content"]);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// Gemma 4's thinking switch over HTTP: reasoning_effort and chat_template_kwargs.enable_thinking
+// change the prompt to what Gemma 4's published template renders (counted with the package's
+// tokenizer, each string segment encoded on its own), off by default; a disagreement or an unknown
+// effort is a 400. A reply without Gemma 4's markers is all answer.
+TEST(Serve, Gemma4ThinkingIsSwitchedByEffortOrTemplateArgument) {
+  test::TempDir dir;
+  const std::string pkg = dir.File("gemma4");
+  FamilyModelOptions o;
+  o.family = "gemma4";
+  o.quantization = "q4f16_1";
+  o.seed = 6;
+  auto w = WriteFamilyModel(pkg, o);
+  ASSERT_TRUE(w.ok()) << FormatErrors(w.errors());
+  OpenOptions open;
+  open.chat = true;
+  auto package = OpenPackage(pkg, open);
+  ASSERT_TRUE(package.ok()) << FormatErrors(package.errors());
+  auto count = [&](std::initializer_list<std::string> segments) {
+    int64_t n = static_cast<int64_t>(package->tmpl->system_prefix_token_ids.value_or(std::vector<int32_t>{}).size());
+    for (const std::string& s : segments) n += static_cast<int64_t>(package->tokenizer->Encode(s).size());
+    return n;
+  };
+  const std::string user = "<|turn>user\nHi<turn|>\n";
+  const int64_t off = count({user, "<|turn>model\n<|channel>thought\n<channel|>"});
+  const int64_t on = count({"<|turn>system\n<|think|>\n<turn|>\n", user, "<|turn>model\n"});
+  ASSERT_NE(off, on);
+  auto request = [](const OrderedJson& extra) {
+    OrderedJson j = {{"messages", OrderedJson::array({{{"role", "user"}, {"content", "Hi"}}})},
+                     {"max_tokens", 4}, {"temperature", 0}};
+    for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+    return j.dump();
+  };
+  ServerProcess server(pkg, {});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::vector<std::pair<OrderedJson, int64_t>> switches = {
+      {OrderedJson::object(), off},
+      {{{"reasoning_effort", "none"}}, off},
+      {{{"reasoning_effort", "high"}}, on},
+      {{{"chat_template_kwargs", {{"enable_thinking", false}, {"other", 1}}}}, off},
+      {{{"chat_template_kwargs", {{"enable_thinking", true}}}}, on},
+      {{{"reasoning_effort", "low"}, {"chat_template_kwargs", {{"enable_thinking", true}}}}, on}};
+  for (const auto& [extra, tokens] : switches) {
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", request(extra));
+    ASSERT_EQ(r.status, 200) << extra.dump() << r.body;
+    EXPECT_EQ(BodyJson(r)["usage"]["prompt_tokens"].get<int64_t>(), tokens) << extra.dump();
+    EXPECT_FALSE(BodyJson(r)["choices"][0]["message"].contains("reasoning_content")) << r.body;
+  }
+  for (const auto& [extra, param] : std::vector<std::pair<OrderedJson, std::string>>{
+           {{{"reasoning_effort", "none"}, {"chat_template_kwargs", {{"enable_thinking", true}}}}, "/reasoning_effort"},
+           {{{"reasoning_effort", "lots"}}, "/reasoning_effort"},
+           {{{"chat_template_kwargs", {{"enable_thinking", "yes"}}}}, "/chat_template_kwargs/enable_thinking"},
+           {{{"chat_template_kwargs", "think"}}, "/chat_template_kwargs"}}) {
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", request(extra));
+    EXPECT_EQ(r.status, 400) << extra.dump() << r.body;
+    EXPECT_EQ(BodyJson(r)["error"]["param"], param) << r.body;
+  }
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// The separation over HTTP. A random model never writes Gemma 4's markers, so a package's
+// template is given a thinking object whose markers are taken from its own greedy reply (the
+// prompt unchanged): the reply then comes back split at them, the thought in
+// message.reasoning_content (streamed as delta.reasoning_content), never in content, with every
+// token's logprobs still there.
+TEST(Serve, ThoughtIsAnsweredAsReasoningContentNeverContent) {
+  Package p(3, /*media=*/false);
+  const std::string pkg = p.dir.path();
+  auto request = [](bool stream) {
+    return OrderedJson({{"messages", OrderedJson::array({{{"role", "user"}, {"content", "Tell me a story"}}})},
+                        {"max_tokens", 24}, {"temperature", 0}, {"stream", stream}, {"logprobs", true}})
+        .dump();
+  };
+  Json plain;
+  {
+    ServerProcess server(pkg, {});
+    ASSERT_GT(server.port(), 0) << server.log();
+    HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", request(false));
+    ASSERT_EQ(r.status, 200) << r.body;
+    plain = BodyJson(r);
+    EXPECT_EQ(server.Stop(), 0);
+  }
+  const std::string text = plain["choices"][0]["message"]["content"].get<std::string>();
+  // Markers from the reply: two of its token pieces (printable ASCII), the open one where it first
+  // appears, the close one first after it, neither again after the close.
+  std::vector<std::pair<size_t, std::string>> pieces;
+  size_t at = 0;
+  for (const Json& t : plain["choices"][0]["logprobs"]["content"]) {
+    std::string s = t["token"].get<std::string>();
+    bool printable = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c > ' ' && c < 127; });
+    if (printable && text.compare(at, s.size(), s) == 0) pieces.emplace_back(at, s);
+    at += s.size();
+  }
+  std::string open_marker, close_marker, reasoning, content;
+  for (size_t i = 0; i < pieces.size() && open_marker.empty(); ++i) {
+    for (size_t j = i + 1; j < pieces.size(); ++j) {
+      const auto& [oa, os] = pieces[i];
+      const auto& [ca, cs] = pieces[j];
+      if (text.find(os) != oa || ca < oa + os.size() || text.find(cs, oa + os.size()) != ca ||
+          text.find(os, ca + cs.size()) != std::string::npos || ca == oa + os.size()) {
+        continue;
+      }
+      open_marker = os;
+      close_marker = cs;
+      content = text.substr(0, oa) + text.substr(ca + cs.size());
+      reasoning = text.substr(oa + os.size(), ca - oa - os.size());
+      size_t first = reasoning.find_first_not_of("\r\n");
+      reasoning.erase(0, first == std::string::npos ? reasoning.size() : first);
+      break;
+    }
+  }
+  ASSERT_FALSE(open_marker.empty()) << "no usable markers in " << Json(text).dump();
+  ASSERT_FALSE(reasoning.empty());
+  Json config = *ReadJsonFile(JoinPath(pkg, "mlc-chat-config.json"));
+  config["conv_template"]["thinking"] = {{"open", open_marker}, {"close", close_marker}, {"default", true}};
+  ASSERT_TRUE(WriteFileAtomic(JoinPath(pkg, "mlc-chat-config.json"), config.dump(2), true).ok());
+
+  ServerProcess server(pkg, {});
+  ASSERT_GT(server.port(), 0) << server.log();
+  HttpReply r = Http(server.port(), "POST", "/v1/chat/completions", request(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json split = BodyJson(r)["choices"][0]["message"];
+  EXPECT_EQ(split.value("reasoning_content", std::string()), reasoning) << split.dump();
+  EXPECT_EQ(split["content"], content) << split.dump();
+  EXPECT_EQ(BodyJson(r)["choices"][0]["logprobs"]["content"], plain["choices"][0]["logprobs"]["content"]);
+  HttpReply streamed = Http(server.port(), "POST", "/v1/chat/completions", request(true));
+  ASSERT_EQ(streamed.status, 200) << streamed.body;
+  std::string streamed_reasoning, streamed_content;
+  for (const Json& chunk : SseChunks(streamed.body)) {
+    if (!chunk.contains("choices") || chunk["choices"].empty()) continue;
+    const Json& delta = chunk["choices"][0]["delta"];
+    streamed_reasoning += delta.value("reasoning_content", std::string());
+    streamed_content += delta.value("content", std::string());
+  }
+  EXPECT_EQ(streamed_reasoning, reasoning);
+  EXPECT_EQ(streamed_content, content);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// Every JSON route parses its body under the same limits: a body of more values than the server's
+// limit (1 Mi) is a 400 naming that limit, on the generation routes and on /tokenize and
+// /detokenize alike, and the server goes on answering.
+TEST(Serve, EveryJsonRouteCountsTheBodysValues) {
+  Package p(3, /*media=*/false);
+  ServerProcess server(p.dir.path(), {});
+  ASSERT_GT(server.port(), 0) << server.log();
+  std::string many = "[0";
+  for (int i = 0; i < (1 << 20); ++i) many += ",0";
+  many += "]";
+  for (const char* route : {"/v1/chat/completions", "/v1/completions", "/tokenize", "/detokenize"}) {
+    HttpReply r = Http(server.port(), "POST", route, "{\"content\": \"x\", \"junk\": " + many + "}");
+    EXPECT_EQ(r.status, 400) << route << ": " << r.body.substr(0, 200);
+    EXPECT_NE(ErrorMessage(r).find("more values than the limit of 1048576"), std::string::npos) << route << ": " << r.body.substr(0, 300);
+  }
+  HttpReply ok = Http(server.port(), "POST", "/tokenize", R"({"content": "still here"})");
+  EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(server.Stop(), 0);
 }
 

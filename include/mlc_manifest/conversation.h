@@ -18,6 +18,18 @@
 
 namespace mlc {
 
+// A template's thinking mode: how a prompt switches the model's reasoning on or off and how the
+// reply marks its thought. From conv_template's "thinking" object (this project's field; WebLLM
+// ignores it), or Gemma 4's when the assistant role is "<|turn>model" (its published template:
+// "<|think|>" opens the system turn to switch thinking on; off, the reply header is followed by an
+// empty thought channel; a thought is "<|channel>thought" ... "<channel|>"; off by default).
+struct ThinkingMode {
+  std::string system_marker;  // put before the system message to switch thinking on
+  std::string skip;           // put after the reply header to switch it off
+  std::string open, close;    // around a thought in the reply
+  bool default_on = false;
+};
+
 // The fields of conv_template that shape a prompt (unknown fields are ignored).
 struct ConvTemplate {
   std::string name;
@@ -37,7 +49,13 @@ struct ConvTemplate {
   // WebLLM's switch (not in SPEC 7's list, honoured as WebLLM 0.2.86 does): false leaves the
   // system prompt out when the system message is empty, whatever the template around it.
   bool render_empty_system_message = true;
+  std::optional<ThinkingMode> thinking;  // none: the model has no thinking mode
 };
+
+// The template with its thinking mode switched on or off (unchanged without one): on, the system
+// prompt is rendered with the marker before the system message, even when that is empty; off,
+// the reply header ends with the skip string.
+ConvTemplate WithThinking(const ConvTemplate& tmpl, bool on);
 
 // Parses a conv_template object; type errors are reported at their JSON Pointer under `base`.
 Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base = "");
@@ -192,6 +210,28 @@ class ReplyStream {
   std::string text_;
   std::vector<size_t> starts_;  // per released token: where its text starts in the decoded text
   size_t decoded_ = 0;          // bytes of decoded text given to the stop matcher
+};
+
+// Splits a reply as it is shown into its thought and its answer: text between a thinking mode's
+// open and close markers (anywhere, the markers dropped, the newlines that begin a thought too) is
+// reasoning, the rest content. A tail that could begin the marker awaited is held back until the
+// next Push shows whether it is one; Finish gives it to the part it was in.
+class ReasoningSplitter {
+ public:
+  struct Parts {
+    std::string reasoning, content;
+  };
+  explicit ReasoningSplitter(const ThinkingMode& mode);
+  Parts Push(std::string_view text);
+  Parts Finish();
+
+ private:
+  void Emit(std::string_view text, Parts& out);
+
+  std::string open_, close_;
+  std::string pending_;
+  bool in_thought_ = false;
+  bool thought_start_ = false;  // no text of the current thought emitted yet
 };
 
 // Generated text as a terminal may show it: control bytes other than newline and tab (C0, DEL,

@@ -39,6 +39,9 @@ struct ChatCompletionRequest {
   bool include_usage = false;  // stream_options.include_usage
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema
   int top_logprobs = -1;       // logprobs: -1 off; else top_logprobs (0..20)
+  // The thinking switch: chat_template_kwargs.enable_thinking, or reasoning_effort ("none" off,
+  // "minimal" .. "xhigh" on); none: the template's default. Ignored by a model without one.
+  std::optional<bool> thinking;
 };
 
 // Parses the body of POST /v1/chat/completions (OpenAI's schema; unknown fields are ignored).

@@ -25,7 +25,9 @@ Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const C
     }
   }
   // A conversation's first turn, as `run --messages` builds it.
-  ChatTurns turns(*package.tmpl, *package.tokenizer);
+  const ConvTemplate& tmpl = *package.tmpl;
+  bool thinking = tmpl.thinking && r.thinking.value_or(tmpl.thinking->default_on);
+  ChatTurns turns(WithThinking(tmpl, thinking), *package.tokenizer);
   auto turn = turns.Next(r.messages, "", "", options.allow_local_files);
   MLC_RETURN_IF_ERROR(turn);
   // A request that cannot fit is refused before any of its media is decoded.
@@ -76,7 +78,15 @@ Result<Job> Server::Impl::ChatJob(ServedModel& model, std::string_view body, con
   job.include_usage = parsed->include_usage;
   job.format.wire = Wire::kChat;
   job.format.top_logprobs = parsed->top_logprobs;
+  if (const auto& mode = model.package.tmpl->thinking) job.format.reasoning.emplace(*mode);
   return job;
+}
+
+Result<Json> Server::Impl::ParseBody(std::string_view body) const {
+  JsonLimits limits;
+  limits.max_bytes = options.max_body_bytes;
+  limits.max_values = options.max_json_values;
+  return ParseJson(body, limits);
 }
 
 void Server::Impl::Refuse(const Reply& res, int status, const OrderedJson& error) {
@@ -115,10 +125,7 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
     Refuse(res, 429, OpenAiError("too many requests in flight; retry later", "rate_limit_error"));
     return;
   }
-  JsonLimits limits;
-  limits.max_bytes = options.max_body_bytes;
-  limits.max_values = options.max_json_values;
-  auto doc = ParseJson(body, limits);
+  auto doc = ParseBody(body);
   if (!doc) {
     Refuse(res, 400, OpenAiError(doc.errors()));
     return;

@@ -2,7 +2,9 @@
 // max_completion_tokens, temperature, top_p, seed, stop, n, stream and stream_options (the fields
 // completions share), logprobs and top_logprobs, each checked with its JSON Pointer; and OpenAI's
 // error object.
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "serve/request_fields.h"
 
@@ -118,6 +120,37 @@ Result<int> ParseChatLogprobs(const Json& doc) {
   return static_cast<int>(*n);
 }
 
+// reasoning_effort and chat_template_kwargs.enable_thinking: the thinking switch, or none when
+// neither is given; the two must agree when both are. Other template arguments are ignored.
+Result<std::optional<bool>> ParseThinking(const Json& doc) {
+  std::optional<bool> effort, kwarg;
+  if (Present(doc, "reasoning_effort")) {
+    const Json& e = doc["reasoning_effort"];
+    static const char* const kOn[] = {"minimal", "low", "medium", "high", "xhigh"};
+    if (e == "none") {
+      effort = false;
+    } else if (e.is_string() && std::find(std::begin(kOn), std::end(kOn), e.get<std::string>()) != std::end(kOn)) {
+      effort = true;
+    } else {
+      return Invalid("/reasoning_effort", "expected \"none\", \"minimal\", \"low\", \"medium\", \"high\" or \"xhigh\"");
+    }
+  }
+  if (Present(doc, "chat_template_kwargs")) {
+    const Json& k = doc["chat_template_kwargs"];
+    if (!k.is_object()) return Invalid("/chat_template_kwargs", "expected an object");
+    if (k.contains("enable_thinking") && !k["enable_thinking"].is_null()) {
+      if (!k["enable_thinking"].is_boolean()) {
+        return Invalid("/chat_template_kwargs/enable_thinking", "expected true or false");
+      }
+      kwarg = k["enable_thinking"].get<bool>();
+    }
+  }
+  if (effort && kwarg && *effort != *kwarg) {
+    return Invalid("/reasoning_effort", "disagrees with chat_template_kwargs.enable_thinking");
+  }
+  return kwarg ? kwarg : effort;
+}
+
 Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
                                                          const ChatCompletionLimits& limits,
                                                          const SamplerConfig& defaults) {
@@ -137,6 +170,7 @@ Result<ChatCompletionRequest> ParseChatCompletionRequest(const Json& doc,
   r.max_tokens = limits.default_max_tokens;
   ParseSharedFieldsInto(doc, limits, r, errors);
   Keep(errors, ParseChatLogprobs(doc), r.top_logprobs);
+  Keep(errors, ParseThinking(doc), r.thinking);
   if (!errors.empty()) return errors;
   return r;
 }

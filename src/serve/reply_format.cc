@@ -56,11 +56,25 @@ OrderedJson ReplyFormat::Logprobs(const std::vector<TokenLogprobs>& logprobs) {
           {"text_offset", std::move(offsets)}};
 }
 
+OrderedJson ReplyFormat::Delta(const ReasoningSplitter::Parts& parts, bool whole) {
+  OrderedJson out = whole ? OrderedJson{{"role", "assistant"}} : OrderedJson::object();
+  if (!parts.reasoning.empty()) out["reasoning_content"] = parts.reasoning;
+  if (whole || !parts.content.empty() || parts.reasoning.empty()) out["content"] = parts.content;
+  return out;
+}
+
 OrderedJson ReplyFormat::Whole(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
                                const StreamEvent& last) {
   OrderedJson choice = {{"index", 0}};
   if (wire == Wire::kChat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    ReasoningSplitter::Parts parts{"", text};
+    if (reasoning) {
+      parts = reasoning->Push(text);
+      auto rest = reasoning->Finish();
+      parts.reasoning += rest.reasoning;
+      parts.content += rest.content;
+    }
+    choice["message"] = Delta(parts, true);
   } else {
     choice["text"] = text;
   }
@@ -76,12 +90,22 @@ OrderedJson ReplyFormat::Chunk(const std::string& text, const std::vector<TokenL
   OrderedJson choice = {{"index", 0}};
   const bool end = !finish.is_null();
   if (wire == Wire::kChat) {
-    choice["delta"] = end ? OrderedJson::object() : OrderedJson{{"content", text}};
+    ReasoningSplitter::Parts parts{"", text};
+    if (reasoning && !end) parts = reasoning->Push(text);
+    choice["delta"] = end ? OrderedJson::object() : Delta(parts, false);
   } else {
     choice["text"] = text;
   }
   if (top_logprobs >= 0 && !end) choice["logprobs"] = Logprobs(logprobs);
   choice["finish_reason"] = std::move(finish);
+  return Envelope(true, OrderedJson::array({std::move(choice)}));
+}
+
+OrderedJson ReplyFormat::Rest() {
+  if (!reasoning) return nullptr;
+  ReasoningSplitter::Parts parts = reasoning->Finish();
+  if (parts.reasoning.empty() && parts.content.empty()) return nullptr;
+  OrderedJson choice = {{"index", 0}, {"delta", Delta(parts, false)}, {"finish_reason", nullptr}};
   return Envelope(true, OrderedJson::array({std::move(choice)}));
 }
 

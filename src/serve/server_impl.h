@@ -99,6 +99,8 @@ struct ReplyFormat {
   int top_logprobs = -1;  // -1: no logprobs
   const Tokenizer* tokenizer = nullptr;
   int64_t text_offset = 0;  // completions' logprobs: bytes of token text written so far
+  // Chat with a model that has a thinking mode: its thought goes to reasoning_content.
+  std::optional<ReasoningSplitter> reasoning;
 
   // The whole answer.
   OrderedJson Whole(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
@@ -106,12 +108,16 @@ struct ReplyFormat {
   // A streamed chunk: new text and its tokens' logprobs, or the end (finish set).
   OrderedJson Chunk(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
                     OrderedJson finish);
+  // The text the reasoning splitter still holds, as a chunk before the last; null when none.
+  OrderedJson Rest();
   // Chat's first chunk (the assistant role); null for completions.
   OrderedJson Opening() const;
   OrderedJson UsageChunk(const StreamEvent& last) const;
 
  private:
   OrderedJson Logprobs(const std::vector<TokenLogprobs>& logprobs);
+  // A chat delta or message body of text split into its thought and answer.
+  static OrderedJson Delta(const ReasoningSplitter::Parts& parts, bool whole);
   OrderedJson Envelope(bool chunk, OrderedJson choices) const;
 };
 
@@ -159,6 +165,8 @@ struct Server::Impl {
   Status StartHttp();
   void Handle(serve::Route route, std::string_view body, const serve::Reply& res);
   // POST /tokenize and /detokenize (serve/tokenize.cc).
+  // A request body as JSON within the server's limits (--max-body-bytes, the JSON value count).
+  Result<Json> ParseBody(std::string_view body) const;
   void Tokenize(std::string_view body, const serve::Reply& res);
   void Detokenize(std::string_view body, const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.

@@ -55,6 +55,7 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
       return false;
     }
     if (e.done) {
+      if (OrderedJson rest = format.Rest(); !rest.is_null() && !send(rest)) return false;
       if (!send(format.Chunk("", {}, FinishReason(e.finish_reason)))) return false;
       if (job.include_usage && !send(format.UsageChunk(e))) return false;
       if (!write("data: [DONE]\n\n")) return false;

@@ -31,6 +31,35 @@ std::optional<std::vector<int32_t>> ReadIds(FieldChecker& check, const Json& obj
   return ids;
 }
 
+// The "thinking" object: its four strings (system_marker and skip may be empty, open and close
+// may not) and "default".
+std::optional<ThinkingMode> ReadThinking(FieldChecker& check, const Json& obj, const std::string& base) {
+  const Json* v = FindField(obj, "thinking");
+  if (!v) return std::nullopt;
+  std::string path = PointerAppend(base, "thinking");
+  if (!v->is_object()) {
+    check.Fail(path, "expected a thinking object, got " + JsonTypeName(*v));
+    return std::nullopt;
+  }
+  ThinkingMode m;
+  ReadOptional(check, *v, "system_marker", path, &m.system_marker);
+  ReadOptional(check, *v, "skip", path, &m.skip);
+  ReadOptional(check, *v, "open", path, &m.open);
+  ReadOptional(check, *v, "close", path, &m.close);
+  ReadOptional(check, *v, "default", path, &m.default_on);
+  for (auto [key, value] : {std::pair{"open", &m.open}, {"close", &m.close}}) {
+    if (value->empty()) check.Fail(PointerAppend(path, key), "expected a non-empty marker");
+  }
+  return m;
+}
+
+// Gemma 4's thinking mode, for templates that use its turn markers.
+std::optional<ThinkingMode> InferredThinking(const ConvTemplate& t) {
+  auto it = t.roles.find("assistant");
+  if (it == t.roles.end() || it->second != "<|turn>model") return std::nullopt;
+  return ThinkingMode{"<|think|>\n", "<|channel>thought\n<channel|>", "<|channel>thought", "<channel|>", false};
+}
+
 }  // namespace
 
 Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base) {
@@ -53,6 +82,8 @@ Result<ConvTemplate> ParseConvTemplate(const Json& obj, const std::string& base)
   ReadOptional(check, obj, "function_string", base, &t.function_string);
   ReadOptional(check, obj, "use_function_calling", base, &t.use_function_calling);
   ReadOptional(check, obj, "render_empty_system_message", base, &t.render_empty_system_message);
+  t.thinking = ReadThinking(check, obj, base);
+  if (!t.thinking) t.thinking = InferredThinking(t);
   if (errors.empty() && t.seps.empty()) AddError(errors, Invalid(PointerAppend(base, "seps"), "expected at least one separator"));
   if (!errors.empty()) return errors;
   return t;

@@ -202,6 +202,24 @@ void WriteConfig(const WriterShape& shape, Json& mc) {
   mc = out;
 }
 
+// Gemma 4's turns (its published chat template: "<|turn>role\n ... <turn|>\n", the system turn
+// left out when empty) over the reference vocabulary's begin and end ids; its thinking mode is
+// read from the assistant role (ParseConvTemplate).
+Json Gemma4Template() {
+  return {{"name", "gemma4"},
+          {"system_template", "<|turn>system\n{system_message}<turn|>\n"},
+          {"system_message", ""},
+          {"render_empty_system_message", false},
+          {"system_prefix_token_ids", {1}},
+          {"add_role_after_system_message", true},
+          {"roles", {{"user", "<|turn>user"}, {"assistant", "<|turn>model"}}},
+          {"seps", {"<turn|>\n"}},
+          {"role_content_sep", "\n"},
+          {"role_empty_sep", "\n"},
+          {"stop_str", {"<turn|>"}},
+          {"stop_token_ids", {2}}};
+}
+
 }  // namespace
 
 const FamilySpec& Gemma4Family() {
@@ -225,7 +243,7 @@ const FamilySpec& Gemma4Family() {
     f.writer.tiny_kv_heads = 1;
     f.writer.tiny_head_dim = 32;
     f.writer.model_config = WriteConfig;
-    f.writer.conv_template = [] { return GemmaInstructionTemplate("gemma_instruction"); };
+    f.writer.conv_template = Gemma4Template;
     f.writer.audio_tower = true;
     return f;
   }();
