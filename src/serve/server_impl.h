@@ -167,6 +167,9 @@ struct Server::Impl {
   // POST /tokenize and /detokenize (serve/tokenize.cc).
   // A request body as JSON within the server's limits (--max-body-bytes, the JSON value count).
   Result<Json> ParseBody(std::string_view body) const;
+  // The body (ParseBody) and the model it names (Pick, not counted in the metrics), or nullptr
+  // with the error already sent.
+  serve::ServedModel* BodyAndModel(std::string_view body, const serve::Reply& res, Json& doc);
   void Tokenize(std::string_view body, const serve::Reply& res);
   void Detokenize(std::string_view body, const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.

@@ -84,16 +84,22 @@ OrderedJson Piece(const text::TokenPieces& pieces, const Tokenizer& tokenizer, i
 
 }  // namespace
 
-void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
-  auto doc = ParseBody(body);
-  if (!doc) {
-    SendError(res, 400, OpenAiError(doc.errors()));
-    return;
+ServedModel* Server::Impl::BodyAndModel(std::string_view body, const Reply& res, Json& doc) {
+  auto parsed = ParseBody(body);
+  if (!parsed) {
+    SendError(res, 400, OpenAiError(parsed.errors()));
+    return nullptr;
   }
-  ServedModel* model = Pick(*doc, res, /*count=*/false);
+  doc = std::move(*parsed);
+  return Pick(doc, res, /*count=*/false);
+}
+
+void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
+  Json doc;
+  ServedModel* model = BodyAndModel(body, res, doc);
   if (!model) return;
   const OpenedPackage& package = model->package;
-  auto r = ParseTokenizeRequest(*doc);
+  auto r = ParseTokenizeRequest(doc);
   if (!r) {
     SendError(res, 400, OpenAiError(r.errors()));
     return;
@@ -119,19 +125,15 @@ void Server::Impl::Tokenize(std::string_view body, const Reply& res) {
 }
 
 void Server::Impl::Detokenize(std::string_view body, const Reply& res) {
-  auto doc = ParseBody(body);
-  if (!doc) {
-    SendError(res, 400, OpenAiError(doc.errors()));
-    return;
-  }
-  ServedModel* model = Pick(*doc, res, /*count=*/false);
+  Json doc;
+  ServedModel* model = BodyAndModel(body, res, doc);
   if (!model) return;
   const OpenedPackage& package = model->package;
   if (!package.tokenizer) {
     SendError(res, 400, OpenAiError("this package has no tokenizer", "invalid_request_error", "/tokens"));
     return;
   }
-  auto ids = ParseDetokenizeRequest(*doc, *package.tokenizer);
+  auto ids = ParseDetokenizeRequest(doc, *package.tokenizer);
   if (!ids) {
     SendError(res, 400, OpenAiError(ids.errors()));
     return;
