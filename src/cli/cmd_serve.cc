@@ -91,7 +91,6 @@ int Serve(ServeArgs a) {
   for (const ModelSource& m : models) {
     if (Status s = CheckFolder(m.dir); !s) return ReportFailure(s.errors(), a.json);
   }
-  if (auto names = ModelNames(models); !names) return ReportFailure(names.errors(), a.json);
   RaiseDescriptorLimit(o.max_connections);
   o.engine.batch.max_batch_size = a.max_batch_size;
   o.engine.batch.kv_positions = a.kv_positions;
