@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "mlc_manifest/audio.h"
+#include "mlc_manifest/cpu_model.h"
+#include "mlc_manifest/open_package.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/image.h"
 #include "mlc_manifest/json.h"
@@ -20,6 +22,7 @@
 #include "mlc_manifest/runtime.h"
 #include "mlc_manifest/tokenizer.h"
 #include "mlc_manifest/version.h"
+#include "support/family_checks.h"
 #include "support/test_util.h"
 #include "support/wav_writer.h"
 
@@ -511,6 +514,44 @@ TEST(CApi, SessionStructuredOutputAndLogprobs) {
   params.response_format = R"({"type": "json_schema", "json_schema": {"name": "w", "schema": {"type": "string", "contentMediaType": "x"}}})";
   c::Session refused;
   EXPECT_NE(mlc_session_open(refused, ref.path.c_str(), &params), MLC_OK);
+}
+
+// mlc_session_embed: the engine's embedding (Session::Embed over the same package), mean and
+// last; the session's conversation left alone; a bad pooling or a request of two turns refused.
+TEST(CApi, SessionEmbeddings) {
+  test::TempDir dir;
+  ASSERT_TRUE(WriteFamilyModel(dir.path(), test::TinyOptions("llama", "q0f32", 6)).ok());
+  auto opened = OpenPackage(dir.path());
+  ASSERT_TRUE(opened.ok()) << FormatErrors(opened.errors());
+  TurnInput in;
+  in.pieces.push_back(PromptPiece{TextPiece{{1, 8, 13, 21, 34}}, "/0"});
+  in.media.emplace_back();
+  c::Session s;
+  mlc_session_params params = mlc_session_params_default();
+  ASSERT_EQ(mlc_session_open(s, dir.path().c_str(), &params), MLC_OK) << Describe(s.errors());
+  const std::string turn = R"([{"tokens": [2, 3]}])";
+  ASSERT_EQ(mlc_session_generate(s, turn.data(), turn.size(), nullptr, nullptr, nullptr), MLC_OK);
+  const int64_t held = mlc_session_kv_length(s);
+  const std::string request = R"([{"tokens": [1, 8, 13, 21, 34]}])";
+  for (int pooling : {MLC_POOLING_MEAN, MLC_POOLING_LAST}) {
+    ASSERT_EQ(mlc_session_embed(s, request.data(), request.size(), nullptr, pooling), MLC_OK) << Describe(s.errors());
+    auto want = opened->model.NewSession().Embed(in, pooling == MLC_POOLING_LAST ? EmbeddingPooling::kLast
+                                                                                   : EmbeddingPooling::kMean);
+    ASSERT_TRUE(want.ok()) << FormatErrors(want.errors());
+    size_t dim = 0;
+    int64_t positions = 0;
+    const float* v = mlc_session_embedding(s, &dim, &positions);
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(std::vector<float>(v, v + dim), want->embedding) << "pooling " << pooling;
+    EXPECT_EQ(positions, 5);
+  }
+  EXPECT_EQ(mlc_session_kv_length(s), held);
+  EXPECT_EQ(mlc_session_embed(s, request.data(), request.size(), nullptr, 2), MLC_ERR_ARGUMENT);
+  const std::string two = R"({"turns": [[{"tokens": [1]}], [{"tokens": [2]}]]})";
+  EXPECT_EQ(mlc_session_embed(s, two.data(), two.size(), nullptr, MLC_POOLING_MEAN), MLC_ERR_USAGE);
+  size_t dim = 7;
+  EXPECT_EQ(mlc_session_embedding(s, &dim, nullptr), nullptr);
+  EXPECT_EQ(dim, 0u);
 }
 
 }  // namespace

@@ -40,6 +40,9 @@ struct BatchOptions {
   int64_t max_batch_size = 8;  // sequences at once
   int64_t kv_positions = 0;    // KV capacity over all sequences; 0: context window x batch size
   int64_t page_size = 16;
+  // A cache that holds one sequence (a caller's runtime, a sliding window): sequences one at a
+  // time, each in a cache of its own, rather than an error when max_batch_size > 1.
+  bool or_one_at_a_time = false;
 };
 
 class AdapterMemo;
@@ -77,6 +80,11 @@ class BatchModel {
   // One prefill call over several sequences (each at most once), their positions laid end to
   // end; returns each sequence's last-position logits, in order.
   Result<SequenceLogits> Prefill(std::span<const SequenceChunk> chunks);
+  // The same calls through the library's kHiddenStatesFunction: every position's final-normed
+  // hidden state [positions, hidden], the sequences' rows end to end.
+  bool embeddings() const;  // the library has that function
+  Result<NDArray> PrefillHidden(std::span<const SequenceChunk> chunks);
+  Result<NDArray> PrefillHiddenOwn(ObjectRef* own, const SequenceChunk& chunk);
   // One decode step for several sequences (decode_tokens [batch, 1]; for the embed pair
   // decode_embeds [1, 1, hidden] at batch 1, else prefill_embeds with one position each).
   Result<SequenceLogits> Decode(std::span<const int64_t> seq_ids, std::span<const int32_t> tokens);
@@ -119,6 +127,10 @@ struct GenerationRequest {
   // the request continues its sequence, which stays for the next one.
   uint64_t conversation = 0;
   bool return_logits = false;  // the last step's logits in the last event
+  // Set: an embedding request. Its prompt is prefilled through the library's hidden-states
+  // function (batched with the other prefills), nothing is generated, and the last event carries
+  // the pooled, L2-normalised vector. A mean pools every position: no cached prefix is reused.
+  std::optional<EmbeddingPooling> embedding;
   // Called on the engine's thread with each kept token; false ends the reply there ("stop_str").
   std::function<bool(int32_t token)> on_token;
 };
@@ -145,6 +157,7 @@ struct StreamEvent {
   PrefillPlan plan;
   std::vector<float> logits;
   int64_t kv_length = 0;
+  std::vector<float> embedding;  // when done, for an embedding request: [hidden], unit length
 };
 // Called on the engine's thread; it must not block for long.
 using StreamSink = std::function<void(const StreamEvent& event)>;
@@ -214,6 +227,14 @@ class Engine {
   bool MakeRoom(int64_t pages);
   int64_t StepPages(const std::vector<Active*>& batch, bool decode) const;
   void RunPrefill(Outbox& out);
+  // One prefill call over these requests' next chunks: through the hidden-states function for
+  // embedding requests (pooled as they go), else for logits.
+  void RunPrefillCall(const std::vector<Active*>& batch, const std::vector<SequenceChunk>& chunks, bool hidden,
+                      Outbox& out);
+  // Adds a chunk's hidden rows [n, width] to the request's pooled vector.
+  static void Pool(Active& a, const float* rows, int64_t n, int64_t width);
+  // An embedding request whose last chunk ran: its vector normalised and sent.
+  void FinishEmbedding(Active& a, Outbox& out);
   void RunDecode(Outbox& out);
   // Logprobs (top_n alternatives into *logprobs when given) are of the masked distribution.
   int32_t SampleConstrained(Active& a, std::span<const float> logits, int top_n, TokenLogprobs* logprobs,

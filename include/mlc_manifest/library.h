@@ -132,6 +132,10 @@ class ModelLibrary {
 
 // The bound contract with each role's function. The function pointers are borrowed from the
 // ModelLibrary it was bound against, which must outlive this value and its copies.
+// The library function the embeddings call (MLC LLM's name): the prefill role's arguments, and it
+// returns (every position's final-normed hidden state [1, total_len, hidden], kv).
+inline constexpr char kHiddenStatesFunction[] = "prefill_to_last_hidden_states";
+
 struct BoundModel {
   BoundContract contract;
   bool legacy = false;  // no manifest: embed/prefill/decode as MLC libraries always worked
@@ -142,6 +146,7 @@ struct BoundModel {
   const PackedFunction* decode = nullptr;
   const PackedFunction* audio_adapter = nullptr;
   const PackedFunction* image_adapter = nullptr;
+  const PackedFunction* hidden_states = nullptr;  // kHiddenStatesFunction; null: no embeddings
 };
 
 // The contract for a package without mlc-model-manifest.json: the embed pair over the library's

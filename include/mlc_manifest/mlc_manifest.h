@@ -400,6 +400,18 @@ typedef struct mlc_token_logprob {
 /* One per token of the last turn (valid until the next call on the session). */
 MLC_API const mlc_token_logprob* mlc_session_logprobs(const mlc_session* session, size_t* count);
 
+/* How mlc_session_embed pools the final-normed hidden states of the input's positions. */
+enum { MLC_POOLING_MEAN = 0, MLC_POOLING_LAST = 1 };
+/* The embedding of a request of one turn (as mlc_session_generate takes it): its positions run
+ * through the model in a sequence of their own (the session's conversation is untouched), their
+ * final-normed hidden states pooled and L2-normalised. MLC_ERR_UNSUPPORTED when the library has no
+ * prefill_to_last_hidden_states. */
+MLC_API int mlc_session_embed(mlc_session* session, const char* request_json, size_t length,
+                              const char* base_dir, int pooling);
+/* The last embedding (valid until the next call on the session), its width in *dim, and the
+ * positions it pooled in *prompt_tokens (may be NULL). */
+MLC_API const float* mlc_session_embedding(const mlc_session* session, size_t* dim, int64_t* prompt_tokens);
+
 #ifdef __cplusplus
 }  /* extern "C" */
 
@@ -500,6 +512,11 @@ struct Session : Handle<mlc_session, mlc_session_free, mlc_session_errors> {
     size_t n = 0;
     const int32_t* p = mlc_session_tokens(get(), &n);
     return p ? std::vector<int32_t>(p, p + n) : std::vector<int32_t>();
+  }
+  std::vector<float> Embedding() const {
+    size_t n = 0;
+    const float* p = mlc_session_embedding(get(), &n, nullptr);
+    return p ? std::vector<float>(p, p + n) : std::vector<float>();
   }
 };
 

@@ -119,6 +119,11 @@ struct ServeOptions {
   bool allow_local_files = false;  // image_url / input_audio naming a file on this machine
   ChatCompletionLimits request_limits;
   int64_t json_max_string_length = 0;  // structured output: strings without maxLength; 0: unbounded
+  // /v1/embeddings: how each input's final hidden states are pooled, and the most inputs and
+  // tokens (over all inputs) one request may hold (OpenAI's limits).
+  EmbeddingPooling embedding_pooling = EmbeddingPooling::kMean;
+  size_t max_embedding_inputs = 2048;
+  uint64_t max_embedding_tokens = 300000;
   EngineOptions engine;
 };
 

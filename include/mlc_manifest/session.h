@@ -118,6 +118,20 @@ struct TurnResult {
   PhaseTimings timings;
 };
 
+// How an embedding request pools its prompt's final-normed hidden states: their mean over every
+// position, or the last position's (the vector is then L2-normalised).
+enum class EmbeddingPooling { kMean, kLast };
+const char* PoolingName(EmbeddingPooling pooling);
+// "mean" or "last"; kUsage naming both otherwise.
+Result<EmbeddingPooling> ParsePooling(const std::string& name);
+
+// An input's embedding (Session::Embed): the pooled, L2-normalised final hidden state.
+struct EmbeddingResult {
+  std::vector<float> embedding;
+  int64_t prompt_tokens = 0;
+  PhaseTimings timings;
+};
+
 struct SessionOptions {
   const Tokenizer* tokenizer = nullptr;  // text, stop strings (borrowed)
   bool prefix_cache = true;
@@ -144,6 +158,9 @@ class Session {
   // sampled stop token is not fed back; a last token cut by the limit or a stop is fed at the
   // start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
+  // The embedding of an input, in a sequence of its own: the conversation is untouched.
+  // kUnsupported when the library has no hidden-states function.
+  Result<EmbeddingResult> Embed(const TurnInput& input, EmbeddingPooling pooling = EmbeddingPooling::kMean);
 
   int64_t KvLength() const;
   const PhaseTimings& timings() const;  // of every turn so far

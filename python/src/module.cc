@@ -406,6 +406,21 @@ class PySession {
   }
   int64_t KvLength() const { return mlc_session_kv_length(session_); }
 
+  // The pooled, L2-normalised final hidden state of a one-turn request (its own sequence).
+  std::vector<float> Embed(const py::object& request, const std::string& pooling,
+                           const std::optional<std::string>& base_dir) {
+    if (pooling != "mean" && pooling != "last") throw py::value_error("pooling must be \"mean\" or \"last\"");
+    std::string text = JsonText(request);
+    int rc;
+    {
+      py::gil_scoped_release release;
+      rc = mlc_session_embed(session_, text.data(), text.size(), base_dir ? base_dir->c_str() : nullptr,
+                             pooling == "last" ? MLC_POOLING_LAST : MLC_POOLING_MEAN);
+    }
+    if (rc != MLC_OK) RaiseC(mlc_session_errors(session_));
+    return session_.Embedding();
+  }
+
  private:
   std::string program_;
   std::string response_format_;  // JSON text, kept while the session lives
@@ -477,5 +492,7 @@ PYBIND11_MODULE(_core, m) {
            a::arg("temperature") = 0.0, a::arg("top_p") = 1.0, a::arg("top_k") = 0, a::arg("seed") = 0,
            a::arg("prefix_cache") = true, a::arg("response_format") = py::none(), a::arg("logprobs") = -1)
       .def("generate", &PySession::Generate, a::arg("request"), a::arg("base_dir") = py::none())
+      .def("embed", &PySession::Embed, a::arg("request"), a::arg("pooling") = "mean",
+           a::arg("base_dir") = py::none())
       .def_property_readonly("kv_length", &PySession::KvLength);
 }

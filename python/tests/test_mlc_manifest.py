@@ -247,6 +247,37 @@ def test_session_generates_like_the_cli(reference):
         session.generate([{"image": "missing.png"}])
 
 
+def test_session_embed(reference, tmp_path):
+    folder = tmp_path / "llama"
+    out = cli("reference-model", folder, "--family", "llama", "--quantization", "q0f32", "--seed", 5)
+    assert out.returncode == 0, out.stderr
+    hidden = json.loads((folder / "mlc-chat-config.json").read_text())["model_config"]["hidden_size"]
+    session = mlc_manifest.Session(str(folder), max_tokens=3)
+    first = session.generate([{"tokens": [1, 30, 31, 32]}])
+    held = session.kv_length
+    mean = session.embed([{"tokens": [1, 5, 9, 12]}])
+    last = session.embed({"turns": [[{"tokens": [1, 5, 9, 12]}]]}, pooling="last")
+    assert len(mean) == hidden and len(last) == hidden
+    assert math.isclose(sum(x * x for x in mean), 1.0, rel_tol=1e-5)
+    assert math.isclose(sum(x * x for x in last), 1.0, rel_tol=1e-5)
+    assert mean != last
+    # One position: its mean is itself.
+    one_mean, one_last = session.embed([{"tokens": [7]}]), session.embed([{"tokens": [7]}], pooling="last")
+    assert max(abs(a - b) for a, b in zip(one_mean, one_last)) < 1e-6
+    assert session.embed([{"tokens": [1, 5, 9, 12]}]) == mean
+    # The conversation is untouched: the next turn continues as without the embeddings.
+    assert session.kv_length == held
+    again = mlc_manifest.Session(str(folder), max_tokens=3)
+    assert again.generate([{"tokens": [1, 30, 31, 32]}])["tokens"] == first["tokens"]
+    assert again.generate([{"tokens": [4, 5]}])["tokens"] == session.generate([{"tokens": [4, 5]}])["tokens"]
+    with pytest.raises(ValueError):
+        session.embed([{"tokens": [1]}], pooling="max")
+    with pytest.raises(mlc_manifest.Error):
+        session.embed({"turns": [[{"tokens": [1]}], [{"tokens": [2]}]]})
+    with pytest.raises(mlc_manifest.Error, match="prefill_to_last_hidden_states"):
+        mlc_manifest.Session(str(reference)).embed([{"tokens": [1, 2]}])
+
+
 def test_session_structured_output_and_logprobs(reference):
     schema = {"type": "object", "properties": {"mood": {"enum": ["calm", "stormy"]}, "n": {"type": "integer"}},
               "required": ["mood"], "additionalProperties": False}

@@ -242,6 +242,8 @@ struct mlc_session {
   std::string stop_reason;
   std::string text;
   int64_t cached_tokens = 0;
+  std::vector<float> embedding;  // mlc_session_embed's
+  int64_t embedded_tokens = 0;
   std::vector<mlc::TokenLogprobs> logprobs;
   // mlc_session_logprobs's views of `logprobs`.
   std::vector<mlc_token_logprob> logprob_views;
@@ -277,6 +279,8 @@ void Reset(mlc_session* h) {
   h->text.clear();
   KeepLogprobs(h, {});
   h->cached_tokens = 0;
+  h->embedding.clear();
+  h->embedded_tokens = 0;
 }
 
 // The grammar of params.response_format over the package's vocabulary.
@@ -325,11 +329,36 @@ int Load(mlc_session* h, const std::string& dir, std::unique_ptr<mlc::ModelLibra
   return MLC_OK;
 }
 
+// A request's JSON text, parsed.
+mlc::Result<mlc::Request> ReadRequest(std::string_view text, const std::string& base_dir) {
+  auto doc = mlc::ParseJson(text);
+  if (!doc) return doc.take_errors();
+  return mlc::ParseRequest(*doc, base_dir);
+}
+
+int Embed(mlc_session* h, std::string_view text, const std::string& base_dir, int pooling) {
+  if (pooling != MLC_POOLING_MEAN && pooling != MLC_POOLING_LAST) {
+    return FailWith(h->errors, MLC_ERR_ARGUMENT, "", "pooling must be MLC_POOLING_MEAN or MLC_POOLING_LAST");
+  }
+  auto request = ReadRequest(text, base_dir);
+  if (!request) return Fail(h->errors, request.take_errors(), kMemoryDocument);
+  if (request->turns.size() != 1) {
+    return FailWith(h->errors, MLC_ERR_USAGE, "/turns", "an embedding takes a request of one turn");
+  }
+  auto input = mlc::PrepareTurn(h->package->model.bound.contract, request->turns.front(),
+                                h->package->model.limits, 0);
+  if (!input) return Fail(h->errors, input.take_errors(), kMemoryDocument);
+  auto result = h->session->Embed(*input, pooling == MLC_POOLING_LAST ? mlc::EmbeddingPooling::kLast
+                                                                      : mlc::EmbeddingPooling::kMean);
+  if (!result) return Fail(h->errors, result.take_errors());
+  h->embedding = std::move(result->embedding);
+  h->embedded_tokens = result->prompt_tokens;
+  return MLC_OK;
+}
+
 int Generate(mlc_session* h, std::string_view text, const std::string& base_dir,
              mlc_token_callback on_token, void* user) {
-  auto doc = mlc::ParseJson(text);
-  if (!doc) return Fail(h->errors, doc.take_errors(), kMemoryDocument);
-  auto request = mlc::ParseRequest(*doc, base_dir);
+  auto request = ReadRequest(text, base_dir);
   if (!request) return Fail(h->errors, request.take_errors(), kMemoryDocument);
   mlc::GenerationOptions options;
   options.max_tokens = h->params.max_tokens;
@@ -406,6 +435,23 @@ int mlc_session_generate(mlc_session* h, const char* request_json, size_t length
     return Generate(h, std::string_view(request_json ? request_json : "", length),
                     mlc::capi::Str(base_dir), on_token, user);
   });
+}
+
+int mlc_session_embed(mlc_session* h, const char* request_json, size_t length, const char* base_dir,
+                      int pooling) {
+  if (!h || (!request_json && length)) return MLC_ERR_ARGUMENT;
+  return Guard(h->errors, [&] {
+    h->embedding.clear();
+    h->embedded_tokens = 0;
+    if (!h->session) return FailWith(h->errors, MLC_ERR_STATE, "", "the session is not open");
+    return Embed(h, std::string_view(request_json ? request_json : "", length), mlc::capi::Str(base_dir), pooling);
+  });
+}
+
+const float* mlc_session_embedding(const mlc_session* h, size_t* dim, int64_t* prompt_tokens) {
+  if (dim) *dim = h ? h->embedding.size() : 0;
+  if (prompt_tokens) *prompt_tokens = h ? h->embedded_tokens : 0;
+  return h && !h->embedding.empty() ? h->embedding.data() : nullptr;
 }
 
 const int32_t* mlc_session_tokens(const mlc_session* h, size_t* count) {

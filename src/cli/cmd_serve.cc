@@ -143,6 +143,19 @@ const Registration kServe(620, "serve",
                   "KV cache positions over all sequences, per model: each package has its own engine "
                   "and cache (0: context window x batch size)");
   cmd->add_option("--max-queue", a->max_queue, "Requests waiting for a batch slot")->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--embedding-pooling",
+         [a](const std::string& name) { a->options.embedding_pooling = *ParsePooling(name); },
+         "How /v1/embeddings pools an input's final hidden states: mean (default) or last")
+      ->check(CLI::IsMember({"mean", "last"}));
+  cmd->add_option("--max-embedding-inputs", a->options.max_embedding_inputs,
+                  "Most inputs in one /v1/embeddings request (400 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-embedding-tokens", a->options.max_embedding_tokens,
+                  "Most tokens over all inputs of one /v1/embeddings request (400 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-prefix-cache{false}", a->options.engine.prefix_cache,
                 "Prefill every prompt whole (by default a prompt reuses the KV pages of an earlier one "
                 "that starts the same)");

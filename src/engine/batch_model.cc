@@ -29,7 +29,7 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   }
   std::unique_ptr<BatchModel> b(new BatchModel(model, options));
   if (model.limits.HasSlidingWindow()) {
-    if (options.max_batch_size != 1) {
+    if (options.max_batch_size != 1 && !options.or_one_at_a_time) {
       return Error{ErrorCode::kUnsupported, "/sliding_window_size",
                    "batching over a sliding-window KV cache is not supported (one sequence at a time)"};
     }
@@ -47,7 +47,7 @@ Result<std::unique_ptr<BatchModel>> BatchModel::Create(const LoadedModel& model,
   MLC_RETURN_IF_ERROR(kv);
   auto* paged = dynamic_cast<PagedKvState*>(kv->get());
   if (!paged) {
-    if (options.max_batch_size == 1) return b;  // one cache per sequence
+    if (options.max_batch_size == 1 || options.or_one_at_a_time) return b;  // one cache per sequence
     return Error{ErrorCode::kUnsupported, "",
                  model.bound.contract.create_kv_cache_function + ": returned " + (*kv)->TypeName() +
                      ", expected a KV cache that holds several sequences"};
@@ -86,6 +86,16 @@ Result<NDArray> BatchModel::ChunkEmbeddings(const PrefillChunk& chunk,
 
 Result<SequenceLogits> BatchModel::Prefill(std::span<const SequenceChunk> chunks) {
   return runner_->Prefill({&kv_ref_, true}, chunks);
+}
+
+bool BatchModel::embeddings() const { return runner_->model().hidden_states != nullptr; }
+
+Result<NDArray> BatchModel::PrefillHidden(std::span<const SequenceChunk> chunks) {
+  return runner_->PrefillHidden({&kv_ref_, true}, chunks);
+}
+
+Result<NDArray> BatchModel::PrefillHiddenOwn(ObjectRef* own, const SequenceChunk& chunk) {
+  return runner_->PrefillHidden({own, false}, std::span<const SequenceChunk>(&chunk, 1));
 }
 
 Result<SequenceLogits> BatchModel::Decode(std::span<const int64_t> seq_ids,

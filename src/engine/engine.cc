@@ -10,6 +10,7 @@
 // ReplyStream, puts full pages into the prefix cache and retires finished or cancelled requests
 // between steps. Events go to each request's sink outside the lock.
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <list>
 #include <unordered_map>
@@ -67,6 +68,7 @@ struct Engine::Active {
   std::optional<ReplyStream> reply;
   std::optional<GrammarMatcher> grammar;  // structured output
   std::deque<TokenLogprobs> held_logprobs;  // of kept tokens whose text is not shown yet
+  std::vector<double> pooled;               // an embedding request's sum (mean) or last row
   size_t logprobs_sent = 0;
 
   // Log-probabilities go out with their token's text: those of tokens still held back wait, and
@@ -195,6 +197,16 @@ size_t CommonPrefix(const std::vector<PositionKey>& a, const std::vector<Positio
 
 }  // namespace
 
+const char* PoolingName(EmbeddingPooling pooling) {
+  return pooling == EmbeddingPooling::kLast ? "last" : "mean";
+}
+
+Result<EmbeddingPooling> ParsePooling(const std::string& name) {
+  if (name == "mean") return EmbeddingPooling::kMean;
+  if (name == "last") return EmbeddingPooling::kLast;
+  return Error{ErrorCode::kUsage, "", "unknown pooling \"" + name + "\"; expected mean or last"};
+}
+
 Engine::Engine(std::unique_ptr<BatchModel> batch, const Tokenizer* tokenizer, EngineOptions options)
     : batch_(std::move(batch)),
       prepare_runner_(batch_->ForkRunner()),
@@ -240,6 +252,16 @@ Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
   }
   if (!request.stop_strings.empty() && !tokenizer_) {
     return Error{ErrorCode::kUsage, "/stop", "stop strings need the package's tokenizer"};
+  }
+  if (request.embedding) {
+    if (!batch_->embeddings()) {
+      return Error{ErrorCode::kUnsupported, "/input",
+                   std::string("this model's library has no ") + kHiddenStatesFunction + ": no embeddings"};
+    }
+    if (request.conversation) {
+      return Error{ErrorCode::kUsage, "/conversation", "an embedding request runs in a sequence of its own"};
+    }
+    request.max_tokens = 0;
   }
   auto a = std::make_unique<Active>();
   a->request = std::move(request);
@@ -404,6 +426,7 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out, st
   if (a.admitted) e.timings = (batch_->timings() - a.start) + a.prepare_time;
   if (a.prompt) e.plan = a.prompt->plan;
   if (a.request.return_logits) e.logits.assign(logits.begin(), logits.end());
+  if (a.request.embedding && reason == StopReason::kLength) e.embedding.assign(a.pooled.begin(), a.pooled.end());
   // A token sampled but not fed (cut by a limit or a stop string) starts a conversation's next
   // request; a stop token is never fed.
   if (a.admitted && (reason == StopReason::kLength || reason == StopReason::kStopString) && a.generated > 0) {
@@ -615,7 +638,9 @@ void Engine::AdmitWaiting(Outbox& out) {
       a.seq.keys.resize(held_keys);
       a.seq.keys.insert(a.seq.keys.end(), prompt_keys.begin(), prompt_keys.end());
       const bool fresh = a.seq.id < 0;
-      if (fresh && prefix_ && !MatchPrefix(a)) {
+      // A mean over the prompt needs every position's hidden state: nothing cached is reused.
+      const bool reuse = a.request.embedding != EmbeddingPooling::kMean;
+      if (fresh && prefix_ && reuse && !MatchPrefix(a)) {
         a.seq.keys.clear();
         wait();
         return;
@@ -731,44 +756,95 @@ void Engine::RunDecode(Outbox& out) {
 }
 
 void Engine::RunPrefill(Outbox& out) {
-  std::vector<Active*> batch;
-  std::vector<SequenceChunk> chunks;
+  // The next chunks under the step's budget: the embedding requests' go through the hidden-states
+  // function, the others' through prefill, one call each.
+  std::vector<Active*> batch[2];
+  std::vector<SequenceChunk> chunks[2];
   int64_t budget = options_.prefill_chunk_size;
+  bool any = false;
   for (auto& a : running_) {
     if (a->finished || a->decoding) continue;
     const PrefillChunk& chunk = a->prompt->plan.chunks[a->next_chunk];
-    if (!chunks.empty() && chunk.size() > budget) break;  // the next step takes it
+    if (any && chunk.size() > budget) break;  // the next step takes it
     auto embeds = batch_->ChunkEmbeddings(chunk, *a->prompt);
     if (!embeds) {
       Finish(*a, StopReason::kError, embeds.take_errors(), out);
       continue;
     }
-    batch.push_back(a.get());
-    chunks.push_back(SequenceChunk{a->seq.id, &chunk, *embeds});
+    const int kind = a->request.embedding ? 1 : 0;
+    batch[kind].push_back(a.get());
+    chunks[kind].push_back(SequenceChunk{a->seq.id, &chunk, *embeds});
+    any = true;
     budget -= chunk.size();
     if (budget <= 0 || !batch_->paged()) break;
   }
-  if (chunks.empty()) return;
+  for (int kind : {0, 1}) {
+    if (!chunks[kind].empty()) RunPrefillCall(batch[kind], chunks[kind], kind == 1, out);
+  }
+}
+
+void Engine::RunPrefillCall(const std::vector<Active*>& batch, const std::vector<SequenceChunk>& chunks,
+                            bool hidden, Outbox& out) {
   Result<SequenceLogits> logits = SequenceLogits();
-  if (batch_->paged()) (void)MakeRoom(StepPages(batch, false));
+  Result<NDArray> states = NDArray();
+  const bool paged = batch_->paged();
+  if (paged) (void)MakeRoom(StepPages(batch, false));
   BeginInterruptibleStep(batch);
   {
     const InterruptScope scope(&step_interrupt_);
-    logits = batch_->paged() ? batch_->Prefill(chunks) : batch_->PrefillOwn(&batch.front()->seq.own, chunks.front());
+    ObjectRef* own = &batch.front()->seq.own;
+    if (hidden) {
+      states = paged ? batch_->PrefillHidden(chunks) : batch_->PrefillHiddenOwn(own, chunks.front());
+    } else {
+      logits = paged ? batch_->Prefill(chunks) : batch_->PrefillOwn(own, chunks.front());
+    }
   }
   const bool interrupted = EndInterruptibleStep();
+  const bool ok = hidden ? states.ok() : logits.ok();
+  int64_t row = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     Active& a = *batch[i];
-    if (!logits) {
+    if (!ok) {
       // Interrupted: every request of the call was cancelled, and the cache committed nothing.
-      Finish(a, interrupted ? StopReason::kCancelled : StopReason::kError, interrupted ? Errors{} : logits.errors(),
-             out);
+      Finish(a, interrupted ? StopReason::kCancelled : StopReason::kError,
+             interrupted ? Errors{} : (hidden ? states.errors() : logits.errors()), out);
       continue;
     }
-    a.seq.length += chunks[i].chunk->size();
-    if (batch_->paged()) CachePages(a.seq);
-    if (++a.next_chunk == a.prompt->plan.chunks.size()) Accept(a, (*logits)[i], out);
+    const int64_t n = chunks[i].chunk->size();
+    a.seq.length += n;
+    if (paged) CachePages(a.seq);
+    const bool last = ++a.next_chunk == a.prompt->plan.chunks.size();
+    if (hidden) {
+      const int64_t width = states->shape()[1];
+      Pool(a, states->data<float>() + row * width, n, width);
+      row += n;
+      if (last) FinishEmbedding(a, out);
+    } else if (last) {
+      Accept(a, (*logits)[i], out);
+    }
   }
+}
+
+void Engine::Pool(Active& a, const float* rows, int64_t n, int64_t width) {
+  a.pooled.resize(static_cast<size_t>(width), 0.0);
+  if (*a.request.embedding == EmbeddingPooling::kLast) {
+    std::copy_n(rows + (n - 1) * width, width, a.pooled.begin());
+    return;
+  }
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t j = 0; j < width; ++j) a.pooled[static_cast<size_t>(j)] += rows[t * width + j];
+  }
+}
+
+void Engine::FinishEmbedding(Active& a, Outbox& out) {
+  // The mean's 1/n cancels in the normalisation; a zero vector stays zero.
+  double norm = 0;
+  for (double v : a.pooled) norm += v * v;
+  norm = std::sqrt(norm);
+  if (norm > 0) {
+    for (double& v : a.pooled) v /= norm;
+  }
+  Finish(a, StopReason::kLength, {}, out);
 }
 
 // A prefill call that may be interrupted once all of its requests are cancelled: not when one

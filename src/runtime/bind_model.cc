@@ -65,6 +65,7 @@ Result<BoundModel> BindLegacy(const ModelLibrary& library) {
   out.prefill = Resolve(library, out.contract.prefill_function, "legacy prefill", "", errors);
   out.decode = Resolve(library, out.contract.decode_function, "legacy decode", "", errors);
   out.create_kv_cache = library.GetFunction(out.contract.create_kv_cache_function);
+  out.hidden_states = library.GetFunction(kHiddenStatesFunction);
   if (!out.create_kv_cache) {
     errors.push_back(Invalid("", "the library has neither create_tir_paged_kv_cache nor "
                                  "create_flashinfer_paged_kv_cache (legacy KV cache creation)"));
@@ -127,6 +128,7 @@ Result<BoundModel> BindModel(const std::string& package_dir, const ModelLibrary&
   out.contract = std::move(*bound);
   program_path = PointerAppend("/programs", out.contract.executor);
   MLC_RETURN_IF_ERROR(ResolveFunctions(library, program_path, out));
+  out.hidden_states = library.GetFunction(kHiddenStatesFunction);
   out.note = std::string(kManifestFileName) + ": task \"" + out.contract.task_name +
              "\" bound to program \"" + out.contract.executor + "\" with the " +
              GenerationPairName(out.contract.pair) + " pair";

@@ -149,10 +149,10 @@ Result<NDArray> ModelRunner::ChunkEmbeddings(const PrefillChunk& chunk,
   return out;
 }
 
-Result<SequenceLogits> ModelRunner::Call(const PackedFunction& fn, const std::string& name,
-                                         std::vector<Value> args, Target target,
-                                         std::span<const int64_t> seq_ids,
-                                         std::span<const int64_t> lengths) {
+Result<std::vector<Value>> ModelRunner::Invoke(const PackedFunction& fn, const std::string& name,
+                                               std::vector<Value> args, Target target,
+                                               std::span<const int64_t> seq_ids,
+                                               std::span<const int64_t> lengths) {
   PagedKvState* paged = nullptr;
   if (target.batched) {
     paged = dynamic_cast<PagedKvState*>(target.kv->get());
@@ -163,7 +163,19 @@ Result<SequenceLogits> ModelRunner::Call(const PackedFunction& fn, const std::st
   // Constructed in place: GCC 12 takes a moved Value temporary here for uninitialized.
   args.emplace_back(std::in_place_type<ObjectRef>, *target.kv);
   args.emplace_back(std::in_place_type<ObjectRef>, params_);
-  auto out = fn(args);
+  return fn(args);
+}
+
+void ModelRunner::TakeKv(Target target, const std::vector<Value>& out) {
+  if (target.batched || out.size() < 2) return;
+  if (auto* kv = std::get_if<ObjectRef>(&out[1]); kv && *kv) *target.kv = *kv;
+}
+
+Result<SequenceLogits> ModelRunner::Call(const PackedFunction& fn, const std::string& name,
+                                         std::vector<Value> args, Target target,
+                                         std::span<const int64_t> seq_ids,
+                                         std::span<const int64_t> lengths) {
+  auto out = Invoke(fn, name, std::move(args), target, seq_ids, lengths);
   MLC_RETURN_IF_ERROR(out);
   const NDArray* logits = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
   const int64_t n = static_cast<int64_t>(seq_ids.size());
@@ -180,20 +192,19 @@ Result<SequenceLogits> ModelRunner::Call(const PackedFunction& fn, const std::st
   }
   const int64_t vocab = logits->shape().back();
   if (!target.batched) {
-    if (out->size() > 1) {
-      if (auto* kv = std::get_if<ObjectRef>(&(*out)[1]); kv && *kv) *target.kv = *kv;
-    }
+    TakeKv(target, *out);
     return SequenceLogits(*logits, logits->Elements() / vocab - 1, 1, vocab);
   }
   return SequenceLogits(*logits, 0, n, vocab);
 }
 
-Result<SequenceLogits> ModelRunner::Prefill(Target target, std::span<const SequenceChunk> chunks) {
+Result<ModelRunner::PrefillArgs> ModelRunner::MakePrefillArgs(Target target,
+                                                              std::span<const SequenceChunk> chunks) const {
   if (chunks.empty() || (!target.batched && chunks.size() != 1)) {
     return Error{ErrorCode::kUsage, "", "a prefill call needs a sequence (one when not batched)"};
   }
   int64_t total = 0, hidden = 0;
-  std::vector<int64_t> ids, lengths;
+  PrefillArgs out;
   for (const SequenceChunk& c : chunks) {
     if (!c.chunk || !c.embeds.defined() || c.embeds.ndim() != 2 ||
         c.embeds.shape()[0] != c.chunk->size() || (hidden && c.embeds.shape()[1] != hidden)) {
@@ -201,13 +212,11 @@ Result<SequenceLogits> ModelRunner::Prefill(Target target, std::span<const Seque
     }
     hidden = c.embeds.shape()[1];
     total += c.chunk->size();
-    ids.push_back(c.seq_id);
-    lengths.push_back(c.chunk->size());
+    out.ids.push_back(c.seq_id);
+    out.lengths.push_back(c.chunk->size());
   }
-  std::vector<Value> args;
-  std::vector<int32_t> token_ids, modality_ids;
   if (chunks.size() == 1) {
-    args.push_back(chunks[0].embeds.Reshape({1, total, hidden}));
+    out.args.push_back(chunks[0].embeds.Reshape({1, total, hidden}));
   } else {
     NDArray embeds = NDArray::Empty({1, total, hidden}, DlFloat32());
     float* dst = embeds.data<float>();
@@ -215,22 +224,54 @@ Result<SequenceLogits> ModelRunner::Prefill(Target target, std::span<const Seque
       std::memcpy(dst, c.embeds.data<float>(), c.embeds.Bytes());
       dst += c.embeds.Elements();
     }
-    args.push_back(std::move(embeds));
+    out.args.push_back(std::move(embeds));
   }
   if (model_.contract.pair == GenerationPair::kTokens) {
+    std::vector<int32_t> token_ids, modality_ids;
     for (const SequenceChunk& c : chunks) {
       token_ids.insert(token_ids.end(), c.chunk->token_ids.begin(), c.chunk->token_ids.end());
       modality_ids.insert(modality_ids.end(), c.chunk->modality_ids.begin(),
                           c.chunk->modality_ids.end());
     }
-    args.push_back(Int32Tensor(token_ids, {1, total}));
-    args.push_back(Int32Tensor(modality_ids, {1, total}));
+    out.args.push_back(Int32Tensor(token_ids, {1, total}));
+    out.args.push_back(Int32Tensor(modality_ids, {1, total}));
   }
+  out.total = total;
+  out.hidden = hidden;
+  return out;
+}
+
+Result<SequenceLogits> ModelRunner::Prefill(Target target, std::span<const SequenceChunk> chunks) {
+  auto p = MakePrefillArgs(target, chunks);
+  MLC_RETURN_IF_ERROR(p);
   PhaseTimer timer{&timings_.prefill_ms};
   ++timings_.prefill_calls;
-  timings_.prefill_positions += total;
-  return Call(*model_.prefill, model_.contract.prefill_function, std::move(args), target, ids,
-              lengths);
+  timings_.prefill_positions += p->total;
+  return Call(*model_.prefill, model_.contract.prefill_function, std::move(p->args), target, p->ids,
+              p->lengths);
+}
+
+Result<NDArray> ModelRunner::PrefillHidden(Target target, std::span<const SequenceChunk> chunks) {
+  if (!model_.hidden_states) {
+    return Error{ErrorCode::kUnsupported, "",
+                 std::string("this model's library has no ") + kHiddenStatesFunction + " (no embeddings)"};
+  }
+  auto p = MakePrefillArgs(target, chunks);
+  MLC_RETURN_IF_ERROR(p);
+  PhaseTimer timer{&timings_.prefill_ms};
+  ++timings_.prefill_calls;
+  timings_.prefill_positions += p->total;
+  auto out = Invoke(*model_.hidden_states, kHiddenStatesFunction, std::move(p->args), target, p->ids, p->lengths);
+  MLC_RETURN_IF_ERROR(out);
+  const NDArray* hidden = out->empty() ? nullptr : std::get_if<NDArray>(&out->front());
+  if (!hidden || !hidden->defined() || !SameDtype(hidden->dtype(), DlFloat32()) || hidden->ndim() != 3 ||
+      hidden->shape()[0] != 1 || hidden->shape()[1] != p->total || hidden->shape()[2] < 1) {
+    return Invalid("", std::string(kHiddenStatesFunction) + ": returned " +
+                           (hidden ? hidden->Describe() : std::string("no tensor")) +
+                           ", expected float32 hidden states [1, " + std::to_string(p->total) + ", hidden]");
+  }
+  TakeKv(target, *out);
+  return hidden->Reshape({p->total, hidden->shape()[2]});
 }
 
 Result<SequenceLogits> ModelRunner::Decode(Target target, std::span<const int64_t> seq_ids,

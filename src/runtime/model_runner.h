@@ -79,6 +79,9 @@ class ModelRunner {
   // One prefill call over the chunks of several sequences (each at most once; one when not
   // batched), their positions laid end to end.
   Result<SequenceLogits> Prefill(Target target, std::span<const SequenceChunk> chunks);
+  // The same call through kHiddenStatesFunction: every position's final-normed hidden state
+  // [total positions, hidden], the sequences' rows end to end (kUnsupported without it).
+  Result<NDArray> PrefillHidden(Target target, std::span<const SequenceChunk> chunks);
   // One decode step, one token per sequence (decode_tokens [batch, 1]; for the embed pair
   // decode_embeds [1, 1, hidden] for one sequence, else prefill_embeds with one position each).
   Result<SequenceLogits> Decode(Target target, std::span<const int64_t> seq_ids,
@@ -90,6 +93,19 @@ class ModelRunner {
     std::mutex mu;
     std::optional<int64_t> value;
   };
+  // A prefill call's inputs: the rows (and for the token pair their ids) laid end to end.
+  struct PrefillArgs {
+    std::vector<Value> args;
+    std::vector<int64_t> ids, lengths;
+    int64_t total = 0, hidden = 0;
+  };
+  Result<PrefillArgs> MakePrefillArgs(Target target, std::span<const SequenceChunk> chunks) const;
+  // Calls fn with the KV cache and parameters after args (the paged sequences begun and ended).
+  Result<std::vector<Value>> Invoke(const PackedFunction& fn, const std::string& name, std::vector<Value> args,
+                                    Target target, std::span<const int64_t> seq_ids,
+                                    std::span<const int64_t> lengths);
+  // Not batched: a KV cache the call returned second replaces *target.kv.
+  static void TakeKv(Target target, const std::vector<Value>& out);
   Result<SequenceLogits> Call(const PackedFunction& fn, const std::string& name,
                               std::vector<Value> args, Target target,
                               std::span<const int64_t> seq_ids, std::span<const int64_t> lengths);

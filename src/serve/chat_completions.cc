@@ -104,35 +104,34 @@ void Server::Impl::CountEnd(const StreamEvent& last) {
   }
 }
 
-void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) {
-  const auto start = Clock::now();
+std::optional<Server::Impl::Admitted> Server::Impl::Admit(std::string_view body, const Reply& res) {
   if (draining) {
     Refuse(res, 503, OpenAiError("the server is shutting down", "server_error"));
-    return;
+    return std::nullopt;
   }
-  struct Slot {  // counts the request in flight until its answer is written
-    explicit Slot(std::atomic<int>& count) : n(count) { ++n; }
-    ~Slot() {
-      if (armed) --n;
-    }
-    Slot(const Slot&) = delete;
-    Slot& operator=(const Slot&) = delete;
-    std::atomic<int>& n;
-    bool armed = true;
-  };
-  auto slot = std::make_unique<Slot>(in_flight);
+  Admitted in;
+  in.slot = std::make_unique<InFlight>(in_flight);
   if (in_flight > options.max_concurrent) {
     Refuse(res, 429, OpenAiError("too many requests in flight; retry later", "rate_limit_error"));
-    return;
+    return std::nullopt;
   }
   auto doc = ParseBody(body);
   if (!doc) {
     Refuse(res, 400, OpenAiError(doc.errors()));
-    return;
+    return std::nullopt;
   }
-  ServedModel* model = Pick(*doc, res, /*count=*/true);
-  if (!model) return;
-  auto job = wire == Wire::kChat ? ChatJob(*model, body, *doc) : CompletionJob(*model, body, *doc);
+  in.doc = std::move(*doc);
+  in.model = Pick(in.doc, res, /*count=*/true);
+  if (!in.model) return std::nullopt;
+  return in;
+}
+
+void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) {
+  const auto start = Clock::now();
+  auto in = Admit(body, res);
+  if (!in) return;
+  ServedModel* model = in->model;
+  auto job = wire == Wire::kChat ? ChatJob(*model, body, in->doc) : CompletionJob(*model, body, in->doc);
   if (!job) {
     Refuse(res, StatusFor(job.errors()), OpenAiError(job.errors()));
     return;
@@ -141,8 +140,7 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
   auto channel = std::make_shared<Channel>(RequestTimer(&model->metrics, start));
   auto id = model->engine->Submit(std::move(job->gen), channel->Sink());
   if (!id) {
-    bool full = id.error().code == ErrorCode::kLimit;
-    Refuse(res, full ? 429 : 503, OpenAiError(id.error().message, full ? "rate_limit_error" : "server_error"));
+    RefuseSubmit(res, id.error());
     return;
   }
   ReplyFormat& format = job->format;
@@ -153,49 +151,73 @@ void Server::Impl::Generate(Wire wire, std::string_view body, const Reply& res) 
   format.model = model->name;
   format.tokenizer = model->package.tokenizer.get();
   if (job->stream) {
-    slot->armed = false;  // the stream's releaser gives the slot back
+    in->slot->armed = false;  // the stream's releaser gives the slot back
     Stream(*id, std::move(*job), channel, res);
   } else {
     Answer(*id, *job, channel, res);
   }
 }
 
-void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channel, const Reply& res) {
-  const auto deadline = Clock::now() + std::chrono::seconds(options.request_timeout_s);
-  std::string text;
-  std::vector<TokenLogprobs> logprobs;
-  StreamEvent last;
+void Server::Impl::RefuseSubmit(const Reply& res, const Error& e) {
+  const bool full = e.code == ErrorCode::kLimit;
+  const bool client = e.code == ErrorCode::kUnsupported || e.code == ErrorCode::kInvalid;
+  Refuse(res, full ? 429 : client ? 400 : 503,
+         OpenAiError(e.message, full ? "rate_limit_error" : client ? "invalid_request_error" : "server_error",
+                     client ? e.path : ""));
+}
+
+Waited Server::Impl::Await(ServedModel& model, uint64_t id, Channel& channel, const Reply& res,
+                           Clock::time_point deadline, const std::function<void(StreamEvent&)>& on) {
   bool gone = false;
-  for (bool done = false; !done;) {
+  for (;;) {
     // A client that went away cancels its request wherever it is (queued, its media being
     // encoded, prefilling, decoding); its last event then says "cancelled".
     if (!gone && res.ClientGone()) {
       gone = true;
-      job.model->engine->Cancel(id);
+      model.engine->Cancel(id);
     }
     if (Clock::now() > deadline) {
-      job.model->engine->Cancel(id);
-      metrics.Count(Outcome::kTimeout);
-      SendError(res, 504, OpenAiError("the reply took longer than the request timeout", "timeout"));
-      return;
+      model.engine->Cancel(id);
+      return Waited::kTimedOut;
     }
-    for (StreamEvent& e : channel->Take(std::chrono::milliseconds(200))) {
-      text += e.text;
-      logprobs.insert(logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
-                      std::make_move_iterator(e.logprobs.end()));
-      if (e.done) {
-        last = std::move(e);
-        done = true;
-      }
+    for (StreamEvent& e : channel.Take(std::chrono::milliseconds(200))) {
+      const bool done = e.done;
+      on(e);
+      if (done) return gone ? Waited::kGone : Waited::kDone;
     }
+  }
+}
+
+void Server::Impl::Answer(uint64_t id, Job& job, std::shared_ptr<Channel> channel, const Reply& res) {
+  std::string text;
+  std::vector<TokenLogprobs> logprobs;
+  StreamEvent last;
+  const Waited waited = Await(*job.model, id, *channel, res, Clock::now() + std::chrono::seconds(options.request_timeout_s),
+                              [&](StreamEvent& e) {
+                                text += e.text;
+                                logprobs.insert(logprobs.end(), std::make_move_iterator(e.logprobs.begin()),
+                                                std::make_move_iterator(e.logprobs.end()));
+                                if (e.done) last = std::move(e);
+                              });
+  if (EndFailed(waited, last, res)) return;
+  SendJson(res, 200, job.format.Whole(text, logprobs, last));
+}
+
+bool Server::Impl::EndFailed(Waited waited, const StreamEvent& last, const Reply& res) {
+  if (waited == Waited::kTimedOut) {
+    RefuseTimeout(res);
+    return true;
   }
   CountEnd(last);
-  if (gone) return;
-  if (last.finish_reason == "error") {
-    SendError(res, StatusFor(last.errors), OpenAiError(last.errors));
-    return;
-  }
-  SendJson(res, 200, job.format.Whole(text, logprobs, last));
+  if (waited == Waited::kGone) return true;
+  if (last.finish_reason != "error") return false;
+  SendError(res, StatusFor(last.errors), OpenAiError(last.errors));
+  return true;
+}
+
+void Server::Impl::RefuseTimeout(const Reply& res) {
+  metrics.Count(Outcome::kTimeout);
+  SendError(res, 504, OpenAiError("the reply took longer than the request timeout", "timeout"));
 }
 
 }  // namespace mlc

@@ -2,7 +2,7 @@
 // its engine started, the module's server with the routes and their limits, the health and models
 // routes, the metrics and the chat page, binding, running and stopping (draining every engine). Chat
 // completions and completions: serve/chat_completions.cc, serve/completions.cc, serve/stream.cc;
-// /tokenize and /detokenize: serve/tokenize.cc. Every failure is an OpenAI-style error object with
+// /tokenize and /detokenize: serve/tokenize.cc; /v1/embeddings: serve/embeddings.cc. Every failure is an OpenAI-style error object with
 // a 4xx (5xx only for our own faults); a missing or wrong API key is refused from the request's
 // head by the HTTP module (401, counted here).
 #include <thread>
@@ -19,7 +19,7 @@ namespace {
 constexpr MlcHttpRoute kRoutes[] = {
     {"GET", "/health"},   {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"},
     {"POST", "/v1/completions"}, {"GET", "/metrics"},   {"GET", "/"},
-    {"POST", "/tokenize"},       {"POST", "/detokenize"}};
+    {"POST", "/tokenize"},       {"POST", "/detokenize"},   {"POST", "/v1/embeddings"}};
 
 }  // namespace
 
@@ -207,6 +207,9 @@ void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) 
       return;
     case Route::kDetokenize:
       Detokenize(body, res);
+      return;
+    case Route::kEmbeddings:
+      Embeddings(body, res);
       return;
     case Route::kChatPage:
       res.http->set_content(res.res, reinterpret_cast<const char*>(kChatPage), kChatPageSize,

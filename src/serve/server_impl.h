@@ -7,8 +7,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,7 +82,9 @@ SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package);
 
 // The server's routes, in the order of Route's values; GET /v1/models/NAME of the model i is
 // route kModel + i.
-enum class Route { kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize, kModel };
+enum class Route {
+  kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize, kEmbeddings, kModel
+};
 
 // The chat page (share/chat/index.html, embedded at build time).
 extern const unsigned char kChatPage[];
@@ -130,6 +134,23 @@ struct Job {
   ReplyFormat format;
 };
 
+// Counts a request in flight until its answer is written (or, disarmed, until whoever took it
+// over lets go).
+struct InFlight {
+  explicit InFlight(std::atomic<int>& count) : n(count) { ++n; }
+  ~InFlight() {
+    if (armed) --n;
+  }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+  std::atomic<int>& n;
+  bool armed = true;
+};
+
+// How waiting for a request's last event ended: it came (the client still there, or gone: the
+// request was cancelled), or the deadline passed first (the request cancelled).
+enum class Waited { kDone, kGone, kTimedOut };
+
 // Closes the module's server.
 struct HttpServerCloser {
   const MlcHttpBackend* http = nullptr;
@@ -172,8 +193,29 @@ struct Server::Impl {
   serve::ServedModel* BodyAndModel(std::string_view body, const serve::Reply& res, Json& doc);
   void Tokenize(std::string_view body, const serve::Reply& res);
   void Detokenize(std::string_view body, const serve::Reply& res);
+  // A request let in (not draining, under --max-concurrent), counted in flight while `slot`
+  // lives, its body parsed and its model picked; or nothing, its refusal answered and counted.
+  struct Admitted {
+    std::unique_ptr<serve::InFlight> slot;
+    Json doc;
+    serve::ServedModel* model = nullptr;
+  };
+  std::optional<Admitted> Admit(std::string_view body, const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.
   void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
+  // POST /v1/embeddings (serve/embeddings.cc).
+  void Embeddings(std::string_view body, const serve::Reply& res);
+  // An engine's refusal to queue: 429 when full, 400 for what the model cannot do, else 503.
+  void RefuseSubmit(const serve::Reply& res, const Error& e);
+  // The end of an awaited request counted, and a failure answered: the timeout (504), a client
+  // gone (nothing to answer), an error (its status). False: the caller answers.
+  bool EndFailed(serve::Waited waited, const StreamEvent& last, const serve::Reply& res);
+  // A reply not done by the request timeout: 504, counted.
+  void RefuseTimeout(const serve::Reply& res);
+  // Hands a request's events to `on` until its last one, cancelling the request when the client
+  // goes away or the deadline passes.
+  serve::Waited Await(serve::ServedModel& model, uint64_t id, serve::Channel& channel, const serve::Reply& res,
+                      serve::Clock::time_point deadline, const std::function<void(StreamEvent&)>& on);
   Result<serve::Job> ChatJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   Result<serve::Job> CompletionJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   // The request's response_format into grammar (the body read again in key order).

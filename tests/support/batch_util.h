@@ -130,9 +130,10 @@ struct Collected {
       cv.notify_all();
     };
   }
-  void Wait() {
+  const StreamEvent& Wait() {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return done; });
+    return last;
   }
 };
 

@@ -122,23 +122,43 @@ struct Reference64 {
   int64_t cache_window = 0;  // > 0: the cache's sliding window
   int64_t sink = 0;
 
-  // Logits at every position of the token sequence.
-  std::vector<Vec> Run(const std::vector<int32_t>& tokens) const {
-    const cpu::Names& n = c.family->names;
+  // The input rows of a token sequence: embedding rows (times sqrt(hidden) for Gemma).
+  std::vector<Vec> EmbedRows(const std::vector<int32_t>& tokens) const {
     const bool gemma = c.model_type == "gemma2" || c.model_type == "gemma";
     const int64_t H = c.hidden_size;
-    Vec emb = p.Matrix(n.embed, c.vocab_size, H);
+    Vec emb = p.Matrix(c.family->names.embed, c.vocab_size, H);
     std::vector<Vec> rows;
     for (int32_t token : tokens) {
       Vec x(emb.begin() + token * H, emb.begin() + (token + 1) * H);
       if (gemma) for (double& v : x) v *= std::sqrt(static_cast<double>(H));
       rows.push_back(std::move(x));
     }
-    return RunRows(rows);
+    return rows;
   }
+
+  // Logits at every position of the token sequence.
+  std::vector<Vec> Run(const std::vector<int32_t>& tokens) const { return RunRows(EmbedRows(tokens)); }
+
+  // The final-normed hidden state at every position of the token sequence (the embeddings').
+  std::vector<Vec> Hidden(const std::vector<int32_t>& tokens) const { return HiddenRows(EmbedRows(tokens)); }
 
   // Logits at every position of a sequence of input rows (embeddings, adapter rows).
   std::vector<Vec> RunRows(const std::vector<Vec>& inputs) const {
+    const cpu::Names& n = c.family->names;
+    const bool q8 = p.Has(n.embed + ".q_weight");  // 4-bit weights: activations rounded to int8
+    const int64_t H = c.hidden_size;
+    Vec head = p.Matrix(c.tie_word_embeddings ? n.embed : n.lm_head, c.vocab_size, H);
+    std::vector<Vec> out;
+    for (const Vec& h : HiddenRows(inputs)) {
+      Vec logits = MatVec(head, q8 ? RoundToQ8Blocks(h) : h, c.vocab_size, H);
+      if (c.final_logit_softcap > 0) for (double& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+      out.push_back(std::move(logits));
+    }
+    return out;
+  }
+
+  // The final-normed hidden state at every position of a sequence of input rows.
+  std::vector<Vec> HiddenRows(const std::vector<Vec>& inputs) const {
     const cpu::Names& n = c.family->names;
     const bool gemma2 = c.model_type == "gemma2", gemma = gemma2 || c.model_type == "gemma";
     const bool q8 = p.Has(n.embed + ".q_weight");  // 4-bit weights: activations rounded to int8
@@ -146,7 +166,6 @@ struct Reference64 {
       return MatVec(w, q8 ? RoundToQ8Blocks(x) : x, rows, cols);
     };
     const int64_t H = c.hidden_size;
-    Vec head = p.Matrix(c.tie_word_embeddings ? n.embed : n.lm_head, c.vocab_size, H);
     double mag = 1.0;
     if (c.rope().scaling == cpu::RopeScaling::kLongRope && c.rope().max_position > c.rope().original_max_position) {
       double s = static_cast<double>(c.rope().max_position) / static_cast<double>(c.rope().original_max_position);
@@ -227,9 +246,7 @@ struct Reference64 {
         if (gemma2) m = RmsNorm(m, p.Floats(pre + n.mlp_out_norm + ".weight"), c.rms_norm_eps);
         for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] += m[static_cast<size_t>(i)];
       }
-      Vec logits = Lin(head, RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps), c.vocab_size, H);
-      if (c.final_logit_softcap > 0) for (double& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
-      out.push_back(std::move(logits));
+      out.push_back(RmsNorm(x, p.Floats(n.final_norm + ".weight"), c.rms_norm_eps));
     }
     return out;
   }

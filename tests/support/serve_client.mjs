@@ -21,6 +21,10 @@
 //     a server started with --api-key KEY: models.list and a chat completion with apiKey KEY, then
 //     the same calls with a wrong key and with none; prints one JSON object (each refusal's
 //     status, code, error class and the WWW-Authenticate header).
+//   node serve_client.mjs OPENAI_DIR BASE_URL embeddings MODEL TEXTS_JSON TOKEN_IDS
+//     embeddings.create for the texts as the client sends them by default (base64, decoded by the
+//     client), with encoding_format float, and for the comma-separated TOKEN_IDS; `dimensions` of
+//     another width refused. Prints one JSON object.
 import { createRequire } from 'node:module';
 import { deflateSync } from 'node:zlib';
 
@@ -262,7 +266,23 @@ async function apikey(key) {
     usage: reply.usage, wrong: await refusal(key + 'x'), empty: await refusal('') }));
 }
 
+async function embeddings(model, texts, ids) {
+  const byDefault = await client.embeddings.create({ model, input: texts });
+  const floats = await client.embeddings.create({ model, input: texts, encoding_format: 'float' });
+  const tokens = await client.embeddings.create({ model, input: ids });
+  let refused = null;
+  try {
+    await client.embeddings.create({ model, input: texts[0], dimensions: 3 });
+  } catch (e) {
+    refused = { status: e.status, param: e.param ?? null, bad_request: e instanceof OpenAI.BadRequestError };
+  }
+  const vectors = (r) => r.data.map((d) => ({ index: d.index, object: d.object, embedding: Array.from(d.embedding) }));
+  console.log(JSON.stringify({ default: vectors(byDefault), float: vectors(floats), tokens: vectors(tokens),
+    usage: floats.usage, model: floats.model, object: floats.object, refused }));
+}
+
 if (mode === 'basic') await basic();
+else if (mode === 'embeddings') await embeddings(rest[0], JSON.parse(rest[1]), rest[2].split(',').map(Number));
 else if (mode === 'apikey') await apikey(rest[0]);
 else if (mode === 'completions') await completions(rest[0].split(',').map(Number));
 else if (mode === 'text') await text(Number(rest[0]));

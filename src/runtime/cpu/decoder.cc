@@ -271,7 +271,7 @@ void RecycleLogitsVector(std::vector<float> v) {
 
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
                                    const float* embeds, int64_t n, const std::string& function,
-                                   RowTokens tokens) {
+                                   RowTokens tokens, ForwardOutput output) {
   if (n < 1) return Invalid("", function + ": expected at least one position");
   if (kv.shape().layers != KvPlan(c)) {
     return Invalid("", "kv_cache: the KV cache was made for another model");
@@ -380,13 +380,18 @@ Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, 
     }
     lap.Mark(Phase::kNormsRotaryActs);
   }
+  for (const PagedKvCache::Segment& seg : *segments) kv.Commit(seg);
+  if (output == ForwardOutput::kHiddenStates) {  // every row through the final norm
+    std::vector<float> hidden(static_cast<size_t>(n * hs));
+    RmsNormRows(x.data(), w.final_norm, n, hs, c.rms_norm_eps, hidden.data());
+    lap.Mark(Phase::kNormsRotaryActs);
+    return hidden;
+  }
   // Each sequence's last row through the final norm and the LM head, in one product.
   const int64_t rows = static_cast<int64_t>(segments->size());
   int64_t end = 0;
   for (int64_t s = 0; s < rows; ++s) {
-    const PagedKvCache::Segment& seg = (*segments)[static_cast<size_t>(s)];
-    kv.Commit(seg);
-    end += seg.length;
+    end += (*segments)[static_cast<size_t>(s)].length;
     RmsNorm(x.data() + (end - 1) * hs, w.final_norm.data(), hs, c.rms_norm_eps, h.data() + s * hs);
   }
   lap.Mark(Phase::kNormsRotaryActs);

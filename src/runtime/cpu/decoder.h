@@ -62,15 +62,18 @@ struct RowTokens {
   std::span<const int32_t> modality;  // empty: all text
 };
 
+// What a forward pass returns: the logits of each sequence's last row ([sequences, vocab]), or
+// every row's final-normed hidden state ([n, hidden]: the embeddings' prefill_to_last_hidden_states).
+enum class ForwardOutput { kLastLogits, kHiddenStates };
+
 // Runs n rows of input embeddings [n, embed_width] through the decoder: the rows of the sequences
 // the call names (PagedKvCache::Prepare: those of begin_forward laid end to end, else the only
 // sequence), each appending its keys and values to its sequence. The Linear layers take all n
-// rows in one product; attention is per sequence. Returns the logits of each sequence's last
-// row ([sequences, vocab]). `function` names the call in errors.
-// The vector comes from TakeLogitsVector: hand it back to RecycleLogitsVector when done.
+// rows in one product; attention is per sequence. Returns `output`. `function` names the call in
+// errors. The logits vector comes from TakeLogitsVector: hand it back to RecycleLogitsVector.
 Result<std::vector<float>> Forward(const ModelConfig& c, const ModelWeights& w, PagedKvCache& kv,
                                    const float* embeds, int64_t n, const std::string& function,
-                                   RowTokens tokens = {});
+                                   RowTokens tokens = {}, ForwardOutput output = ForwardOutput::kLastLogits);
 
 // Logits storage kept between steps: a vector of n floats whose values are left to be
 // overwritten, taken from those given back when one fits (no zero fill, no fresh pages to fault

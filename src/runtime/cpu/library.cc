@@ -43,6 +43,10 @@ class Library : public FunctionTableLibrary {
       if (role == "create_kv_cache") functions_[name] = [this](Args a) { return CreateKv(a); };
       if (role == "prefill_embeds" || role == "prefill_tokens") {
         functions_[name] = [this, fn = name](Args a) { return Step(a, fn, false); };
+        // The embeddings' call: the prefill's arguments, every row's final-normed hidden state.
+        functions_[kHiddenStatesFunction] = [this](Args a) {
+          return Step(a, kHiddenStatesFunction, false, ForwardOutput::kHiddenStates);
+        };
       }
       if (role == "decode_embeds" || role == "decode_tokens") {
         functions_[name] = [this, fn = name](Args a) { return Step(a, fn, true); };
@@ -107,7 +111,10 @@ class Library : public FunctionTableLibrary {
   // named, laid end to end) -> (logits [1, sequences, vocab], kv); decode ([1, 1, width]) ->
   // ([1, 1, vocab], kv). The token pair: prefill_tokens (embeddings, token ids [1, total_len],
   // modality ids [1, total_len]); decode_tokens (token ids [batch, 1], embedded here).
-  Result<std::vector<Value>> Step(Args args, const std::string& fn, bool decode) {
+  // prefill_to_last_hidden_states takes the prefill's arguments and returns (hidden states
+  // [1, total_len, hidden], kv).
+  Result<std::vector<Value>> Step(Args args, const std::string& fn, bool decode,
+                                  ForwardOutput output = ForwardOutput::kLastLogits) {
     const bool tokens = c_.family->pair == GenerationPair::kTokens;
     const size_t inputs = tokens ? (decode ? 1 : 3) : 1;
     ArgReader r(fn, args);
@@ -139,8 +146,13 @@ class Library : public FunctionTableLibrary {
       rows.modality = span_of(ids[1]);
     }
     const int64_t n = embeds.Elements() / c_.embed_width();
-    auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn, rows);
+    auto logits = Forward(c_, (*w)->decoder, **kv, embeds.data<float>(), n, fn, rows, output);
     MLC_RETURN_IF_ERROR(logits);
+    if (output == ForwardOutput::kHiddenStates) {
+      auto held = std::make_shared<std::vector<float>>(std::move(*logits));
+      NDArray hidden = NDArray::View(held, held->data(), {1, n, c_.hidden_size}, DlFloat32());
+      return std::vector<Value>{hidden, args[inputs]};
+    }
     const int64_t sequences = static_cast<int64_t>(logits->size()) / c_.vocab_size;
     // The logits tensor owns Forward's vector (no zero-filled copy of vocab_size floats a step).
     std::shared_ptr<std::vector<float>> held(new std::vector<float>(std::move(*logits)), [](std::vector<float>* v) {
