@@ -9,108 +9,13 @@
 #include <cstring>
 #include <deque>
 
-#include "serve/request_fields.h"
+#include "serve/embeddings_request.h"
 #include "serve/server_impl.h"
 
 namespace mlc {
 
 using namespace serve;  // NOLINT: the server files' own parts
 namespace {
-
-struct EmbeddingsRequest {
-  std::vector<std::vector<int32_t>> inputs;  // token ids, one list per input
-  bool base64 = false;
-  std::optional<int64_t> dimensions;
-};
-
-// An input of token ids at path: integers the vocabulary holds, at least one.
-Result<std::vector<int32_t>> TokenInput(const Json& ids, const std::string& path, int64_t vocab_size) {
-  if (ids.empty()) return Invalid(path, "expected at least one token id");
-  std::vector<int32_t> out;
-  out.reserve(ids.size());
-  for (size_t j = 0; j < ids.size(); ++j) {
-    const Json& t = ids[j];
-    const bool small = t.is_number_integer() && !(t.is_number_unsigned() && t.get<uint64_t>() > INT32_MAX);
-    const int64_t id = small ? t.get<int64_t>() : -1;
-    if (id < 0 || id >= vocab_size) {
-      return Invalid(path + "/" + std::to_string(j),
-                     "expected a token id in [0, " + std::to_string(vocab_size) + "), got " + t.dump());
-    }
-    out.push_back(static_cast<int32_t>(id));
-  }
-  return out;
-}
-
-// What `input` holds, as token id lists: texts tokenized after the template's system prefix.
-Result<std::vector<std::vector<int32_t>>> ParseInputs(const Json& doc, const OpenedPackage& package,
-                                                      const ServeOptions& limits) {
-  if (!doc.contains("input")) return Invalid("/input", "expected the text (or token ids) to embed");
-  const Json& input = doc["input"];
-  const int64_t vocab = package.tokenizer->VocabSize();  // serve opens every package with one
-  auto text = [&](const Json& s, const std::string& path) -> Result<std::vector<int32_t>> {
-    if (s.get_ref<const std::string&>().empty()) return Invalid(path, "expected a non-empty string");
-    std::vector<int32_t> ids;
-    if (package.tmpl && package.tmpl->system_prefix_token_ids) ids = *package.tmpl->system_prefix_token_ids;
-    package.tokenizer->EncodeEach(s.get_ref<const std::string&>(), [&ids](int32_t id) { ids.push_back(id); });
-    return ids;
-  };
-  std::vector<std::vector<int32_t>> out;
-  if (input.is_string()) {
-    auto ids = text(input, "/input");
-    MLC_RETURN_IF_ERROR(ids);
-    out.push_back(std::move(*ids));
-  } else if (input.is_array() && !input.empty() && input[0].is_number()) {  // one list of token ids
-    auto ids = TokenInput(input, "/input", vocab);
-    MLC_RETURN_IF_ERROR(ids);
-    out.push_back(std::move(*ids));
-  } else if (input.is_array() && !input.empty()) {
-    if (input.size() > limits.max_embedding_inputs) {
-      return Error{ErrorCode::kLimit, "/input",
-                   std::to_string(input.size()) + " inputs; this server takes at most " +
-                       std::to_string(limits.max_embedding_inputs) + " in one request"};
-    }
-    for (size_t i = 0; i < input.size(); ++i) {
-      const std::string path = "/input/" + std::to_string(i);
-      auto ids = input[i].is_string()  ? text(input[i], path)
-                 : input[i].is_array() ? TokenInput(input[i], path, vocab)
-                                       : Result<std::vector<int32_t>>(Invalid(path, "expected a string or an array of token ids"));
-      MLC_RETURN_IF_ERROR(ids);
-      out.push_back(std::move(*ids));
-    }
-  } else {
-    return Invalid("/input", "expected a string, an array of strings, an array of token ids or an array of those");
-  }
-  uint64_t total = 0;
-  for (const auto& ids : out) total += ids.size();
-  if (total > limits.max_embedding_tokens) {
-    return Error{ErrorCode::kLimit, "/input",
-                 std::to_string(total) + " tokens over all inputs; this server takes at most " +
-                     std::to_string(limits.max_embedding_tokens) + " in one request"};
-  }
-  return out;
-}
-
-Result<EmbeddingsRequest> ParseEmbeddingsRequest(const Json& doc, const OpenedPackage& package,
-                                                 const ServeOptions& limits) {
-  if (!doc.is_object()) return Invalid("", "expected an object with input");
-  EmbeddingsRequest r;
-  auto inputs = ParseInputs(doc, package, limits);
-  MLC_RETURN_IF_ERROR(inputs);
-  r.inputs = std::move(*inputs);
-  if (Present(doc, "encoding_format")) {
-    const Json& f = doc["encoding_format"];
-    if (!f.is_string() || (f != "float" && f != "base64")) {
-      return Invalid("/encoding_format", "expected \"float\" or \"base64\"");
-    }
-    r.base64 = f == "base64";
-  }
-  if (Present(doc, "dimensions")) {
-    auto d = Integer(doc, "dimensions", 1, INT32_MAX);
-    MLC_RETURN_IF_ERROR(d);
-    r.dimensions = *d;
-  }
-  return r;
-}
 
 std::string Base64(const unsigned char* bytes, size_t n) {
   static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -139,6 +44,29 @@ OrderedJson Vector(const std::vector<float>& v, bool base64) {
   return Base64(bytes.data(), bytes.size());
 }
 
+// Each input's token ids: a text's are the template's system prefix (BOS) and its tokens; the
+// total over all inputs is bounded.
+Result<std::vector<std::vector<int32_t>>> InputIds(std::vector<EmbeddingInput> inputs, const OpenedPackage& package,
+                                                   uint64_t max_tokens) {
+  std::vector<std::vector<int32_t>> out;
+  uint64_t total = 0;
+  for (EmbeddingInput& in : inputs) {
+    std::vector<int32_t> ids = std::move(in.ids);
+    if (in.text) {
+      if (package.tmpl && package.tmpl->system_prefix_token_ids) ids = *package.tmpl->system_prefix_token_ids;
+      package.tokenizer->EncodeEach(*in.text, [&ids](int32_t id) { ids.push_back(id); });
+    }
+    total += ids.size();
+    out.push_back(std::move(ids));
+  }
+  if (total > max_tokens) {
+    return Error{ErrorCode::kLimit, "/input",
+                 std::to_string(total) + " tokens over all inputs; this server takes at most " +
+                     std::to_string(max_tokens) + " in one request"};
+  }
+  return out;
+}
+
 GenerationRequest EmbeddingRequest(std::vector<int32_t> ids, EmbeddingPooling pooling) {
   GenerationRequest g;
   g.input.pieces.push_back(PromptPiece{TextPiece{std::move(ids)}, ""});
@@ -154,9 +82,15 @@ void Server::Impl::Embeddings(std::string_view body, const Reply& res) {
   auto in = Admit(body, res);
   if (!in) return;
   ServedModel& model = *in->model;
-  auto r = ParseEmbeddingsRequest(in->doc, model.package, options);
+  // serve opens every package with its tokenizer.
+  auto r = ParseEmbeddingsRequest(in->doc, model.package.tokenizer->VocabSize(), options.max_embedding_inputs);
   if (!r) {
     Refuse(res, StatusFor(r.errors()), OpenAiError(r.errors()));
+    return;
+  }
+  auto inputs = InputIds(std::move(r->inputs), model.package, options.max_embedding_tokens);
+  if (!inputs) {
+    Refuse(res, StatusFor(inputs.errors()), OpenAiError(inputs.errors()));
     return;
   }
   const std::optional<int64_t>& width = model.package.model.hidden_size;
@@ -172,7 +106,7 @@ void Server::Impl::Embeddings(std::string_view body, const Reply& res) {
     uint64_t id;
     std::shared_ptr<Channel> channel;
   };
-  const size_t n = r->inputs.size();
+  const size_t n = inputs->size();
   const size_t window = static_cast<size_t>(std::max<int64_t>(1, options.engine.batch.max_batch_size));
   const auto deadline = Clock::now() + std::chrono::seconds(options.request_timeout_s);
   std::vector<StreamEvent> done(n);
@@ -184,7 +118,7 @@ void Server::Impl::Embeddings(std::string_view body, const Reply& res) {
   while (next < n || !queued.empty()) {
     while (next < n && queued.size() < window) {
       auto channel = std::make_shared<Channel>(RequestTimer(&model.metrics, start));
-      auto id = model.engine->Submit(EmbeddingRequest(std::move(r->inputs[next]), options.embedding_pooling),
+      auto id = model.engine->Submit(EmbeddingRequest(std::move((*inputs)[next]), options.embedding_pooling),
                                      channel->Sink());
       if (!id && id.error().code == ErrorCode::kLimit && !queued.empty()) break;  // the queue is full: wait
       if (!id) {
