@@ -103,9 +103,11 @@ if(MLC_TESTS)
   add_test(NAME capi_exported_symbols
            COMMAND ${PROJECT_SOURCE_DIR}/tests/capi/check_symbols.sh
                    $<TARGET_FILE:mlc_manifest_shared> ${PROJECT_SOURCE_DIR}/tests/capi/symbols.txt)
-  if(TARGET capi_test)
-    target_link_libraries(capi_test PRIVATE mlc_manifest_shared)
-  endif()
+  foreach(test_with_c_api capi_test long_audio_test)
+    if(TARGET ${test_with_c_api})
+      target_link_libraries(${test_with_c_api} PRIVATE mlc_manifest_shared)
+    endif()
+  endforeach()
   if(NOT MLC_SANITIZE AND NOT MLC_FUZZ)
     add_test(NAME install_external_programs
              COMMAND ${PROJECT_SOURCE_DIR}/tests/capi/install_test.sh ${PROJECT_BINARY_DIR}

@@ -98,4 +98,14 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
                                         int64_t sample_rate_hz, const AudioDecode& processor,
                                         const AudioOptions& options = {});
 
+// ---- Long recordings ----
+
+// Where a recording of pcm.size() samples longer than processor.max_samples is cut into windows
+// of at most max_samples each (and at least min_samples where the length allows): the end of
+// each window, in order, the last one pcm.size(); {pcm.size()} when it fits one. Each cut is at
+// the quietest 20 ms (short-time energy, in 10 ms steps) within the last quarter of its window
+// (at most its last 5 s), so that a pause there is where the recording is cut; the latest of
+// equally quiet places wins.
+std::vector<int64_t> AudioWindowEnds(std::span<const float> pcm, const AudioDecode& processor);
+
 }  // namespace mlc

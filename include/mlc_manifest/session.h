@@ -41,6 +41,22 @@ Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& tur
 Result<TurnInput> PrepareTurn(const BoundContract& bound, const RequestTurn& turn, const PlanLimits& limits,
                               int64_t kv_length);
 
+// A recording cut into windows (AudioWindowEnds): the decoded samples at the processor's rate and
+// the end of each window, the last samples.size().
+struct WindowedAudio {
+  std::vector<float> samples;
+  std::vector<int64_t> ends;
+  int64_t sample_rate_hz = 0;
+};
+
+// Decodes an audio segment of up to max_windows windows of the processor's max_samples (longer:
+// an error saying how many windows and seconds fit) and cuts it into windows.
+Result<WindowedAudio> DecodeWindowedAudio(const BoundAudio& audio, const RequestSegment& seg, int64_t max_windows);
+// How many audio windows a turn of these pieces can take in a KV cache holding kv_length
+// positions: what the context has left over each window's least positions (120 without a
+// context window); 1 for a turn without audio.
+int64_t MaxAudioWindows(const PlanLimits& limits, int64_t kv_length, const std::vector<PromptPiece>& pieces);
+
 struct JsonConstraint;
 
 struct GenerationOptions {

@@ -1,5 +1,6 @@
 // `mlc-manifest plan DIR --program FILE --request FILE`: the prefill chunks a request becomes
-// (token ids, modality ids, adapter rows) under the package's chat config, without a runtime.
+// (token ids, modality ids, adapter rows) under the package's chat config, without a runtime;
+// a recording's windows (where a long one is cut, one audio input each).
 #include <filesystem>
 #include <iostream>
 
@@ -8,6 +9,7 @@
 #include "mlc_manifest/plan.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
+#include "mlc_manifest/session.h"
 
 namespace mlc::cli {
 namespace {
@@ -55,6 +57,42 @@ void PrintHuman(const PrefillPlan& plan, size_t turn, size_t turns) {
   }
 }
 
+// Each audio file's windows, in the request's order: {path, windows: [{start_s, end_s, samples}]}.
+Result<OrderedJson> AudioWindowsJson(const BoundContract& bound, const PlanLimits& limits, int64_t kv_length,
+                                     const Request& request) {
+  OrderedJson out = OrderedJson::array();
+  if (!bound.audio) return out;
+  for (const RequestTurn& turn : request.turns) {
+    auto pieces = PiecesForTurn(bound, turn);
+    MLC_RETURN_IF_ERROR(pieces);
+    for (const RequestSegment& seg : turn) {
+      if (seg.kind != SegmentKind::kAudio) continue;
+      auto audio = DecodeWindowedAudio(*bound.audio, seg, MaxAudioWindows(limits, kv_length, *pieces));
+      MLC_RETURN_IF_ERROR(audio);
+      OrderedJson windows = OrderedJson::array();
+      int64_t start = 0;
+      const auto seconds = [&](int64_t n) { return static_cast<double>(n) / static_cast<double>(audio->sample_rate_hz); };
+      for (int64_t end : audio->ends) {
+        windows.push_back({{"start_s", seconds(start)}, {"end_s", seconds(end)}, {"samples", end - start}});
+        start = end;
+      }
+      out.push_back({{"path", seg.path}, {"windows", std::move(windows)}});
+    }
+  }
+  return out;
+}
+
+void PrintWindows(const OrderedJson& inputs) {
+  for (const auto& input : inputs) {
+    std::cout << "audio " << input["path"].get<std::string>() << ": " << input["windows"].size() << " window"
+              << (input["windows"].size() == 1 ? "" : "s") << "\n";
+    for (const auto& w : input["windows"]) {
+      std::cout << "  " << w["start_s"].get<double>() << " s .. " << w["end_s"].get<double>() << " s ("
+                << w["samples"].get<int64_t>() << " samples)\n";
+    }
+  }
+}
+
 int Run(const PlanArgs& a) {
   if (a.kv_length < 0) return ReportFailure({UsageError("--kv-length: expected >= 0")}, a.json);
   if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
@@ -67,15 +105,30 @@ int Run(const PlanArgs& a) {
   if (!limits) return ReportFailure(limits.errors(), a.json, JoinPath(a.dir, kChatConfigFileName));
   auto request = ReadRequestFile(a.request);
   if (!request) return ReportFailure(request.errors(), a.json, DocumentName(a.request));
+  auto windows = AudioWindowsJson(*contract, *limits, a.kv_length, *request);
+  if (!windows) return ReportFailure(windows.errors(), a.json, DocumentName(a.request));
   auto plans = PlanRequest(*contract, *limits, a.kv_length, *request);
-  if (!plans) return ReportFailure(plans.errors(), a.json, DocumentName(a.request));
+  // A recording's rows are known once its adapter runs: its windows are the plan there is.
+  const bool windows_only = !plans && !windows->empty() && plans.errors().front().message.find("audio_rows") != std::string::npos;
+  if (!plans && !windows_only) return ReportFailure(plans.errors(), a.json, DocumentName(a.request));
   if (!a.json) {
     std::cout << note << "; prefill_chunk_size " << limits->prefill_chunk_size
               << ", context_window_size " << limits->context_window_size << "\n";
+    PrintWindows(*windows);
+    if (windows_only) {
+      std::cout << "chunks: each window's rows are known once its adapter runs (plan one with {\"audio_rows\": N})\n";
+      return kExitOk;
+    }
     for (size_t i = 0; i < plans->size(); ++i) PrintHuman((*plans)[i], i, plans->size());
     return kExitOk;
   }
   OrderedJson out = {{"ok", true}};
+  if (!windows->empty()) out["audio_windows"] = *windows;
+  if (windows_only) {
+    out["chunks"] = nullptr;
+    PrintJson(out);
+    return kExitOk;
+  }
   OrderedJson report = RequestPlanJson(*plans, *limits, a.kv_length);
   for (auto it = report.begin(); it != report.end(); ++it) out[it.key()] = it.value();
   PrintJson(out);
@@ -89,7 +142,7 @@ const Registration kPlan(600, "plan",
   cmd->add_option("DIR", a->dir, "The converted-model folder")->required();
   cmd->add_option("--program", a->program, "The compiled-program document (or _metadata)");
   cmd->add_option("--request", a->request,
-                  "Request JSON: [{\"tokens\": [..]}, {\"audio_rows\": N}, {\"image\": F}] or "
+                  "Request JSON: [{\"tokens\": [..]}, {\"audio_rows\": N}, {\"audio\": F}, {\"image\": F}] or "
                   "{\"turns\": [[...], ...]} (\"-\": stdin)")
       ->required();
   cmd->add_option("--task", a->task, "The task to plan for");

@@ -3,6 +3,7 @@
 #include "runtime/model_runner.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/call_checks.h"
@@ -129,13 +130,44 @@ Result<PreparedPrompt> ModelRunner::Prepare(std::vector<PromptPiece> pieces,
     const NDArray* rows = &prompt.outputs[i];
     if (m->kind == MediaKind::kAudio) {
       m->rows = rows->shape()[0];
-      MLC_RETURN_IF_ERROR(CheckContext(limits_, kv_length, pieces));
+      Status fits = CheckContext(limits_, kv_length, pieces);
+      if (!fits) return AudioInSeconds(fits.errors(), pieces, media, kv_length);
     }
   }
   auto plan = PlanPrefill(limits_, kv_length, pieces);
   MLC_RETURN_IF_ERROR(plan);
   prompt.plan = std::move(*plan);
   return prompt;
+}
+
+Errors ModelRunner::AudioInSeconds(Errors errors, const std::vector<PromptPiece>& pieces,
+                                   const std::vector<NDArray>& media, int64_t kv_length) const {
+  const int64_t rate = model_.contract.audio ? model_.contract.audio->processor.sample_rate_hz : 0;
+  if (errors.empty() || rate <= 0 || limits_.context_window_size <= 0) return errors;
+  double seconds = 0, known_seconds = 0;
+  int64_t known_rows = 0, other = 0;  // other: every position but the audio rows
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto* m = std::get_if<MediaPiece>(&pieces[i].value);
+    if (!m || m->kind != MediaKind::kAudio || i >= media.size()) {
+      other += pieces[i].MinPositions();
+      continue;
+    }
+    const double s = static_cast<double>(media[i].Elements()) / static_cast<double>(rate);
+    seconds += s;
+    other += pieces[i].MinPositions() - m->rows.value_or(1);
+    if (m->rows) {
+      known_rows += *m->rows;
+      known_seconds += s;
+    }
+  }
+  if (known_seconds <= 0 || known_rows <= 0) return errors;
+  const double per_second = static_cast<double>(known_rows) / known_seconds;
+  const double fit = std::max(0.0, static_cast<double>(limits_.context_window_size - kv_length - other) / per_second);
+  char text[160];
+  std::snprintf(text, sizeof(text), "; the turn's %.1f s of audio take %.1f positions a second: about %.1f s fit",
+                seconds, per_second, fit);
+  errors.front().message += text;
+  return errors;
 }
 
 Result<NDArray> ModelRunner::ChunkEmbeddings(const PrefillChunk& chunk,

@@ -93,6 +93,10 @@ class ModelRunner {
     std::mutex mu;
     std::optional<int64_t> value;
   };
+  // A context check that failed once audio rows were known, its message ending with what the
+  // turn's audio takes in seconds and about how many seconds would fit.
+  Errors AudioInSeconds(Errors errors, const std::vector<PromptPiece>& pieces, const std::vector<NDArray>& media,
+                        int64_t kv_length) const;
   // A prefill call's inputs: the rows (and for the token pair their ids) laid end to end.
   struct PrefillArgs {
     std::vector<Value> args;
