@@ -310,6 +310,11 @@ std::vector<FailureCase> FailureCases() {
       {"run_request_folder", {"run", pkg, "--request", folder}, 3, "io", folder},
       {"run_missing_program", {"run", pkg, "--program", missing, "--request", file}, 3, "io", missing},
       {"run_missing_package", {"run", missing_dir, "--request", file}, 3, "io", missing_dir},
+      // transcribe
+      {"transcribe_unknown_flag", {"transcribe", pkg, file, "--bogus"}, 2, "usage", ""},
+      {"transcribe_missing_argument", {"transcribe", pkg}, 2, "usage", ""},
+      {"transcribe_bad_value", {"transcribe", pkg, file, "--format", "doc"}, 2, "usage", ""},
+      {"transcribe_missing_package", {"transcribe", missing_dir, file}, 3, "io", missing_dir},
       // serve
       {"serve_unknown_flag", {"serve", pkg, "--bogus"}, 2, "usage", ""},
       {"serve_missing_argument", {"serve"}, 2, "usage", ""},

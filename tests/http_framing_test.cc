@@ -268,6 +268,17 @@ TEST(HttpAdmission, HostAllowListOriginAndContentType) {
                   "POST"),
             415);
   EXPECT_EQ(admit("Host: localhost\r\nContent-Length: 0\r\n", "POST"), 415);
+  // The audio routes take OpenAI's form, and only that.
+  auto admit_at = [&](const std::string& target, const std::string& type) {
+    auto refusal = Admit(Head("POST " + target + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: " + type +
+                              "\r\nContent-Length: 0\r\n\r\n"),
+                         loopback);
+    return refusal ? refusal->status : 0;
+  };
+  EXPECT_EQ(admit_at("/v1/audio/transcriptions", "multipart/form-data; boundary=x"), 0);
+  EXPECT_EQ(admit_at("/v1/audio/translations?x=1", "Multipart/Form-Data; boundary=x"), 0);
+  EXPECT_EQ(admit_at("/v1/audio/transcriptions", "application/json"), 415);
+  EXPECT_EQ(admit_at("/v1/chat/completions", "multipart/form-data; boundary=x"), 415);
 
   HostPolicy extra(HostPolicy::DefaultNames("0.0.0.0", {"Model.Example", "::2"}));
   EXPECT_FALSE(Admit(Head("GET / HTTP/1.1\r\nHost: model.example:80\r\n\r\n"), extra));

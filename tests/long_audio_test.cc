@@ -22,18 +22,8 @@ namespace {
 
 constexpr int64_t kRate = 16000;
 
-// Speech-like noise (a deterministic pseudo-random signal) with silent gaps [a, b) in seconds.
 std::vector<float> Recording(double seconds, const std::vector<std::pair<double, double>>& gaps) {
-  std::vector<float> pcm(static_cast<size_t>(seconds * kRate));
-  uint32_t state = 12345;
-  for (size_t i = 0; i < pcm.size(); ++i) {
-    state = state * 1664525u + 1013904223u;
-    const double t = static_cast<double>(i) / kRate;
-    bool silent = false;
-    for (const auto& [a, b] : gaps) silent = silent || (t >= a && t < b);
-    pcm[i] = silent ? 0.0f : 0.3f * (static_cast<float>(state >> 8) / 16777216.0f - 0.5f);
-  }
-  return pcm;
+  return test::NoiseWithPauses(seconds, gaps, kRate);
 }
 
 AudioDecode Processor(int64_t max_samples, int64_t min_samples = 1600) {

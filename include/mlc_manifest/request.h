@@ -24,6 +24,8 @@ struct RequestSegment {
   std::vector<int32_t> token_ids;  // kTokens
   std::string file;                // kAudio / kImage: the path, resolved against the request's folder
   std::shared_ptr<const std::string> bytes;  // kAudio / kImage: inline media (then file is "")
+  // kAudio: samples already decoded at the processor's rate (then file and bytes are not read).
+  std::shared_ptr<const std::vector<float>> samples;
   int64_t rows = 0;                // kAudioRows
   std::string path;                // JSON Pointer of the segment in the request
 };

@@ -124,6 +124,10 @@ struct ServeOptions {
   EmbeddingPooling embedding_pooling = EmbeddingPooling::kMean;
   size_t max_embedding_inputs = 2048;
   uint64_t max_embedding_tokens = 300000;
+  // /v1/audio/transcriptions and /translations: the longest recording taken, and the tokens
+  // generated for each window at most.
+  int64_t max_audio_seconds = 600;
+  int64_t max_transcript_tokens = 256;
   EngineOptions engine;
 };
 

@@ -156,6 +156,14 @@ const Registration kServe(620, "serve",
                   "Most tokens over all inputs of one /v1/embeddings request (400 beyond)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-audio-seconds", a->options.max_audio_seconds,
+                  "Longest recording /v1/audio/transcriptions and /translations take (400 beyond)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-transcript-tokens", a->options.max_transcript_tokens,
+                  "Most tokens a transcript generates for one window of a recording")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-prefix-cache{false}", a->options.engine.prefix_cache,
                 "Prefill every prompt whole (by default a prompt reuses the KV pages of an earlier one "
                 "that starts the same)");

@@ -92,6 +92,18 @@ Result<TurnInput> Prepare(const BoundContract& bound, const RequestTurn& turn, s
 Result<WindowedAudio> DecodeWindowedAudio(const BoundAudio& audio, const RequestSegment& seg, int64_t max_windows) {
   AudioDecode processor = audio.processor;
   processor.max_samples = audio.processor.max_samples * std::clamp<int64_t>(max_windows, 1, int64_t{1} << 20);
+  if (seg.samples) {  // decoded by the caller: only its length is checked
+    const auto n = static_cast<int64_t>(seg.samples->size());
+    if (n < processor.min_samples || n > processor.max_samples) {
+      return Error{ErrorCode::kLimit, seg.path, std::to_string(n) + " samples: expected " + std::to_string(processor.min_samples) +
+                                                    " to " + std::to_string(processor.max_samples)};
+    }
+    WindowedAudio out;
+    out.ends = AudioWindowEnds(*seg.samples, audio.processor);
+    out.samples = *seg.samples;
+    out.sample_rate_hz = audio.processor.sample_rate_hz;
+    return out;
+  }
   auto decoded = seg.bytes ? DecodeAudioMemory(*seg.bytes, processor) : DecodeAudioFile(seg.file, processor);
   if (!decoded) {
     Errors errors = decoded.take_errors();

@@ -104,17 +104,23 @@ void Server::Impl::CountEnd(const StreamEvent& last) {
   }
 }
 
-std::optional<Server::Impl::Admitted> Server::Impl::Admit(std::string_view body, const Reply& res) {
+std::unique_ptr<InFlight> Server::Impl::Slot(const Reply& res) {
   if (draining) {
     Refuse(res, 503, OpenAiError("the server is shutting down", "server_error"));
-    return std::nullopt;
+    return nullptr;
   }
-  Admitted in;
-  in.slot = std::make_unique<InFlight>(in_flight);
+  auto slot = std::make_unique<InFlight>(in_flight);
   if (in_flight > options.max_concurrent) {
     Refuse(res, 429, OpenAiError("too many requests in flight; retry later", "rate_limit_error"));
-    return std::nullopt;
+    return nullptr;
   }
+  return slot;
+}
+
+std::optional<Server::Impl::Admitted> Server::Impl::Admit(std::string_view body, const Reply& res) {
+  Admitted in;
+  in.slot = Slot(res);
+  if (!in.slot) return std::nullopt;
   auto doc = ParseBody(body);
   if (!doc) {
     Refuse(res, 400, OpenAiError(doc.errors()));

@@ -1,5 +1,5 @@
-// The Host allow-list, the Origin check, the API key and the POST Content-Type check
-// (http_admission.h).
+// The Host allow-list, the Origin check, the API key and the POST Content-Type check (JSON, or a
+// form for the audio routes; http_admission.h).
 #include "serve/http_admission.h"
 
 #include "base/ascii.h"
@@ -17,6 +17,13 @@ std::string AsHostName(std::string_view name) {
 }
 
 HttpFramingError Refusal(int status, std::string message) { return HttpFramingError{status, 0, std::move(message)}; }
+
+// The body a POST to `target` must have: OpenAI's audio routes take a form, every other route JSON.
+std::string_view ExpectedMedia(std::string_view target) {
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/v1/audio/transcriptions" || path == "/v1/audio/translations" ? "multipart/form-data"
+                                                                                 : "application/json";
+}
 
 }  // namespace
 
@@ -77,9 +84,10 @@ std::optional<HttpFramingError> Admit(const HttpRequestHead& head, const HostPol
     const std::string* type = head.Find("Content-Type");
     std::string_view media = type ? std::string_view(*type).substr(0, type->find(';')) : std::string_view();
     while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
-    if (!EqualsIgnoreCase(media, "application/json")) {
+    const std::string_view expected = ExpectedMedia(head.target);
+    if (!EqualsIgnoreCase(media, expected)) {
       return Refusal(415, "Content-Type " + (type ? type->substr(0, 128) : std::string("(none)")) +
-                              " is refused: POST bodies must be application/json");
+                              " is refused: this route's POST bodies must be " + std::string(expected));
     }
   }
   return std::nullopt;

@@ -14,7 +14,7 @@
 extern "C" {
 
 // Bumped whenever the table or a struct it passes changes.
-enum { MLC_HTTP_BACKEND_ABI = 3 };
+enum { MLC_HTTP_BACKEND_ABI = 4 };
 
 typedef struct MlcHttpError {
   char message[512];
@@ -37,6 +37,7 @@ typedef struct MlcHttpRequest {
   const char* body;
   size_t body_size;
   MlcHttpConnection* connection;  // valid during the call (and a stream's provide calls)
+  const char* content_type;       // the request's Content-Type ("" when absent)
 } MlcHttpRequest;
 
 // What the server calls, from its worker threads, all at once. handle answers a routed

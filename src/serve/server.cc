@@ -19,7 +19,8 @@ namespace {
 constexpr MlcHttpRoute kRoutes[] = {
     {"GET", "/health"},   {"GET", "/v1/models"}, {"POST", "/v1/chat/completions"},
     {"POST", "/v1/completions"}, {"GET", "/metrics"},   {"GET", "/"},
-    {"POST", "/tokenize"},       {"POST", "/detokenize"},   {"POST", "/v1/embeddings"}};
+    {"POST", "/tokenize"},       {"POST", "/detokenize"},   {"POST", "/v1/embeddings"},
+    {"POST", "/v1/audio/transcriptions"}, {"POST", "/v1/audio/translations"}};
 
 }  // namespace
 
@@ -105,8 +106,8 @@ Status Server::Impl::StartHttp() {
     auto* self = static_cast<Impl*>(context);
     const Reply res{self->http_backend, response, request->connection};
     try {
-      self->Handle(static_cast<Route>(request->route),
-                   std::string_view(request->body, request->body_size), res);
+      self->Handle(static_cast<Route>(request->route), std::string_view(request->body, request->body_size),
+                   request->content_type ? request->content_type : "", res);
     } catch (...) {
       SendError(res, 500, OpenAiError("internal error", "server_error"));
     }
@@ -164,7 +165,7 @@ Status Server::Impl::StartHttp() {
   return Status::Ok();
 }
 
-void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) {
+void Server::Impl::Handle(Route route, std::string_view body, std::string_view content_type, const Reply& res) {
   switch (route) {
     case Route::kHealth: {  // one answer for the server: the engines summed
       Engine::Stats sum;
@@ -210,6 +211,12 @@ void Server::Impl::Handle(Route route, std::string_view body, const Reply& res) 
       return;
     case Route::kEmbeddings:
       Embeddings(body, res);
+      return;
+    case Route::kTranscriptions:
+      Transcribe(TranscriptionTask::kTranscribe, content_type, body, res);
+      return;
+    case Route::kTranslations:
+      Transcribe(TranscriptionTask::kTranslate, content_type, body, res);
       return;
     case Route::kChatPage:
       res.http->set_content(res.res, reinterpret_cast<const char*>(kChatPage), kChatPageSize,

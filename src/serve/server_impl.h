@@ -17,6 +17,7 @@
 #include "mlc_manifest/chat.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/serve.h"
+#include "mlc_manifest/transcript.h"
 #include "serve/http_backend.h"
 #include "serve/metrics.h"
 #include "serve/served_model.h"
@@ -83,7 +84,8 @@ SamplerConfig SamplingDefaults(const ChatConfig::Sampling& package);
 // The server's routes, in the order of Route's values; GET /v1/models/NAME of the model i is
 // route kModel + i.
 enum class Route {
-  kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize, kEmbeddings, kModel
+  kHealth, kModels, kChatCompletions, kCompletions, kMetrics, kChatPage, kTokenize, kDetokenize, kEmbeddings,
+  kTranscriptions, kTranslations, kModel
 };
 
 // The chat page (share/chat/index.html, embedded at build time).
@@ -184,7 +186,7 @@ struct Server::Impl {
 
   // Creates the module's server with the routes and their handler.
   Status StartHttp();
-  void Handle(serve::Route route, std::string_view body, const serve::Reply& res);
+  void Handle(serve::Route route, std::string_view body, std::string_view content_type, const serve::Reply& res);
   // POST /tokenize and /detokenize (serve/tokenize.cc).
   // A request body as JSON within the server's limits (--max-body-bytes, the JSON value count).
   Result<Json> ParseBody(std::string_view body) const;
@@ -201,10 +203,16 @@ struct Server::Impl {
     serve::ServedModel* model = nullptr;
   };
   std::optional<Admitted> Admit(std::string_view body, const serve::Reply& res);
+  // A request let in (not draining, under --max-concurrent), counted in flight while the slot
+  // lives; or nullptr, its refusal answered and counted.
+  std::unique_ptr<serve::InFlight> Slot(const serve::Reply& res);
   // The generation routes: the request admitted, parsed by its route, queued and answered.
   void Generate(serve::Wire wire, std::string_view body, const serve::Reply& res);
   // POST /v1/embeddings (serve/embeddings.cc).
   void Embeddings(std::string_view body, const serve::Reply& res);
+  // POST /v1/audio/transcriptions and /v1/audio/translations (serve/transcriptions.cc).
+  void Transcribe(TranscriptionTask task, std::string_view content_type, std::string_view body, const serve::Reply& res);
+  struct TranscriptState;
   // An engine's refusal to queue: 429 when full, 400 for what the model cannot do, else 503.
   void RefuseSubmit(const serve::Reply& res, const Error& e);
   // The end of an awaited request counted, and a failure answered: the timeout (504), a client
@@ -247,6 +255,24 @@ struct Server::Impl {
   void Stream(uint64_t id, serve::Job job, std::shared_ptr<serve::Channel> channel,
               const serve::Reply& res);
   struct StreamState;
+  // Answers with server-sent events that state makes (its Provide(backend, sink), false to stop)
+  // as the module asks for them, until the stream ends (its Release, once).
+  template <typename State>
+  static void SendEvents(const serve::Reply& res, std::unique_ptr<State> state) {
+    res.http->set_header(res.res, "Cache-Control", "no-cache");
+    MlcHttpStream stream{};
+    stream.context = state.release();
+    stream.provide = [](void* context, MlcHttpSink* sink) {
+      auto* s = static_cast<State*>(context);
+      try {
+        return s->Provide(*s->server->http_backend, sink) ? 1 : 0;
+      } catch (...) {  // no exception crosses the module's table
+        return 0;
+      }
+    };
+    stream.release = [](void* context, int) { std::unique_ptr<State>(static_cast<State*>(context))->Release(); };
+    res.http->set_stream(res.res, "text/event-stream", stream);
+  }
 };
 
 }  // namespace mlc

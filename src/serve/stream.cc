@@ -20,6 +20,12 @@ struct Server::Impl::StreamState {
 
   // The next chunks of the answer; false stops the stream (the client went away or it failed).
   bool Provide(const MlcHttpBackend& backend, MlcHttpSink* sink);
+  // The stream let go of: the request cancelled unless it finished.
+  void Release() {
+    if (!finished) job.model->engine->Cancel(id);  // the client went away or the stream failed
+    if (!counted) server->metrics.Count(Outcome::kCancelled);
+    --server->in_flight;
+  }
 };
 
 bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSink* sink) {
@@ -68,26 +74,9 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
 }
 
 void Server::Impl::Stream(uint64_t id, Job job, std::shared_ptr<Channel> channel, const Reply& res) {
-  auto* state = new StreamState{this, id, std::move(channel), std::move(job),
-                                Clock::now() + std::chrono::seconds(options.request_timeout_s)};
-  res.http->set_header(res.res, "Cache-Control", "no-cache");
-  MlcHttpStream stream{};
-  stream.context = state;
-  stream.provide = [](void* context, MlcHttpSink* sink) {
-    auto* s = static_cast<StreamState*>(context);
-    try {
-      return s->Provide(*s->server->http_backend, sink) ? 1 : 0;
-    } catch (...) {  // no exception crosses the module's table
-      return 0;
-    }
-  };
-  stream.release = [](void* context, int) {
-    std::unique_ptr<StreamState> s(static_cast<StreamState*>(context));
-    if (!s->finished) s->job.model->engine->Cancel(s->id);  // the client went away or the stream failed
-    if (!s->counted) s->server->metrics.Count(Outcome::kCancelled);
-    --s->server->in_flight;
-  };
-  res.http->set_stream(res.res, "text/event-stream", stream);
+  SendEvents(res, std::unique_ptr<StreamState>(new StreamState{
+                     this, id, std::move(channel), std::move(job),
+                     Clock::now() + std::chrono::seconds(options.request_timeout_s)}));
 }
 
 }  // namespace mlc

@@ -25,7 +25,12 @@
 //     embeddings.create for the texts as the client sends them by default (base64, decoded by the
 //     client), with encoding_format float, and for the comma-separated TOKEN_IDS; `dimensions` of
 //     another width refused. Prints one JSON object.
+//   node serve_client.mjs OPENAI_DIR BASE_URL transcribe MODEL WAV_FILE
+//     audio.transcriptions.create for the recording in each response_format (json, text, srt, vtt,
+//     verbose_json), streamed (its transcript.text.delta / .done events), and one
+//     audio.translations.create; prints one JSON object.
 import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 
 const [openaiDir, baseURL, mode, ...rest] = process.argv.slice(2);
@@ -281,7 +286,27 @@ async function embeddings(model, texts, ids) {
     usage: floats.usage, model: floats.model, object: floats.object, refused }));
 }
 
+// Every form of a transcript of the recording, and a translation.
+async function transcribe(model, wavFile) {
+  const bytes = readFileSync(wavFile);
+  const toFile = require(openaiDir).toFile ?? OpenAI.toFile;
+  const file = () => toFile(bytes, 'recording.wav', { type: 'audio/wav' });
+  const out = {};
+  for (const format of ['json', 'text', 'srt', 'vtt', 'verbose_json']) {
+    out[format] = await client.audio.transcriptions.create({ model, file: await file(), response_format: format });
+  }
+  const stream = await client.audio.transcriptions.create({ model, file: await file(), stream: true });
+  out.deltas = [];
+  for await (const event of stream) {
+    if (event.type === 'transcript.text.delta') out.deltas.push(event.delta);
+    else if (event.type === 'transcript.text.done') out.done = event;
+  }
+  out.translation = await client.audio.translations.create({ model, file: await file() });
+  console.log(JSON.stringify(out));
+}
+
 if (mode === 'basic') await basic();
+else if (mode === 'transcribe') await transcribe(rest[0], rest[1]);
 else if (mode === 'embeddings') await embeddings(rest[0], JSON.parse(rest[1]), rest[2].split(',').map(Number));
 else if (mode === 'apikey') await apikey(rest[0]);
 else if (mode === 'completions') await completions(rest[0].split(',').map(Number));

@@ -122,7 +122,8 @@ HttpReply Http(int port, const std::string& method, const std::string& path, con
   if (fd < 0) return {};
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers;
   if (method == "POST") {
-    req += "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    if (headers.find("Content-Type:") == std::string::npos) req += "Content-Type: application/json\r\n";
+    req += "Content-Length: " + std::to_string(body.size()) + "\r\n";
   }
   req += "\r\n" + body;
   SendAll(fd, req);

@@ -59,8 +59,8 @@ struct HttpReply {
 };
 // The status and body of a raw response ("HTTP/1.1 NNN ..."); status 0 when there is none.
 HttpReply ParseReply(const std::string& raw);
-// One request on its own connection (Host 127.0.0.1, Connection: close; a POST's body as JSON;
-// `headers`: more header lines, each ending in CRLF).
+// One request on its own connection (Host 127.0.0.1, Connection: close; a POST's body as JSON
+// unless `headers` gives a Content-Type; `headers`: more header lines, each ending in CRLF).
 HttpReply Http(int port, const std::string& method, const std::string& path, const std::string& body = "",
                const std::string& headers = "");
 Json BodyJson(const HttpReply& r);

@@ -182,4 +182,17 @@ double LevelDb(const std::vector<float>& x, size_t begin, size_t end, double ref
   return 20 * std::log10(std::sqrt(sum / static_cast<double>(n)) / reference_rms);
 }
 
+std::vector<float> NoiseWithPauses(double seconds, const std::vector<std::pair<double, double>>& gaps, int64_t rate) {
+  std::vector<float> pcm(static_cast<size_t>(seconds * static_cast<double>(rate)));
+  uint32_t state = 12345;
+  for (size_t i = 0; i < pcm.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    const double t = static_cast<double>(i) / static_cast<double>(rate);
+    bool silent = false;
+    for (const auto& [a, b] : gaps) silent = silent || (t >= a && t < b);
+    pcm[i] = silent ? 0.0f : 0.3f * (static_cast<float>(state >> 8) / 16777216.0f - 0.5f);
+  }
+  return pcm;
+}
+
 }  // namespace mlc::test

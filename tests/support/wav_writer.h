@@ -48,6 +48,11 @@ std::vector<double> Tones(const std::vector<Tone>& tones, int64_t channels, int6
 // 10 log10(sum ref^2 / sum (x - ref)^2) over [begin, end) where ref[i] = amp sin(2 pi f i / rate).
 double ToneSnrDb(const std::vector<float>& x, double amp, double freq_hz, int64_t rate,
                  size_t begin, size_t end);
+// Speech-like noise (a deterministic pseudo-random signal of amplitude 0.15) at `rate`, silent
+// in the gaps [a, b) given in seconds.
+std::vector<float> NoiseWithPauses(double seconds, const std::vector<std::pair<double, double>>& gaps,
+                                   int64_t rate = 16000);
+
 // 20 log10(rms(x[begin, end)) / reference_rms).
 double LevelDb(const std::vector<float>& x, size_t begin, size_t end, double reference_rms);
 

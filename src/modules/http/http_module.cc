@@ -45,7 +45,8 @@ void Route(mlc::serve::HttpServer& http, const MlcHttpRoute& route, int index,
            const MlcHttpHandler* handler) {
   auto call = [index, handler](const httplib::Request& req, httplib::Response& res) {
     auto* connection = reinterpret_cast<MlcHttpConnection*>(mlc::serve::CurrentConnection());
-    const MlcHttpRequest request{index, req.body.data(), req.body.size(), connection};
+    const std::string content_type = req.get_header_value(mlc::serve::kContentTypeHeader);
+    const MlcHttpRequest request{index, req.body.data(), req.body.size(), connection, content_type.c_str()};
     handler->handle(handler->context, &request, C(res));
   };
   const std::string method = route.method;

@@ -14,6 +14,9 @@
 
 namespace mlc::serve {
 
+// Where the request's Content-Type reaches the routes (httplib never sees a Content-Type).
+inline constexpr const char* kContentTypeHeader = "X-Mlc-Content-Type";
+
 class HttpServer : public httplib::Server {
  public:
   // httplib never binds here: its listening socket only tells its streams whether the server is

@@ -1,0 +1,136 @@
+// `mlc-manifest transcribe DIR FILE [-o OUT] [--format txt|srt|vtt|json]`: a recording of any
+// length transcribed (or translated into English) by a package with an audio input, window by
+// window (cut at its pauses; mlc_manifest/transcript.h), with a progress line on a terminal's
+// stderr: windows done, seconds of audio, real-time factor.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/command.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/open_package.h"
+#include "mlc_manifest/transcript.h"
+
+namespace mlc::cli {
+namespace {
+
+struct TranscribeArgs {
+  std::string dir;
+  std::string file;
+  std::string output;
+  std::string format = "txt";
+  std::string language;
+  std::string prompt;
+  bool translate = false;
+  int64_t max_tokens = 256;
+  int64_t max_seconds = 3600;
+  bool force = false;
+  bool json = false;  // failures as one JSON object
+};
+
+std::string Render(const std::string& format, TranscriptionTask task, const std::string& language,
+                   const std::vector<TranscriptSegment>& segments) {
+  if (format == "srt") return TranscriptSrt(segments);
+  if (format == "vtt") return TranscriptVtt(segments);
+  if (format == "json") return TranscriptJson(task, language, segments).dump() + "\n";
+  return TranscriptText(segments) + "\n";
+}
+
+// "window 3/20, 90.0 of 600.0 s, RTF 0.42" (processing time over audio time), on one line.
+void ShowProgress(size_t done, const std::vector<TranscriptSegment>& segments, double wall_s) {
+  const double audio_s = done == 0 ? 0.0 : segments[done - 1].end_s;
+  char line[160];
+  std::snprintf(line, sizeof(line), "\rtranscribe: window %zu/%zu, %.1f of %.1f s, RTF %.2f   ", done, segments.size(),
+                audio_s, segments.back().end_s, audio_s > 0 ? wall_s / audio_s : 0.0);
+  std::cerr << line << std::flush;
+}
+
+int Run(const TranscribeArgs& a) {
+  if (Status s = CheckFolder(a.dir); !s) return ReportFailure(s.errors(), a.json);
+  const TranscriptionTask task = a.translate ? TranscriptionTask::kTranslate : TranscriptionTask::kTranscribe;
+  OpenOptions open;
+  open.chat = true;
+  auto package = OpenPackage(a.dir, open);
+  if (!package) return ReportFailure(package.errors(), a.json);
+  const auto& audio_input = package->model.bound.contract.audio;
+  if (!audio_input) return ReportFailure({Error{ErrorCode::kUnsupported, a.dir, "this model has no audio input"}}, a.json);
+  // Refuse an output that exists (without --force) before any work.
+  std::error_code ec;
+  if (!a.output.empty() && a.output != "-" && !a.force &&
+      std::filesystem::symlink_status(a.output, ec).type() != std::filesystem::file_type::not_found) {
+    return ReportFailure({Error{ErrorCode::kExists, a.output, "the output exists"}}, a.json);
+  }
+  RequestSegment file;
+  file.kind = SegmentKind::kAudio;
+  file.file = a.file;
+  file.path = "FILE";
+  const AudioDecode& processor = audio_input->processor;
+  const int64_t max_samples = a.max_seconds * processor.sample_rate_hz;
+  auto audio = DecodeWindowedAudio(*audio_input, file, (max_samples + processor.max_samples - 1) / processor.max_samples);
+  if (!audio) return ReportFailure(audio.errors(), a.json, a.file);
+  std::vector<TranscriptSegment> segments = TranscriptSegments(*audio);
+  GenerationOptions options;
+  options.max_tokens = a.max_tokens;
+  options.stop_token_ids = package->stop_ids;
+  options.stop_strings = package->stop_strings;
+  SessionOptions session_options;
+  session_options.tokenizer = package->tokenizer.get();
+  const bool progress = !a.json && isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  int64_t begin = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (progress) ShowProgress(i, segments, wall());
+    const int64_t end = audio->ends[i];
+    const std::span<const float> window(audio->samples.data() + begin, static_cast<size_t>(end - begin));
+    begin = end;
+    const std::vector<TranscriptSegment> before(segments.begin(), segments.begin() + static_cast<std::ptrdiff_t>(i));
+    auto input = TranscriptionTurn(*package, task, a.language, TranscriptionContext(a.prompt, before), window);
+    if (!input) return ReportFailure(input.errors(), a.json, a.file);
+    Session session = package->model.NewSession(session_options);  // each window on its own
+    auto result = session.Generate(*input, options);
+    if (!result) return ReportFailure(result.errors(), a.json, a.file);
+    segments[i].text = WindowText(result->text);
+  }
+  if (progress) {
+    ShowProgress(segments.size(), segments, wall());
+    std::cerr << "\n";
+  }
+  const std::string text = Render(a.format, task, a.language, segments);
+  if (a.output.empty()) {
+    std::cout << text;
+    return kExitOk;
+  }
+  if (Status s = WriteFileAtomic(a.output, text, a.force); !s) return ReportFailure(s.errors(), a.json);
+  return kExitOk;
+}
+
+const Registration kTranscribe(615, "transcribe",
+                               "Transcribe (or translate) a recording of any length with a package's audio input",
+                               [](CLI::App* cmd) {
+  auto a = std::make_shared<TranscribeArgs>();
+  cmd->add_option("DIR", a->dir, "The converted-model folder")->required();
+  cmd->add_option("FILE", a->file, "The recording (WAV, FLAC, Ogg, MP3)")->required();
+  cmd->add_option("-o,--output", a->output, "Write the transcript here (atomically) instead of stdout");
+  cmd->add_option("--format", a->format, "txt, srt, vtt or json (segments with their times)")
+      ->check(CLI::IsMember({"txt", "srt", "vtt", "json"}))
+      ->capture_default_str();
+  cmd->add_option("--language", a->language, "The speech's language (ISO-639-1, e.g. en)");
+  cmd->add_option("--prompt", a->prompt, "Text the transcript continues (names, spelling)");
+  cmd->add_flag("--translate", a->translate, "Translate the speech into English");
+  cmd->add_option("--max-tokens", a->max_tokens, "Most tokens a window's text takes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-seconds", a->max_seconds, "Longest recording taken")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--force", a->force, "Overwrite an existing output file");
+  cmd->add_flag("--json", a->json, "Failures as one JSON object");
+  return [a]() { return Run(*a); };
+});
+
+}  // namespace
+}  // namespace mlc::cli
