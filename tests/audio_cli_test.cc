@@ -25,6 +25,7 @@ namespace mlc {
 namespace {
 
 using test::RunCli;
+using test::RunCliMeasured;
 using test::TempDir;
 using test::WavLayout;
 using test::WavSample;
@@ -215,25 +216,6 @@ TEST(AudioCli, ProcessorFromModelPackage) {
 }
 
 // Runs the CLI and returns its exit code and peak resident memory in KiB.
-std::pair<int, long> RunCliMeasured(const std::vector<std::string>& args) {
-  std::vector<std::string> argv{MLC_CLI_PATH};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<char*> cargv;
-  for (std::string& s : argv) cargv.push_back(s.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return {-1, 0};
-  int status = 0;
-  struct rusage usage {};
-  ::wait4(pid, &status, 0, &usage);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, usage.ru_maxrss};
-}
-
 TEST(ArrayFileWriter, NpyHeaderIsFinishedOnCommit) {
   TempDir dir;
   const std::vector<float> x{0.5f, -1.0f, 0.25f, 3.0f, 7.5f};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "mlc_manifest/audio.h"
@@ -77,6 +78,34 @@ TEST(AudioWindows, WithoutPausesEachWindowIsLongAndTheLastKeepsMinSamples) {
   EXPECT_GE(two[1] - two[0], p.min_samples);
   // One that fits is one window.
   EXPECT_EQ(AudioWindowEnds(std::vector<float>(100, 0.0f), p), std::vector<int64_t>{100});
+}
+
+// Streamed in blocks of any size, the windower hands on exactly AudioWindowEnds' windows, each
+// while holding about a window of samples.
+TEST(AudioWindows, AStreamIsCutWhereTheWholeRecordingIs) {
+  const AudioDecode p = Processor(2 * kRate, 1600);
+  for (double seconds : {1.0, 2.0, 2.05, 2.1, 6.5, 19.37}) {
+    const std::vector<float> pcm = Recording(seconds, {{1.75, 1.85}, {3.55, 3.65}, {5.35, 5.45}, {9.1, 9.3}});
+    const std::vector<int64_t> want = AudioWindowEnds(pcm, p);
+    for (size_t block : {size_t{1} << 20, size_t{4096}, size_t{777}, size_t{1}}) {
+      if (block == 1 && seconds > 3) continue;  // sample by sample: a short recording suffices
+      std::vector<int64_t> got;
+      size_t samples = 0;
+      AudioWindower windower(p, [&](std::span<const float> window, int64_t start) -> Status {
+        EXPECT_EQ(start, got.empty() ? 0 : got.back());
+        EXPECT_EQ(0, std::memcmp(window.data(), pcm.data() + start, window.size() * sizeof(float)));
+        samples += window.size();
+        got.push_back(start + static_cast<int64_t>(window.size()));
+        return Status::Ok();
+      });
+      for (size_t i = 0; i < pcm.size(); i += block) {
+        ASSERT_TRUE(windower.Write(std::span<const float>(pcm).subspan(i, std::min(block, pcm.size() - i))).ok());
+      }
+      ASSERT_TRUE(windower.Finish().ok());
+      EXPECT_EQ(got, want) << seconds << " s in blocks of " << block;
+      EXPECT_EQ(samples, pcm.size());
+    }
+  }
 }
 
 // A reference package whose audio processor takes 2 s a window.

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <regex>
 
+#include "mlc_manifest/audio.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/reference_model.h"
@@ -306,6 +308,197 @@ TEST(ServeTranscriptions, EveryFormatThroughTheOpenAiClient) {
   auto deaf = test::RunCli({"transcribe", text_only.path(), pkg.wav});
   EXPECT_EQ(deaf.exit_code, 1);
   EXPECT_NE(deaf.err.find("no audio input"), std::string::npos) << deaf.err;
+}
+
+// ---- A 95 s recording of speech (espeak-ng) and silence, at the manifest's 30 s windows ----
+
+constexpr int64_t kRate = 16000;
+
+// Sentences spoken by espeak-ng one after another with a second of silence between them, to
+// exactly `seconds`; empty when espeak-ng is not installed.
+std::vector<float> Speech(const test::TempDir& dir, double seconds) {
+  static const char* const kSentences[] = {
+      "The river runs through the valley at dusk.", "Seven ships sailed north before the winter came.",
+      "Please write the numbers down in order.", "A quiet voice carried across the empty hall.",
+      "Bring the red lamp and the long rope.", "Every morning the baker opens at six."};
+  AudioDecode processor;
+  processor.sample_rate_hz = kRate;
+  processor.min_samples = 1;
+  processor.max_samples = 60 * kRate;
+  std::vector<std::vector<float>> spoken;
+  for (const char* sentence : kSentences) {
+    const std::string wav = dir.File("sentence" + std::to_string(spoken.size()) + ".wav");
+    auto r = test::RunProgram({"espeak-ng", "-w", wav, sentence});
+    if (r.exit_code != 0) return {};
+    auto decoded = DecodeAudioFile(wav, processor);
+    if (!decoded) return {};
+    spoken.push_back(decoded->samples);
+  }
+  const auto total = static_cast<size_t>(seconds * kRate);
+  std::vector<float> pcm;
+  for (size_t i = 0; pcm.size() < total; ++i) {
+    pcm.insert(pcm.end(), spoken[i % spoken.size()].begin(), spoken[i % spoken.size()].end());
+    pcm.insert(pcm.end(), kRate, 0.0f);
+  }
+  pcm.resize(total);
+  return pcm;
+}
+
+// Whether the 20 ms around sample `at` are silent.
+bool InAPause(const std::vector<float>& pcm, int64_t at) {
+  for (int64_t i = std::max<int64_t>(0, at - 160); i < std::min<int64_t>(static_cast<int64_t>(pcm.size()), at + 160); ++i) {
+    if (std::fabs(pcm[static_cast<size_t>(i)]) > 2e-3f) return false;
+  }
+  return true;
+}
+
+double AdapterRuns(int port) {
+  return test::Sample(test::ScrapeMetrics(port), "mlc_manifest_adapter_runs", "mlc_manifest_adapter_runs_total");
+}
+
+// 95 s of speech through the endpoint (every format, streamed and not, through the openai client),
+// a chat over HTTP, `run --messages` and `transcribe`: four windows of at most 30 s cut in the
+// pauses, covering the recording, the tower run once a window; a context that cannot hold the
+// recording answers how many seconds fit.
+TEST(LongRecording, NinetyFiveSecondsOfSpeechEverywhere) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  test::TempDir dir;
+  const std::vector<float> pcm = Speech(dir, 95.0);
+  if (pcm.empty()) GTEST_SKIP() << "espeak-ng is not installed";
+  ReferenceModelOptions o;
+  o.seed = 5;
+  o.audio = true;
+  o.audio_frame_size = kRate;  // a row a second: 95 rows
+  ASSERT_TRUE(WriteReferenceModel(dir.File("pkg"), o).ok());
+  const std::string wav = dir.File("speech95.wav");
+  ASSERT_TRUE(WriteFileAtomic(wav, test::EncodeWav(test::WavLayout{}, std::vector<double>(pcm.begin(), pcm.end())), true).ok());
+  // The 16-bit file is what the server decodes: its samples decide where the pauses are.
+  AudioDecode processor;
+  processor.sample_rate_hz = kRate;
+  processor.max_samples = 100 * kRate;
+  auto heard = DecodeAudioFile(wav, processor);
+  ASSERT_TRUE(heard.ok()) << FormatErrors(heard.errors());
+
+  test::ServerProcess server(dir.File("pkg"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  // One request first: the tower runs once a window.
+  auto bytes = ReadFile(wav);
+  ASSERT_TRUE(bytes.ok());
+  const double runs_before = AdapterRuns(server.port());
+  test::HttpReply first = test::Http(server.port(), "POST", "/v1/audio/transcriptions",
+                                     Part("B", R"(name="response_format")", "verbose_json") +
+                                         Part("B", R"(name="file"; filename="speech95.wav")", *bytes) + "--B--\r\n",
+                                     "Content-Type: multipart/form-data; boundary=B\r\n");
+  ASSERT_EQ(first.status, 200) << first.body;
+  const Json verbose = test::BodyJson(first);
+  const Json& segments = verbose["segments"];
+  ASSERT_EQ(segments.size(), 4u) << first.body;
+  EXPECT_EQ(AdapterRuns(server.port()) - runs_before, 4.0);
+  double at = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const double start = segments[i]["start"], end = segments[i]["end"];
+    EXPECT_DOUBLE_EQ(start, at);
+    EXPECT_GT(end, start);
+    EXPECT_LE(end - start, 30.0);
+    const auto cut = static_cast<int64_t>(std::llround(end * kRate));
+    if (i + 1 < segments.size()) {
+      EXPECT_TRUE(InAPause(heard->samples, cut)) << "cut at " << end << " s";
+    }
+    at = end;
+  }
+  EXPECT_DOUBLE_EQ(at, 95.0);
+
+  // Every format through the official client, streamed and not.
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai, server.url(),
+                             "transcribe", "reference", wav});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  const std::string text = (*doc)["json"]["text"];
+  EXPECT_EQ(text, verbose["text"]);
+  EXPECT_EQ((*doc)["verbose_json"]["segments"], segments);
+  for (const char* format : {"srt", "vtt"}) {
+    const auto cues = Cues((*doc)[format]);
+    ASSERT_EQ(cues.size(), 4u) << format;
+    for (size_t i = 0; i < cues.size(); ++i) {
+      EXPECT_NEAR(cues[i].second, segments[i]["end"].get<double>(), 0.0006) << format;
+      if (i > 0) {
+        EXPECT_EQ(cues[i].first, cues[i - 1].second) << format;
+      }
+    }
+  }
+  std::string streamed;
+  for (const auto& d : (*doc)["deltas"]) streamed += d.get<std::string>();
+  EXPECT_EQ(streamed, text);
+
+  // A chat with the recording: the prompt holds its 95 rows.
+  OrderedJson message = {{"role", "user"},
+                         {"content", OrderedJson::array({{{"type", "text"}, {"text", "What is said here?"}},
+                                                          {{"type", "input_audio"},
+                                                           {"input_audio", {{"data", test::Base64(*bytes)}, {"format", "wav"}}}}})}};
+  OrderedJson body = {{"messages", OrderedJson::array({message})}, {"max_tokens", 3}, {"temperature", 0}};
+  test::HttpReply chat = test::Http(server.port(), "POST", "/v1/chat/completions", body.dump());
+  ASSERT_EQ(chat.status, 200) << chat.body;
+  EXPECT_GE(test::BodyJson(chat)["usage"]["prompt_tokens"].get<int64_t>(), 95);
+  EXPECT_EQ(server.Stop(), 0);
+  const std::string messages = dir.Write("m.json", OrderedJson{{"messages", OrderedJson::array({message})}}.dump());
+  auto run = test::RunCli({"run", dir.File("pkg"), "--messages", messages, "--max-tokens", "2", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto ran = ParseJson(run.out);
+  ASSERT_TRUE(ran.ok()) << run.out;
+  EXPECT_GE((*ran)["turns"][0]["prompt_length"].get<int64_t>(), 95) << run.out;
+
+  auto cli = test::RunCli({"transcribe", dir.File("pkg"), wav, "--format", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  auto transcript = ParseJson(cli.out);
+  ASSERT_TRUE(transcript.ok()) << cli.out;
+  EXPECT_EQ((*transcript)["text"], text);
+  EXPECT_EQ((*transcript)["segments"].size(), 4u);
+
+  // A context of 64 positions cannot hold 95 rows: the answer says how many seconds would fit.
+  ReferenceModelOptions small = o;
+  small.context_window_size = 64;
+  small.prefill_chunk_size = 32;
+  ASSERT_TRUE(WriteReferenceModel(dir.File("small"), small).ok());
+  test::ServerProcess narrow(dir.File("small"));
+  ASSERT_GT(narrow.port(), 0) << narrow.log();
+  test::HttpReply refused = test::Http(narrow.port(), "POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(test::ErrorMessage(refused).find("s fit"), std::string::npos) << refused.body;
+  EXPECT_EQ(narrow.Stop(), 0);
+}
+
+// `transcribe` streams the recording: ten minutes take no more memory than one (holding ten
+// minutes of samples would take 38 MB more, the file 19 MB).
+TEST(LongRecording, TranscribeMemoryDoesNotGrowWithTheRecording) {
+  test::TempDir dir;
+  ReferenceModelOptions o;
+  o.seed = 6;
+  o.audio = true;
+  o.audio_frame_size = kRate;
+  ASSERT_TRUE(WriteReferenceModel(dir.File("pkg"), o).ok());
+  std::vector<long> peak_kib;
+  for (double seconds : {60.0, 600.0}) {
+    // Made by sox: the peak RSS of a child spawned from this process starts from this process's own
+    // peak (the child runs in its memory until its exec), which the recording must not raise.
+    const std::string wav = dir.File(std::to_string(static_cast<int>(seconds)) + ".wav");
+    auto made = test::RunProgram({"sox", "-n", "-r", "16000", "-b", "16", "-c", "1", wav, "synth",
+                                  std::to_string(static_cast<int>(seconds)), "whitenoise", "vol", "0.1"});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    const std::string out = dir.File(std::to_string(static_cast<int>(seconds)) + ".json");
+    auto [code, kib] = test::RunCliMeasured({"transcribe", dir.File("pkg"), wav, "--max-tokens", "2", "--format", "json", "-o", out});
+    ASSERT_EQ(code, 0);
+    peak_kib.push_back(kib);
+    auto transcript = ReadFile(out);
+    ASSERT_TRUE(transcript.ok());
+    auto doc = ParseJson(*transcript);
+    ASSERT_TRUE(doc.ok());
+    EXPECT_DOUBLE_EQ((*doc)["duration"].get<double>(), seconds);
+    EXPECT_GE((*doc)["segments"].size(), static_cast<size_t>(seconds / 30));
+  }
+  EXPECT_LT(peak_kib[1], peak_kib[0] + 12 * 1024) << "peak RSS " << peak_kib[0] << " KiB for 60 s, " << peak_kib[1]
+                                                   << " KiB for 600 s";
 }
 
 }  // namespace

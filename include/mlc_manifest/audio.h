@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -107,5 +108,29 @@ Result<DecodedAudio> DecodeAudioSamples(std::span<const float> interleaved, int6
 // (at most its last 5 s), so that a pause there is where the recording is cut; the latest of
 // equally quiet places wins.
 std::vector<int64_t> AudioWindowEnds(std::span<const float> pcm, const AudioDecode& processor);
+
+// AudioWindowEnds as a recording streams in (an AudioSink for StreamAudioFile): each window is
+// handed on as soon as its cut is known -- the same windows, while holding at most about one
+// window of samples, whatever the recording's length.
+class AudioWindower : public AudioSink {
+ public:
+  // A window's samples (valid during the call) and where it starts in the recording; an error
+  // stops the decode with it.
+  using OnWindow = std::function<Status(std::span<const float> window, int64_t start)>;
+  AudioWindower(const AudioDecode& processor, OnWindow on_window);
+  void Expect(int64_t samples) override { expected_ = samples; }
+  Status Write(std::span<const float> samples) override;
+  // Hands on the windows that are left; call once the decode has succeeded.
+  Status Finish();
+  // The canonical length a header announced (0 when none).
+  int64_t expected() const { return expected_; }
+
+ private:
+  AudioDecode processor_;
+  OnWindow on_window_;
+  std::vector<float> buffer_;  // the samples from start_ on
+  int64_t start_ = 0;
+  int64_t expected_ = 0;
+};
 
 }  // namespace mlc

@@ -174,6 +174,9 @@ class Session {
   // sampled stop token is not fed back; a last token cut by the limit or a stop is fed at the
   // start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
+  // The same in a sequence of its own, from an empty cache: the conversation is untouched (each
+  // window of a transcript, say).
+  Result<TurnResult> GenerateApart(const TurnInput& input, const GenerationOptions& options);
   // The embedding of an input, in a sequence of its own: the conversation is untouched.
   // kUnsupported when the library has no hidden-states function.
   Result<EmbeddingResult> Embed(const TurnInput& input, EmbeddingPooling pooling = EmbeddingPooling::kMean);
@@ -183,6 +186,7 @@ class Session {
   int64_t adapter_calls() const;
 
  private:
+  Result<TurnResult> Turn(const TurnInput& input, const GenerationOptions& options, bool in_conversation);
   struct State;
   std::unique_ptr<State> state_;
 };

@@ -1,7 +1,8 @@
 // `mlc-manifest transcribe DIR FILE [-o OUT] [--format txt|srt|vtt|json]`: a recording of any
 // length transcribed (or translated into English) by a package with an audio input, window by
-// window (cut at its pauses; mlc_manifest/transcript.h), with a progress line on a terminal's
-// stderr: windows done, seconds of audio, real-time factor.
+// window (cut at its pauses as it streams in, so that memory does not grow with its length;
+// mlc_manifest/transcript.h), with a progress line on a terminal's stderr: windows done, seconds
+// of audio, real-time factor.
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "mlc_manifest/audio.h"
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/open_package.h"
 #include "mlc_manifest/transcript.h"
@@ -39,12 +41,11 @@ std::string Render(const std::string& format, TranscriptionTask task, const std:
   return TranscriptText(segments) + "\n";
 }
 
-// "window 3/20, 90.0 of 600.0 s, RTF 0.42" (processing time over audio time), on one line.
-void ShowProgress(size_t done, const std::vector<TranscriptSegment>& segments, double wall_s) {
-  const double audio_s = done == 0 ? 0.0 : segments[done - 1].end_s;
+// "window 3, 90.0 of 600.0 s, RTF 0.42" (processing time over audio time), on one line.
+void ShowProgress(size_t done, double audio_s, double total_s, double wall_s) {
   char line[160];
-  std::snprintf(line, sizeof(line), "\rtranscribe: window %zu/%zu, %.1f of %.1f s, RTF %.2f   ", done, segments.size(),
-                audio_s, segments.back().end_s, audio_s > 0 ? wall_s / audio_s : 0.0);
+  std::snprintf(line, sizeof(line), "\rtranscribe: window %zu, %.1f of %.1f s, RTF %.2f   ", done, audio_s, total_s,
+                audio_s > 0 ? wall_s / audio_s : 0.0);
   std::cerr << line << std::flush;
 }
 
@@ -63,15 +64,12 @@ int Run(const TranscribeArgs& a) {
       std::filesystem::symlink_status(a.output, ec).type() != std::filesystem::file_type::not_found) {
     return ReportFailure({Error{ErrorCode::kExists, a.output, "the output exists"}}, a.json);
   }
-  RequestSegment file;
-  file.kind = SegmentKind::kAudio;
-  file.file = a.file;
-  file.path = "FILE";
-  const AudioDecode& processor = audio_input->processor;
-  const int64_t max_samples = a.max_seconds * processor.sample_rate_hz;
-  auto audio = DecodeWindowedAudio(*audio_input, file, (max_samples + processor.max_samples - 1) / processor.max_samples);
-  if (!audio) return ReportFailure(audio.errors(), a.json, a.file);
-  std::vector<TranscriptSegment> segments = TranscriptSegments(*audio);
+  // The recording streams in and each window is transcribed once its cut is known: memory holds
+  // about one window of samples, whatever the recording's length.
+  AudioDecode processor = audio_input->processor;
+  const int64_t window_samples = processor.max_samples;
+  processor.max_samples = a.max_seconds * processor.sample_rate_hz;
+  const auto rate = static_cast<double>(processor.sample_rate_hz);
   GenerationOptions options;
   options.max_tokens = a.max_tokens;
   options.stop_token_ids = package->stop_ids;
@@ -81,24 +79,26 @@ int Run(const TranscribeArgs& a) {
   const bool progress = !a.json && isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  int64_t begin = 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    if (progress) ShowProgress(i, segments, wall());
-    const int64_t end = audio->ends[i];
-    const std::span<const float> window(audio->samples.data() + begin, static_cast<size_t>(end - begin));
-    begin = end;
-    const std::vector<TranscriptSegment> before(segments.begin(), segments.begin() + static_cast<std::ptrdiff_t>(i));
-    auto input = TranscriptionTurn(*package, task, a.language, TranscriptionContext(a.prompt, before), window);
-    if (!input) return ReportFailure(input.errors(), a.json, a.file);
-    Session session = package->model.NewSession(session_options);  // each window on its own
-    auto result = session.Generate(*input, options);
-    if (!result) return ReportFailure(result.errors(), a.json, a.file);
-    segments[i].text = WindowText(result->text);
-  }
-  if (progress) {
-    ShowProgress(segments.size(), segments, wall());
-    std::cerr << "\n";
-  }
+  std::vector<TranscriptSegment> segments;
+  Session session = package->model.NewSession(session_options);  // each window apart
+  AudioDecode windows = audio_input->processor;
+  windows.max_samples = window_samples;
+  AudioWindower windower(windows, [&](std::span<const float> window, int64_t at) -> Status {
+    const auto first = static_cast<double>(at) / rate;
+    const double last = static_cast<double>(at + static_cast<int64_t>(window.size())) / rate;
+    auto input = TranscriptionTurn(*package, task, a.language, TranscriptionContext(a.prompt, segments), window);
+    MLC_RETURN_IF_ERROR(input);
+    auto result = session.GenerateApart(*input, options);
+    MLC_RETURN_IF_ERROR(result);
+    segments.push_back({first, last, WindowText(result->text)});
+    if (progress) ShowProgress(segments.size(), last, static_cast<double>(windower.expected()) / rate, wall());
+    return Status::Ok();
+  });
+  if (progress) ShowProgress(0, 0.0, 0.0, 0.0);
+  auto decoded = StreamAudioFile(a.file, processor, windower);
+  if (!decoded) return ReportFailure(decoded.errors(), a.json, a.file);
+  if (Status s = windower.Finish(); !s) return ReportFailure(s.errors(), a.json, a.file);
+  if (progress) std::cerr << "\n";
   const std::string text = Render(a.format, task, a.language, segments);
   if (a.output.empty()) {
     std::cout << text;

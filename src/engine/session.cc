@@ -105,6 +105,14 @@ int64_t Session::KvLength() const { return state_->kv_length; }
 
 
 Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOptions& options) {
+  return Turn(input, options, true);
+}
+
+Result<TurnResult> Session::GenerateApart(const TurnInput& input, const GenerationOptions& options) {
+  return Turn(input, options, false);
+}
+
+Result<TurnResult> Session::Turn(const TurnInput& input, const GenerationOptions& options, bool in_conversation) {
   MLC_RETURN_IF_ERROR(CheckSamplerConfig(options.sampler));
   State& st = *state_;
   MLC_RETURN_IF_ERROR(st.Start());
@@ -116,7 +124,7 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
   r.stop_strings = options.stop_strings;
   if (options.json) r.json = *options.json;
   r.top_logprobs = options.top_logprobs;
-  r.conversation = st.conversation;
+  if (in_conversation) r.conversation = st.conversation;
   r.return_logits = true;
   r.on_token = options.on_token;
   auto waiter = std::make_shared<Waiter>();
@@ -127,7 +135,7 @@ Result<TurnResult> Session::Generate(const TurnInput& input, const GenerationOpt
     return ran.errors();
   }
   StreamEvent& e = waiter->last;
-  st.kv_length = e.kv_length;
+  if (in_conversation) st.kv_length = e.kv_length;
   TurnResult result;
   result.plan = std::move(e.plan);
   result.tokens = std::move(waiter->tokens);

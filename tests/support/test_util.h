@@ -37,6 +37,9 @@ struct CliResult {
 // Runs the built mlc-manifest with these arguments (no shell), optional stdin text.
 CliResult RunCli(const std::vector<std::string>& args, const std::string& stdin_text = "");
 
+// Runs the built mlc-manifest (stdout to /dev/null): its exit code and peak RSS in KiB.
+std::pair<int, long> RunCliMeasured(const std::vector<std::string>& args);
+
 // Runs any program (argv[0] looked up on PATH), capturing stdout and stderr.
 CliResult RunProgram(const std::vector<std::string>& argv, const std::string& stdin_text = "");
 
