@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as a multipart/form-data request (the first line its
 // Content-Type value, the rest its body) through the form parser and the audio routes' field
 // parser. Nothing may crash; what parses must hold at most max_parts parts, each with a name and
-// its bytes inside the body; every error must name where and render as an OpenAI error.
+// its bytes inside the body; every error must name where and render as the server sends it.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -9,6 +9,15 @@
 #include "mlc_manifest/serve.h"
 #include "serve/multipart.h"
 #include "serve/transcription_request.h"
+
+namespace {
+
+// As the server writes an error (serve/openai_wire.cc Dump): a form's bytes need not be UTF-8.
+void Render(const mlc::Errors& errors) {
+  (void)mlc::OpenAiError(errors).dump(-1, ' ', false, mlc::OrderedJson::error_handler_t::replace);
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
@@ -22,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto parts = mlc::serve::ParseMultipart(content_type, body, limits);
   if (!parts) {
     if (parts.errors().empty() || parts.errors().front().path.empty()) std::abort();
-    (void)mlc::OpenAiError(parts.errors()).dump();
+    Render(parts.errors());
     return 0;
   }
   if (parts->size() > limits.max_parts) std::abort();
@@ -33,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto form = mlc::serve::ParseTranscriptionRequest(*parts, 64);
   if (!form) {
     if (form.errors().empty()) std::abort();
-    (void)mlc::OpenAiError(form.errors()).dump();
+    Render(form.errors());
     return 0;
   }
   if (form->file.empty() || form->prompt.size() > 64) std::abort();
