@@ -3,7 +3,8 @@
 // KV), a shared system prompt among 8 concurrent requests is prefilled once, pages are evicted
 // under a small KV budget and still answer right, a conversation through Session gives the same
 // turns with and without the cache, a media input's adapter runs once for a repeated clip, and a
-// request that differs in one clip reuses only the text before it. Also the page holds of the
+// request that differs in one clip reuses only the text before it, and a request that asks not to
+// be cached leaves neither pages nor adapter rows. Also the page holds of the
 // paged cache itself.
 #include <gtest/gtest.h>
 
@@ -152,30 +153,40 @@ TEST(PrefixCache, SessionTurnsAreTheSameWithAndWithoutTheCache) {
   }
 }
 
+// A tiny Gemma 4 package with its audio tower (library empty on an error).
+std::unique_ptr<test::LoadedPackage> AudioPackage() {
+  FamilyModelOptions o = test::TinyOptions("gemma4", "q4f16_1", 6);
+  o.audio = true;
+  return test::LoadFamilyPackage(o);
+}
+
+// One second of a sine at `freq` radians a sample.
+NDArray Clip(double freq) {
+  NDArray a = NDArray::Empty({16000}, DlFloat32());
+  for (int64_t i = 0; i < 16000; ++i) a.data<float>()[i] = static_cast<float>(0.4 * std::sin(freq * i));
+  return a;
+}
+
+// 35 text positions, the clip, 3 more.
+TurnInput ClipTurn(const BoundContract& c, const NDArray& pcm) {
+  TurnInput in;
+  in.pieces.push_back(PromptPiece{TextPiece{Ids(35, 11)}, "/0"});
+  in.pieces.push_back(PromptPiece{AudioPiece(*c.audio, std::nullopt), "/1"});
+  in.pieces.push_back(PromptPiece{TextPiece{{60, 61, 62}}, "/2"});
+  in.media = {NDArray(), pcm, NDArray()};
+  return in;
+}
+
 // An audio prompt on Gemma 4 with its audio tower: the same clip again runs no adapter (its rows
 // come from the adapter cache) and reuses the cached pages past the clip; a different clip reruns
 // the adapter and reuses only the whole pages before it; every reply equals its run alone.
 TEST(PrefixCache, AdapterRunsOncePerClipAndADifferentClipReusesOnlyTheTextBefore) {
-  FamilyModelOptions o = test::TinyOptions("gemma4", "q4f16_1", 6);
-  o.audio = true;
-  auto m = test::LoadFamilyPackage(o);
+  auto m = AudioPackage();
   ASSERT_TRUE(m->library);
   const BoundContract& c = m->loaded.bound.contract;
   ASSERT_TRUE(c.audio);
-  auto clip = [](double freq) {
-    NDArray a = NDArray::Empty({16000}, DlFloat32());
-    for (int64_t i = 0; i < 16000; ++i) a.data<float>()[i] = static_cast<float>(0.4 * std::sin(freq * i));
-    return a;
-  };
-  const std::vector<int32_t> before = Ids(35, 11);
-  auto turn = [&](const NDArray& pcm) {
-    TurnInput in;
-    in.pieces.push_back(PromptPiece{TextPiece{before}, "/0"});
-    in.pieces.push_back(PromptPiece{AudioPiece(*c.audio, std::nullopt), "/1"});
-    in.pieces.push_back(PromptPiece{TextPiece{{60, 61, 62}}, "/2"});
-    in.media = {NDArray(), pcm, NDArray()};
-    return in;
-  };
+  auto turn = [&](const NDArray& pcm) { return ClipTurn(c, pcm); };
+  auto clip = Clip;
   EngineOptions eo;
   eo.batch.max_batch_size = 2;
   auto engine = Engine::Start(m->loaded, nullptr, eo);
@@ -199,6 +210,47 @@ TEST(PrefixCache, AdapterRunsOncePerClipAndADifferentClipReusesOnlyTheTextBefore
   const StreamEvent other = run(turn(clip(0.07)));
   EXPECT_EQ((*engine)->stats().adapter_runs, 2);
   EXPECT_EQ(other.cached_tokens, 32);  // 35 text positions (and the clip's prefix id) before the rows
+}
+
+// A request with cache = false (a transcript's window) leaves nothing behind: the same clip again
+// runs the adapter again and reuses no page, its answer the same; a conversation's request cannot
+// opt out. Cached requests after it still share.
+TEST(PrefixCache, AnUncachedRequestLeavesNeitherPagesNorAdapterRows) {
+  auto m = AudioPackage();
+  ASSERT_TRUE(m->library);
+  const BoundContract& c = m->loaded.bound.contract;
+  ASSERT_TRUE(c.audio);
+  const TurnInput in = ClipTurn(c, Clip(0.05));
+  auto engine = Engine::Start(m->loaded, nullptr, EngineOptions{});
+  ASSERT_TRUE(engine.ok()) << FormatErrors(engine.errors());
+  const std::vector<int32_t> alone = Alone(m->loaded, in, 5);
+  auto run = [&](bool cache) {
+    GenerationRequest g = Greedy(in, 5);
+    g.cache = cache;
+    Reply r;
+    EXPECT_TRUE((*engine)->Submit(std::move(g), r.Sink()).ok());
+    r.Wait();
+    EXPECT_EQ(r.last.finish_reason, "length") << FormatErrors(r.last.errors);
+    EXPECT_EQ(r.tokens, alone);
+    return r.last;
+  };
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(run(false).cached_tokens, 0);
+    EXPECT_EQ((*engine)->stats().adapter_runs, i + 1);
+    EXPECT_EQ((*engine)->stats().adapter_hits, 0);
+    EXPECT_EQ((*engine)->stats().cached_pages, 0);
+  }
+  EXPECT_EQ(run(true).cached_tokens, 0);
+  EXPECT_GT((*engine)->stats().cached_pages, 0);
+  EXPECT_GT(run(true).cached_tokens, 48);
+  EXPECT_EQ((*engine)->stats().adapter_runs, 3);
+  GenerationRequest g = Greedy(in, 5);
+  g.cache = false;
+  g.conversation = (*engine)->OpenConversation();
+  Reply r;
+  auto refused = (*engine)->Submit(std::move(g), r.Sink());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors().front().path, "/cache");
 }
 
 // The paged cache's holds: a page shared by two sequences and the cache goes back to the pool only

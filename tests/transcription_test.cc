@@ -3,7 +3,7 @@
 // the audio routes' fields, the transcript's SubRip and WebVTT forms, the context a window
 // carries; and /v1/audio/transcriptions and /translations through the official openai client on a
 // recording of four windows (every format, streamed and not), with plain-HTTP refusals; and
-// `transcribe` on the same recording.
+// `transcribe` on the same recording; 95 s and ten minutes of espeak-ng speech both ways.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -357,6 +357,66 @@ double AdapterRuns(int port) {
   return test::Sample(test::ScrapeMetrics(port), "mlc_manifest_adapter_runs", "mlc_manifest_adapter_runs_total");
 }
 
+// A transcript's segments are windows of at most 30 s, end to end from 0 to `seconds`, each cut
+// in a pause of the recording as decoded.
+void ExpectWindowsInPauses(const Json& segments, const std::vector<float>& heard, double seconds) {
+  double at = 0;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const double start = segments[i]["start"], end = segments[i]["end"];
+    EXPECT_DOUBLE_EQ(start, at);
+    EXPECT_GT(end, start);
+    EXPECT_LE(end - start, 30.0);
+    const auto cut = static_cast<int64_t>(std::llround(end * kRate));
+    if (i + 1 < segments.size()) {
+      EXPECT_TRUE(InAPause(heard, cut)) << "cut at " << end << " s";
+    }
+    at = end;
+  }
+  EXPECT_DOUBLE_EQ(at, seconds);
+}
+
+// Every format of the recording through the official client (serve_client.mjs transcribe),
+// streamed and not, agrees with the server's verbose_json: the same text and segments, SubRip and
+// WebVTT cues ending where the segments do, the streamed deltas adding up to the text. Returns
+// the text.
+std::string ExpectEveryFormatAgrees(const std::string& openai, const std::string& url, const std::string& wav,
+                                    const Json& verbose) {
+  const Json& segments = verbose["segments"];
+  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai, url, "transcribe",
+                             "reference", wav});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  if (!doc.ok()) {
+    ADD_FAILURE() << r.out;
+    return "";
+  }
+  const std::string text = (*doc)["json"]["text"];
+  EXPECT_EQ(text, verbose["text"]);
+  EXPECT_EQ((*doc)["verbose_json"]["segments"], segments);
+  for (const char* format : {"srt", "vtt"}) {
+    const auto cues = Cues((*doc)[format]);
+    EXPECT_EQ(cues.size(), segments.size()) << format;
+    for (size_t i = 0; i < cues.size() && i < segments.size(); ++i) {
+      EXPECT_NEAR(cues[i].second, segments[i]["end"].get<double>(), 0.0006) << format;
+      if (i > 0) {
+        EXPECT_EQ(cues[i].first, cues[i - 1].second) << format;
+      }
+    }
+  }
+  std::string streamed;
+  for (const auto& d : (*doc)["deltas"]) streamed += d.get<std::string>();
+  EXPECT_EQ(streamed, text);
+  return text;
+}
+
+// A recording's verbose_json from the server (a multipart form of the file and the format).
+test::HttpReply VerboseTranscript(int port, const std::string& wav_bytes) {
+  return test::Http(port, "POST", "/v1/audio/transcriptions",
+                    Part("B", R"(name="response_format")", "verbose_json") +
+                        Part("B", R"(name="file"; filename="speech.wav")", wav_bytes) + "--B--\r\n",
+                    "Content-Type: multipart/form-data; boundary=B\r\n");
+}
+
 // 95 s of speech through the endpoint (every format, streamed and not, through the openai client),
 // a chat over HTTP, `run --messages` and `transcribe`: four windows of at most 30 s cut in the
 // pauses, covering the recording, the tower run once a window; a context that cannot hold the
@@ -387,51 +447,15 @@ TEST(LongRecording, NinetyFiveSecondsOfSpeechEverywhere) {
   auto bytes = ReadFile(wav);
   ASSERT_TRUE(bytes.ok());
   const double runs_before = AdapterRuns(server.port());
-  test::HttpReply first = test::Http(server.port(), "POST", "/v1/audio/transcriptions",
-                                     Part("B", R"(name="response_format")", "verbose_json") +
-                                         Part("B", R"(name="file"; filename="speech95.wav")", *bytes) + "--B--\r\n",
-                                     "Content-Type: multipart/form-data; boundary=B\r\n");
+  test::HttpReply first = VerboseTranscript(server.port(), *bytes);
   ASSERT_EQ(first.status, 200) << first.body;
   const Json verbose = test::BodyJson(first);
   const Json& segments = verbose["segments"];
   ASSERT_EQ(segments.size(), 4u) << first.body;
   EXPECT_EQ(AdapterRuns(server.port()) - runs_before, 4.0);
-  double at = 0;
-  for (size_t i = 0; i < segments.size(); ++i) {
-    const double start = segments[i]["start"], end = segments[i]["end"];
-    EXPECT_DOUBLE_EQ(start, at);
-    EXPECT_GT(end, start);
-    EXPECT_LE(end - start, 30.0);
-    const auto cut = static_cast<int64_t>(std::llround(end * kRate));
-    if (i + 1 < segments.size()) {
-      EXPECT_TRUE(InAPause(heard->samples, cut)) << "cut at " << end << " s";
-    }
-    at = end;
-  }
-  EXPECT_DOUBLE_EQ(at, 95.0);
-
+  ExpectWindowsInPauses(segments, heard->samples, 95.0);
   // Every format through the official client, streamed and not.
-  auto r = test::RunProgram({"node", test::SourcePath("tests/support/serve_client.mjs"), openai, server.url(),
-                             "transcribe", "reference", wav});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto doc = ParseJson(r.out);
-  ASSERT_TRUE(doc.ok()) << r.out;
-  const std::string text = (*doc)["json"]["text"];
-  EXPECT_EQ(text, verbose["text"]);
-  EXPECT_EQ((*doc)["verbose_json"]["segments"], segments);
-  for (const char* format : {"srt", "vtt"}) {
-    const auto cues = Cues((*doc)[format]);
-    ASSERT_EQ(cues.size(), 4u) << format;
-    for (size_t i = 0; i < cues.size(); ++i) {
-      EXPECT_NEAR(cues[i].second, segments[i]["end"].get<double>(), 0.0006) << format;
-      if (i > 0) {
-        EXPECT_EQ(cues[i].first, cues[i - 1].second) << format;
-      }
-    }
-  }
-  std::string streamed;
-  for (const auto& d : (*doc)["deltas"]) streamed += d.get<std::string>();
-  EXPECT_EQ(streamed, text);
+  const std::string text = ExpectEveryFormatAgrees(openai, server.url(), wav, verbose);
 
   // A chat with the recording: the prompt holds its 95 rows.
   OrderedJson message = {{"role", "user"},
@@ -468,6 +492,56 @@ TEST(LongRecording, NinetyFiveSecondsOfSpeechEverywhere) {
   EXPECT_EQ(refused.status, 400) << refused.body;
   EXPECT_NE(test::ErrorMessage(refused).find("s fit"), std::string::npos) << refused.body;
   EXPECT_EQ(narrow.Stop(), 0);
+}
+
+// Ten minutes of speech, the server's longest (--max-audio-seconds 600), through the official
+// client in every format, streamed and not, and through `transcribe`: windows of at most 30 s
+// cut in the pauses, end to end to 600 s, the same text, segments and token counts both ways.
+TEST(LongRecording, TenMinutesThroughTheOpenAiClientAndTranscribe) {
+  std::string openai = test::NpmPackage("openai@4.104.0");
+  ASSERT_FALSE(openai.empty());
+  test::TempDir dir;
+  std::vector<float> pcm = Speech(dir, 600.0);
+  if (pcm.empty()) GTEST_SKIP() << "espeak-ng is not installed";
+  ReferenceModelOptions o;
+  o.seed = 7;
+  o.audio = true;
+  o.audio_frame_size = kRate;
+  ASSERT_TRUE(WriteReferenceModel(dir.File("pkg"), o).ok());
+  const std::string wav = dir.File("speech600.wav");
+  ASSERT_TRUE(WriteFileAtomic(wav, test::EncodeWav(test::WavLayout{}, std::vector<double>(pcm.begin(), pcm.end())), true).ok());
+  pcm = {};
+  AudioDecode processor;
+  processor.sample_rate_hz = kRate;
+  processor.max_samples = 600 * kRate;
+  auto heard = DecodeAudioFile(wav, processor);
+  ASSERT_TRUE(heard.ok()) << FormatErrors(heard.errors());
+  auto bytes = ReadFile(wav);
+  ASSERT_TRUE(bytes.ok());
+
+  test::ServerProcess server(dir.File("pkg"));
+  ASSERT_GT(server.port(), 0) << server.log();
+  test::HttpReply reply = VerboseTranscript(server.port(), *bytes);
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const Json verbose = test::BodyJson(reply);
+  const Json& segments = verbose["segments"];
+  EXPECT_GE(segments.size(), 20u);
+  ExpectWindowsInPauses(segments, heard->samples, 600.0);
+  const std::string text = ExpectEveryFormatAgrees(openai, server.url(), wav, verbose);
+  EXPECT_FALSE(text.empty());
+  EXPECT_EQ(server.Stop(), 0);
+
+  auto cli = test::RunCli({"transcribe", dir.File("pkg"), wav, "--format", "json"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  auto transcript = ParseJson(cli.out);
+  ASSERT_TRUE(transcript.ok()) << cli.out;
+  EXPECT_EQ((*transcript)["text"], text);
+  Json served = segments;
+  for (Json& segment : served) segment.erase("temperature");  // the server's sampling, per segment
+  EXPECT_EQ((*transcript)["segments"], served);
+  EXPECT_EQ((*transcript)["usage"], verbose["usage"]);
+  EXPECT_GT((*transcript)["timings"]["adapter_ms"].get<double>(), 0.0);
+  EXPECT_EQ((*transcript)["timings"]["prefill_positions"], verbose["usage"]["input_tokens"]);
 }
 
 // `transcribe` streams the recording: ten minutes take no more memory than one (holding ten

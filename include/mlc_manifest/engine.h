@@ -127,6 +127,10 @@ struct GenerationRequest {
   // the request continues its sequence, which stays for the next one.
   uint64_t conversation = 0;
   bool return_logits = false;  // the last step's logits in the last event
+  // false: nothing of the request stays for later ones (in a sequence of its own): its KV pages
+  // do not enter the prefix cache and its adapter rows are neither looked up nor kept (a
+  // transcript's window, whose audio never recurs, leaves the caches to requests that repeat).
+  bool cache = true;
   // Set: an embedding request. Its prompt is prefilled through the library's hidden-states
   // function (batched with the other prefills), nothing is generated, and the last event carries
   // the pooled, L2-normalised vector. A mean pools every position: no cached prefix is reused.

@@ -175,7 +175,8 @@ class Session {
   // start of the next turn.
   Result<TurnResult> Generate(const TurnInput& input, const GenerationOptions& options);
   // The same in a sequence of its own, from an empty cache: the conversation is untouched (each
-  // window of a transcript, say).
+  // window of a transcript, say), and nothing of the turn stays in the engine's prefix and
+  // adapter caches.
   Result<TurnResult> GenerateApart(const TurnInput& input, const GenerationOptions& options);
   // The embedding of an input, in a sequence of its own: the conversation is untouched.
   // kUnsupported when the library has no hidden-states function.

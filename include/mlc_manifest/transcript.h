@@ -48,6 +48,8 @@ std::string TranscriptText(const std::vector<TranscriptSegment>& segments);  // 
 // "end", "text"}]}: OpenAI's verbose_json without usage.
 OrderedJson TranscriptJson(TranscriptionTask task, std::string_view language,
                            const std::vector<TranscriptSegment>& segments);
+// OpenAI's transcript usage: {"type": "tokens", "input_tokens", "output_tokens", "total_tokens"}.
+OrderedJson TranscriptUsage(int64_t input_tokens, int64_t output_tokens);
 std::string TranscriptSrt(const std::vector<TranscriptSegment>& segments);
 std::string TranscriptVtt(const std::vector<TranscriptSegment>& segments);
 

@@ -33,11 +33,22 @@ struct TranscribeArgs {
   bool json = false;  // failures as one JSON object
 };
 
+// What the windows' turns took: tokens in and out, and the session's phase timings.
+struct TranscriptCost {
+  int64_t input_tokens = 0, output_tokens = 0;
+  PhaseTimings timings;
+};
+
 std::string Render(const std::string& format, TranscriptionTask task, const std::string& language,
-                   const std::vector<TranscriptSegment>& segments) {
+                   const std::vector<TranscriptSegment>& segments, const TranscriptCost& cost) {
   if (format == "srt") return TranscriptSrt(segments);
   if (format == "vtt") return TranscriptVtt(segments);
-  if (format == "json") return TranscriptJson(task, language, segments).dump() + "\n";
+  if (format == "json") {
+    OrderedJson out = TranscriptJson(task, language, segments);
+    out["usage"] = TranscriptUsage(cost.input_tokens, cost.output_tokens);
+    out["timings"] = PhaseTimingsJson(cost.timings);
+    return out.dump() + "\n";
+  }
   return TranscriptText(segments) + "\n";
 }
 
@@ -80,6 +91,7 @@ int Run(const TranscribeArgs& a) {
   const auto start = std::chrono::steady_clock::now();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<TranscriptSegment> segments;
+  TranscriptCost cost;
   Session session = package->model.NewSession(session_options);  // each window apart
   AudioDecode windows = audio_input->processor;
   windows.max_samples = window_samples;
@@ -91,6 +103,8 @@ int Run(const TranscribeArgs& a) {
     auto result = session.GenerateApart(*input, options);
     MLC_RETURN_IF_ERROR(result);
     segments.push_back({first, last, WindowText(result->text)});
+    cost.input_tokens += result->plan.prompt_length;
+    cost.output_tokens += static_cast<int64_t>(result->tokens.size());
     if (progress) ShowProgress(segments.size(), last, static_cast<double>(windower.expected()) / rate, wall());
     return Status::Ok();
   });
@@ -99,7 +113,8 @@ int Run(const TranscribeArgs& a) {
   if (!decoded) return ReportFailure(decoded.errors(), a.json, a.file);
   if (Status s = windower.Finish(); !s) return ReportFailure(s.errors(), a.json, a.file);
   if (progress) std::cerr << "\n";
-  const std::string text = Render(a.format, task, a.language, segments);
+  cost.timings = session.timings();
+  const std::string text = Render(a.format, task, a.language, segments, cost);
   if (a.output.empty()) {
     std::cout << text;
     return kExitOk;
@@ -115,7 +130,7 @@ const Registration kTranscribe(615, "transcribe",
   cmd->add_option("DIR", a->dir, "The converted-model folder")->required();
   cmd->add_option("FILE", a->file, "The recording (WAV, FLAC, Ogg, MP3)")->required();
   cmd->add_option("-o,--output", a->output, "Write the transcript here (atomically) instead of stdout");
-  cmd->add_option("--format", a->format, "txt, srt, vtt or json (segments with their times)")
+  cmd->add_option("--format", a->format, "txt, srt, vtt or json (segments with their times, usage, timings)")
       ->check(CLI::IsMember({"txt", "srt", "vtt", "json"}))
       ->capture_default_str();
   cmd->add_option("--language", a->language, "The speech's language (ISO-639-1, e.g. en)");

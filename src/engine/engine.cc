@@ -109,6 +109,11 @@ class Engine::Memo : public AdapterMemo {
       order_.pop_back();
     }
   }
+  // Adapter runs whose rows were not offered to the cache.
+  void Ran(int64_t runs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_ += runs;
+  }
   void Count(Stats& s) const {
     std::lock_guard<std::mutex> lock(mu_);
     s.adapter_hits = hits_;
@@ -263,8 +268,12 @@ Result<uint64_t> Engine::Submit(GenerationRequest request, StreamSink sink) {
     }
     request.max_tokens = 0;
   }
+  if (!request.cache && request.conversation) {
+    return Error{ErrorCode::kUsage, "/cache", "a conversation's request is always cached"};
+  }
   auto a = std::make_unique<Active>();
   a->request = std::move(request);
+  a->seq.cacheable = a->request.cache;
   a->sink = std::move(sink);
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return Error{ErrorCode::kUsage, "", "the engine is shutting down"};
@@ -387,11 +396,14 @@ void Engine::PrepareLoop() {
       }
     }
     const PhaseTimings before = prepare_runner_->timings();
+    const int64_t calls_before = prepare_runner_->adapter_calls();
     Result<PreparedPrompt> prompt = Errors{};
     {
       const InterruptScope scope(&prepare_interrupt_);
-      prompt = prepare_runner_->Prepare(in.pieces, in.media, kv_length, memo_.get(), &keys);
+      // A request that leaves nothing behind neither finds nor keeps adapter rows.
+      prompt = prepare_runner_->Prepare(in.pieces, in.media, kv_length, a.request.cache ? memo_.get() : nullptr, &keys);
     }
+    if (!a.request.cache) memo_->Ran(prepare_runner_->adapter_calls() - calls_before);
     a.prepare_time = prepare_runner_->timings() - before;
     if (prompt) {
       a.prompt = std::move(*prompt);

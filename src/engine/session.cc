@@ -125,6 +125,7 @@ Result<TurnResult> Session::Turn(const TurnInput& input, const GenerationOptions
   if (options.json) r.json = *options.json;
   r.top_logprobs = options.top_logprobs;
   if (in_conversation) r.conversation = st.conversation;
+  r.cache = in_conversation;  // a turn apart leaves nothing in the caches
   r.return_logits = true;
   r.on_token = options.on_token;
   auto waiter = std::make_shared<Waiter>();

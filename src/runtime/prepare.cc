@@ -87,6 +87,15 @@ Result<TurnInput> Prepare(const BoundContract& bound, const RequestTurn& turn, s
   return input;
 }
 
+// A recording at the processor's rate with its windows' ends (AudioWindowEnds).
+WindowedAudio Windowed(std::vector<float> samples, const AudioDecode& processor) {
+  WindowedAudio out;
+  out.ends = AudioWindowEnds(samples, processor);
+  out.samples = std::move(samples);
+  out.sample_rate_hz = processor.sample_rate_hz;
+  return out;
+}
+
 }  // namespace
 
 Result<WindowedAudio> DecodeWindowedAudio(const BoundAudio& audio, const RequestSegment& seg, int64_t max_windows) {
@@ -98,11 +107,7 @@ Result<WindowedAudio> DecodeWindowedAudio(const BoundAudio& audio, const Request
       return Error{ErrorCode::kLimit, seg.path, std::to_string(n) + " samples: expected " + std::to_string(processor.min_samples) +
                                                     " to " + std::to_string(processor.max_samples)};
     }
-    WindowedAudio out;
-    out.ends = AudioWindowEnds(*seg.samples, audio.processor);
-    out.samples = *seg.samples;
-    out.sample_rate_hz = audio.processor.sample_rate_hz;
-    return out;
+    return Windowed(*seg.samples, audio.processor);
   }
   auto decoded = seg.bytes ? DecodeAudioMemory(*seg.bytes, processor) : DecodeAudioFile(seg.file, processor);
   if (!decoded) {
@@ -117,11 +122,7 @@ Result<WindowedAudio> DecodeWindowedAudio(const BoundAudio& audio, const Request
     }
     return errors;
   }
-  WindowedAudio out;
-  out.ends = AudioWindowEnds(decoded->samples, audio.processor);
-  out.samples = std::move(decoded->samples);
-  out.sample_rate_hz = audio.processor.sample_rate_hz;
-  return out;
+  return Windowed(std::move(decoded->samples), audio.processor);
 }
 
 int64_t MaxAudioWindows(const PlanLimits& limits, int64_t kv_length, const std::vector<PromptPiece>& pieces) {

@@ -148,6 +148,13 @@ OrderedJson TranscriptJson(TranscriptionTask task, std::string_view language,
           {"segments", std::move(list)}};
 }
 
+OrderedJson TranscriptUsage(int64_t input_tokens, int64_t output_tokens) {
+  return {{"type", "tokens"},
+          {"input_tokens", input_tokens},
+          {"output_tokens", output_tokens},
+          {"total_tokens", input_tokens + output_tokens}};
+}
+
 std::string TranscriptText(const std::vector<TranscriptSegment>& segments) {
   std::string out;
   for (const TranscriptSegment& s : segments) {

@@ -47,6 +47,7 @@ struct Server::Impl::TranscriptState {
     g.sampler = sampler;
     g.stop_token_ids = model->package.stop_ids;
     g.stop_strings = model->package.stop_strings;
+    g.cache = false;  // a window's audio never recurs: the caches stay for requests that repeat
     channel = std::make_shared<Channel>(RequestTimer(&model->metrics, Clock::now()));
     text.clear();
     auto queued_id = model->engine->Submit(std::move(g), channel->Sink());
@@ -74,12 +75,7 @@ struct Server::Impl::TranscriptState {
     --server->in_flight;
   }
 
-  OrderedJson Usage() const {
-    return {{"type", "tokens"},
-            {"input_tokens", prompt_tokens},
-            {"output_tokens", completion_tokens},
-            {"total_tokens", prompt_tokens + completion_tokens}};
-  }
+  OrderedJson Usage() const { return TranscriptUsage(prompt_tokens, completion_tokens); }
   OrderedJson VerboseJson() const {
     OrderedJson out = TranscriptJson(task, language, segments);
     for (auto& segment : out["segments"]) segment["temperature"] = sampler.temperature;
