@@ -16,6 +16,8 @@
 
 namespace mlc {
 
+struct ByteDfa;  // a string's pattern or a number's range (src/text/byte_dfa.h)
+
 struct JsonGrammarOptions {
   // Longest string (in characters) where the schema gives no maxLength; 0: unbounded.
   int64_t max_string_length = 0;
@@ -25,6 +27,8 @@ struct JsonGrammarOptions {
   // schema the compiler visits counted as one too; every spelling of one $ref target is one).
   int64_t max_schema_values = 65536;
   int64_t max_grammar_nodes = 65536;
+  // States of one "pattern"'s automaton (kLimit at the pattern's pointer past it).
+  int64_t max_pattern_states = 4096;
 };
 
 // The compiled grammar. Whitespace rule: none, except at most one space after ':' and ','.
@@ -80,10 +84,15 @@ class JsonGrammar {
     bool integer = false;                // kNumber
     bool bounded = false;                // kNumber, integer: the value lies within [low, high]
     int64_t low = 0, high = 0;
-    std::vector<uint32_t> children;      // kChoice: alternatives; kArray: items; kAnyObject: value
+    int64_t multiple = 0;                // kNumber, integer and bounded: a multiple of it (0: any)
+    int32_t dfa = -1;                    // kString: pattern/format; kNumber: range (into dfas_)
+    uint32_t prefix_items = 0;           // kArray: children[i] for item i < prefix_items
+    std::vector<uint32_t> children;      // kChoice: alternatives; kArray: prefix items, then the
+                                         // rest's (absent: no more); kAnyObject: value, key
     std::vector<Property> properties;    // kObject
     std::vector<std::string> literals;   // kLiterals: JSON texts
-    int64_t min = 0, max = -1;           // kArray items, kString characters; -1: unbounded
+    int64_t min = 0, max = -1;           // kArray items, kString characters, kObject and
+                                         // kAnyObject properties; -1: unbounded
   };
 
  private:
@@ -95,7 +104,9 @@ class JsonGrammar {
   Outcome StepObject(State& state, uint8_t c) const;
   Outcome StepArray(State& state, uint8_t c) const;
   std::vector<Node> nodes_;
+  Outcome StepPatternString(State& state, uint8_t c) const;
   std::vector<std::bitset<256>> first_;  // bytes each node's text can start with
+  std::vector<std::shared_ptr<const ByteDfa>> dfas_;
   uint32_t root_ = 0;
   JsonGrammarOptions options_;
 };

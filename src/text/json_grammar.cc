@@ -1,11 +1,14 @@
 // The JSON automaton of structured output: a stack of frames, one per open value, each a grammar
 // node and a phase inside it; bytes are fed one at a time. Strings are checked as UTF-8 (and
 // \u escapes outside the surrogates), so the text a token sequence decodes to is the text the
-// automaton saw. The schema compiler is json_schema.cc.
+// automaton saw. A string with a pattern or format walks its ByteDfa over the decoded characters;
+// a bounded non-integer number walks its range's. The schema compiler is json_schema.cc.
 #include "mlc_manifest/json_grammar.h"
 
 #include <algorithm>
 #include <cstdint>
+
+#include "text/byte_dfa.h"
 
 namespace mlc {
 
@@ -33,15 +36,28 @@ bool NumberComplete(uint8_t phase) {
 __extension__ typedef __int128 Wide;  // room for magnitude * 10 past 2^64
 constexpr Wide kMagnitudeCap = Wide{1} << 64;  // past every int64 bound
 
-bool InRange(const JsonGrammar::Node& n, Wide value) { return value >= n.low && value <= n.high; }
+bool InRange(const JsonGrammar::Node& n, Wide value) {
+  return value >= n.low && value <= n.high && (n.multiple == 0 || value % n.multiple == 0);
+}
+
+// Whether [lo, hi] holds a value within the node's bounds (and a multiple of its multipleOf).
+bool Hits(const JsonGrammar::Node& n, Wide lo, Wide hi) {
+  lo = std::max<Wide>(lo, n.low);
+  hi = std::min<Wide>(hi, n.high);
+  if (lo > hi) return false;
+  if (n.multiple == 0) return true;
+  Wide q = lo / n.multiple;
+  if (q * n.multiple < lo) ++q;
+  return q * n.multiple <= hi;
+}
 
 bool IntegerReachable(const JsonGrammar::Node& n, bool negative, bool digits, uint64_t magnitude) {
   if (!digits) {  // "-": -0 or any negative integer
-    return InRange(n, 0) || n.low <= std::min<int64_t>(n.high, -1);
+    return InRange(n, 0) || Hits(n, n.low, -1);
   }
   for (Wide scale = 1, v = magnitude; v < kMagnitudeCap; scale *= 10, v *= 10) {
     const Wide lo = negative ? -(v + scale - 1) : v, hi = negative ? -v : v + scale - 1;
-    if (lo <= n.high && hi >= n.low) return true;
+    if (Hits(n, lo, hi)) return true;
     if (magnitude == 0) break;  // "0" or "-0" takes no more digits
   }
   return false;
@@ -60,12 +76,19 @@ enum ObjectPhase : uint8_t { kObjOpen, kObjFirst, kObjKey, kObjColon, kObjValue,
 // Array phases.
 enum ArrayPhase : uint8_t { kArrOpen, kArrFirst, kArrAfter, kArrNext };
 
-// The properties that may come next from index i: up to and including the first required one.
-uint64_t Candidates(const JsonGrammar::Node& n, uint32_t i) {
+// The properties that may come next from index i, `written` having been: up to and including
+// the first required one, each leaving room for minProperties after it and maxProperties for
+// the required ones after it.
+uint64_t Candidates(const JsonGrammar::Node& n, uint32_t i, int64_t written) {
   uint64_t mask = 0;
-  for (size_t j = i; j < n.properties.size(); ++j) {
-    mask |= uint64_t{1} << j;
-    if (n.properties[j].required) break;
+  const int64_t count = static_cast<int64_t>(n.properties.size());
+  for (int64_t j = i; j < count; ++j) {
+    int64_t required_after = 0;
+    for (int64_t k = j + 1; k < count; ++k) required_after += n.properties[static_cast<size_t>(k)].required;
+    const bool room_min = written + 1 + (count - j - 1) >= n.min;
+    const bool room_max = n.max < 0 || written + 1 + required_after <= n.max;
+    if (room_min && room_max) mask |= uint64_t{1} << j;
+    if (n.properties[static_cast<size_t>(j)].required) break;
   }
   return mask;
 }
@@ -97,6 +120,7 @@ bool JsonGrammar::Push(State& state, uint32_t node) const {
   if (static_cast<int64_t>(state.size()) > options_.max_depth) return false;
   Frame f;
   f.node = node;
+  if (nodes_[node].kind == Kind::kNumber && nodes_[node].dfa >= 0) f.mask = static_cast<uint64_t>(dfas_[nodes_[node].dfa]->start);
   if (nodes_[node].kind == Kind::kLiterals) {
     f.mask = nodes_[node].literals.size() >= 64 ? ~uint64_t{0}
                                                 : (uint64_t{1} << nodes_[node].literals.size()) - 1;
@@ -105,9 +129,82 @@ bool JsonGrammar::Push(State& state, uint32_t node) const {
   return true;
 }
 
+// A string whose characters walk a pattern's automaton (the frame's mask is its state): raw
+// characters feed their bytes; the short escapes feed the character they stand for; \u escapes
+// are refused (a partial one could lead nowhere). A character is taken only when the pattern can
+// still end within maxLength.
+Outcome JsonGrammar::StepPatternString(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  const ByteDfa& d = *dfas_[n.dfa];
+  // Feeds one byte of the decoded text; chars: the characters it would make the string.
+  auto feed = [&](uint8_t b, int64_t chars) {
+    const int32_t t = d.Next(f.mask, b);
+    if (t < 0) return false;
+    if (n.max >= 0 && chars + d.min_chars[static_cast<size_t>(t)] > n.max) return false;
+    f.mask = static_cast<uint64_t>(t);
+    return true;
+  };
+  static constexpr uint8_t kEscapes[][2] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', '\b'},
+                                            {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'}};
+  switch (f.phase) {
+    case kStrOpen:
+      if (c != '"') return Outcome::kRefused;
+      f.phase = kStrBody;
+      f.mask = static_cast<uint64_t>(d.start);
+      return Outcome::kTaken;
+    case kStrBody:
+      if (f.extra > 0) {
+        if (c < (f.y & 0xff) || c > (f.y >> 8) || !feed(c, f.x)) return Outcome::kRefused;
+        --f.extra;
+        f.y = 0x80 | (0xbf << 8);
+        return Outcome::kTaken;
+      }
+      if (c == '"') {
+        if (f.x < n.min || !d.accepting[f.mask]) return Outcome::kRefused;
+        s.pop_back();
+        return Outcome::kTaken;
+      }
+      if (c == '\\') {  // some short escape must be able to follow
+        const uint64_t here = f.mask;
+        for (const auto& e : kEscapes) {
+          if (feed(e[1], f.x + 1)) {
+            f.mask = here;
+            f.phase = kStrEscape;
+            return Outcome::kTaken;
+          }
+        }
+        return Outcome::kRefused;
+      }
+      if (c < 0x20 || (c >= 0x80 && c < 0xc2) || c > 0xf4) return Outcome::kRefused;
+      if (!feed(c, f.x + 1)) return Outcome::kRefused;
+      ++f.x;
+      if (c >= 0x80) {
+        f.extra = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+        const uint32_t lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+        const uint32_t hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        f.y = lo | (hi << 8);
+      }
+      return Outcome::kTaken;
+    case kStrEscape:
+      for (const auto& e : kEscapes) {
+        if (c == e[0]) {
+          if (!feed(e[1], f.x + 1)) return Outcome::kRefused;
+          ++f.x;
+          f.phase = kStrBody;
+          return Outcome::kTaken;
+        }
+      }
+      return Outcome::kRefused;
+    default:
+      return Outcome::kRefused;
+  }
+}
+
 Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
   Frame& f = s.back();
   const Node& n = nodes_[f.node];
+  if (n.dfa >= 0) return StepPatternString(s, c);
   auto count = [&] {  // one more character
     if (n.max >= 0 && f.x >= n.max) return false;
     ++f.x;
@@ -186,6 +283,17 @@ Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
 Outcome JsonGrammar::StepNumber(State& s, uint8_t c) const {
   Frame& f = s.back();
   const Node& n = nodes_[f.node];
+  if (n.dfa >= 0) {  // a bounded non-integer: its range's automaton (mask is its state)
+    const ByteDfa& d = *dfas_[n.dfa];
+    const int32_t t = d.Next(f.mask, c);
+    if (t >= 0) {
+      f.mask = static_cast<uint64_t>(t);
+      return Outcome::kTaken;
+    }
+    if (!d.accepting[f.mask]) return Outcome::kRefused;
+    s.pop_back();
+    return Outcome::kAgain;
+  }
   const bool integer = n.integer;
   auto to = [&](uint8_t phase) {
     f.phase = phase;
@@ -271,13 +379,16 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
   Frame& f = s.back();
   const Node& n = nodes_[f.node];
   const bool any = n.kind == Kind::kAnyObject;  // children: [value, key string]
-  const bool may_close = any || !RequiredLeft(n, f.x);
+  // extra: the properties written so far (minProperties/maxProperties).
+  const bool may_close = (any || !RequiredLeft(n, f.x)) && f.extra >= n.min;
   auto start_key = [&] {
+    if (n.max >= 0 && f.extra >= n.max) return Outcome::kRefused;
+    if (f.extra < UINT16_MAX) ++f.extra;
     if (any) {
       f.phase = kObjColon;
       return Push(s, n.children[1]) ? Outcome::kAgain : Outcome::kRefused;
     }
-    uint64_t mask = Candidates(n, f.x);
+    uint64_t mask = Candidates(n, f.x, f.extra - 1);
     if (mask == 0) return Outcome::kRefused;
     f.mask = mask;
     f.phase = kObjKey;
@@ -332,7 +443,7 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
       return Push(s, any ? n.children[0] : n.properties[f.y].value) ? Outcome::kAgain
                                                                      : Outcome::kRefused;
     case kObjAfter:
-      if (c == ',' && (any || Candidates(n, f.x) != 0)) {
+      if (c == ',' && (n.max < 0 || f.extra < n.max) && (any || Candidates(n, f.x, f.extra) != 0)) {
         f.phase = kObjNext;
         f.flag = 0;
         return Outcome::kTaken;
@@ -352,9 +463,11 @@ Outcome JsonGrammar::StepArray(State& s, uint8_t c) const {
   const Node& n = nodes_[f.node];
   auto item = [&] {
     if (n.max >= 0 && f.x >= n.max) return Outcome::kRefused;
+    const size_t child = std::min<size_t>(f.x, n.prefix_items);
+    if (child >= n.children.size()) return Outcome::kRefused;  // no items past the prefix
     ++f.x;
     f.phase = kArrAfter;
-    return Push(s, n.children[0]) ? Outcome::kAgain : Outcome::kRefused;
+    return Push(s, n.children[child]) ? Outcome::kAgain : Outcome::kRefused;
   };
   switch (f.phase) {
     case kArrOpen:
@@ -369,7 +482,7 @@ Outcome JsonGrammar::StepArray(State& s, uint8_t c) const {
       }
       return item();
     case kArrAfter:
-      if (c == ',' && (n.max < 0 || f.x < n.max)) {
+      if (c == ',' && (n.max < 0 || f.x < n.max) && std::min<size_t>(f.x, n.prefix_items) < n.children.size()) {
         f.phase = kArrNext;
         f.flag = 0;
         return Outcome::kTaken;
@@ -424,6 +537,7 @@ bool JsonGrammar::Accepting(const State& s) const {
   if (s.size() != 1) return false;
   const Frame& f = s.back();
   const Node& n = nodes_[f.node];
+  if (n.kind == Kind::kNumber && n.dfa >= 0) return dfas_[n.dfa]->accepting[f.mask] != 0;
   if (n.kind == Kind::kNumber) return NumberComplete(f.phase) && (!n.bounded || InRange(n, IntegerValue(f)));
   if (n.kind == Kind::kLiterals) return f.x > 0 && LiteralComplete(n, f);
   return false;
@@ -433,7 +547,7 @@ int64_t JsonGrammar::StringRoom(const State& s) const {
   if (s.empty()) return -1;
   const Frame& f = s.back();
   const Node& n = nodes_[f.node];
-  if (n.kind != Kind::kString || f.phase != kStrBody || f.extra != 0) return -1;
+  if (n.kind != Kind::kString || n.dfa >= 0 || f.phase != kStrBody || f.extra != 0) return -1;
   return n.max < 0 ? INT64_MAX : n.max - static_cast<int64_t>(f.x);
 }
 

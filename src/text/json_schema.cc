@@ -1,11 +1,40 @@
-// The JSON Schema subset of structured output compiled into JsonGrammar's nodes: type (one or
-// several), properties, required, additionalProperties (boolean), enum, const, items,
-// minItems/maxItems, minLength/maxLength, an integer's minimum/maximum/exclusiveMinimum/
-// exclusiveMaximum (enforced while sampling; a non-integer number's are refused), anyOf whose alternatives start differently, $ref into
-// the schema ("#", "#/$defs/..", "#/definitions/..", one node per target however it is spelt);
-// annotations are ignored. Any other keyword, and any keyword the compiler would not apply (one
-// beside $ref, enum, const or anyOf; one of another type's), is kUnsupported at its JSON
-// Pointer; a schema over the options' size limits is kLimit.
+// The JSON Schema subset of structured output compiled into JsonGrammar's nodes, every keyword
+// enforced while sampling:
+//  - type (one or several), enum, const, anyOf and oneOf whose alternatives start differently
+//    (string / number / object / array / true / false / null: zod's .nullable() and pydantic's
+//    Optional are an alternative and {"type": "null"}); oneOf also needs each alternative to say
+//    its type (or values), else a schema could match values of another; $ref into the schema
+//    ("#", "#/$defs/..", "#/definitions/..", one node per target however it is spelt);
+//  - allOf: one member beside annotations is that member; several merge into one schema
+//    (properties united, a property in two members as their allOf, required united, types
+//    intersected, a closed member (additionalProperties false) forbidding what it does not list;
+//    any other keyword given differently by two members is kUnsupported);
+//  - objects: properties, required, additionalProperties (true, false, or a schema where there
+//    are no properties: a map), minProperties/maxProperties (counted as written; an optional
+//    property is offered only when the counts can still be met);
+//  - arrays: items, minItems/maxItems, prefixItems (tuples; items false or a schema for the rest),
+//    draft 7's items array with additionalItems;
+//  - strings: minLength/maxLength; pattern (an ECMA-262 subset walked byte by byte over the
+//    string's decoded characters, unanchored unless ^/$; see schema_pattern.cc: backreferences,
+//    lookarounds, \b, \p{..} are kUnsupported); format date-time, date, time (RFC 3339, upper-case T
+//    and Z, no leap second; 02-29 only in leap years), duration (ISO 8601 as JSON Schema's
+//    appendix), uuid, email (dot-atom local part @ DNS labels, no quoted or IP-literal forms),
+//    ipv4 (no leading zeros), ipv6 (hex groups and "::", no embedded IPv4 or zone), uri (scheme ":"
+//    then RFC 3986 characters and %XX); any other format is kUnsupported (a client asking for one
+//    expects it enforced), and so is format beside pattern. While a pattern or format walks,
+//    the short JSON escapes (\n, \", ...) are decoded and fed as their character, \u escapes are
+//    refused (a half-written one could lead nowhere), and a character is taken only when the
+//    pattern can still end within maxLength;
+//  - numbers: an integer's minimum/maximum/exclusiveMinimum/exclusiveMaximum and integer
+//    multipleOf (a number with an integer multipleOf is an integer; a fractional multipleOf is
+//    kUnsupported); a non-integer number's range exactly, digit by digit against the bounds'
+//    shortest decimal text, with exponent notation refused for a bounded number (a bound over
+//    64 digits either side of the point is kUnsupported).
+// Annotations are ignored (title, description, default, examples, $defs, definitions, $schema,
+// $id, $comment, readOnly, writeOnly, deprecated, contentEncoding, contentMediaType). Any other
+// keyword, and any keyword the compiler would not apply (one beside $ref, enum, const, anyOf or
+// oneOf; one of another type's), is kUnsupported at its JSON Pointer; a schema over the options'
+// size limits (or a pattern over max_pattern_states) is kLimit.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -13,6 +42,8 @@
 #include <set>
 
 #include "mlc_manifest/json_grammar.h"
+#include "text/byte_dfa.h"
+#include "text/schema_pattern.h"
 #include "text/schema_ref.h"
 
 namespace mlc {
@@ -28,7 +59,8 @@ constexpr int kMaxSchemaDepth = 64;    // nesting of the schema document the com
 
 const std::set<std::string>& Annotations() {
   static const std::set<std::string> k = {"title", "description", "$schema", "$id", "$comment",
-                                          "default", "examples", "$defs", "definitions"};
+                                          "default", "examples", "$defs", "definitions", "readOnly",
+                                          "writeOnly", "deprecated", "contentEncoding", "contentMediaType"};
   return k;
 }
 
@@ -36,7 +68,9 @@ const std::set<std::string>& Keywords() {
   static const std::set<std::string> k = {"type", "properties", "required", "additionalProperties",
                                           "enum", "const", "items", "minItems", "maxItems",
                                           "minLength", "maxLength", "anyOf", "$ref",
-                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"};
+                                          "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                          "multipleOf", "pattern", "format", "minProperties", "maxProperties",
+                                          "allOf", "oneOf", "prefixItems", "additionalItems"};
   return k;
 }
 
@@ -57,7 +91,9 @@ std::string KeywordType(const std::string& key) {
       {"items", "array"},       {"minItems", "array"},  {"maxItems", "array"},
       {"minLength", "string"},  {"maxLength", "string"},
       {"minimum", "number"},    {"maximum", "number"},  {"exclusiveMinimum", "number"},
-      {"exclusiveMaximum", "number"}};
+      {"exclusiveMaximum", "number"}, {"multipleOf", "number"}, {"pattern", "string"},
+      {"format", "string"},     {"minProperties", "object"}, {"maxProperties", "object"},
+      {"prefixItems", "array"}, {"additionalItems", "array"}};
   auto it = k.find(key);
   return it == k.end() ? "" : it->second;
 }
@@ -144,6 +180,19 @@ class JsonSchemaCompiler {
   uint32_t Array(const OrderedJson& s, const std::string& at, int depth);
   uint32_t String(const OrderedJson& s, const std::string& at);
   uint32_t Number(const OrderedJson& s, const std::string& type, const std::string& at);
+  uint32_t NumberRange(const OrderedJson& s, const std::string& at);
+  uint32_t AllOf(const OrderedJson& s, const std::string& at, int depth);
+  uint32_t OneOf(const OrderedJson& s, const std::string& at, int depth);
+  // The schema behind a chain of $refs (itself when it is none); nullptr after Fail.
+  const OrderedJson* Resolved(const OrderedJson& s, const std::string& at);
+  // Merges one allOf member into `into` (false after Fail).
+  // closed: the property names of each member with additionalProperties false.
+  bool Merge(OrderedJson& into, const OrderedJson& member, const std::string& at, int depth,
+             std::vector<std::set<std::string>>& closed);
+  int32_t AddDfa(std::shared_ptr<const ByteDfa> dfa) {
+    g_.dfas_.push_back(std::move(dfa));
+    return static_cast<int32_t>(g_.dfas_.size() - 1);
+  }
   std::optional<int64_t> Count(const OrderedJson& s, const char* key, const std::string& at);
 
   const OrderedJson& root_;
@@ -235,6 +284,23 @@ uint32_t JsonSchemaCompiler::String(const OrderedJson& s, const std::string& at)
   auto max = Count(s, "maxLength", at);
   n.max = max ? *max : (g_.options_.max_string_length > 0 ? g_.options_.max_string_length : -1);
   if (n.max >= 0 && n.min > n.max) return Fail(Invalid(at, "minLength is above maxLength"));
+  if (s.contains("pattern") && s.contains("format")) {
+    return Fail(Unsupported(PointerAppend(at, "format"), "\"format\" beside \"pattern\" is not supported"));
+  }
+  for (const char* key : {"pattern", "format"}) {
+    if (!s.contains(key)) continue;
+    const std::string where = PointerAppend(at, key);
+    if (!s[key].is_string()) return Fail(Invalid(where, "expected a string"));
+    const std::string text = s[key].get<std::string>();
+    const size_t limit = static_cast<size_t>(std::max<int64_t>(1, g_.options_.max_pattern_states));
+    auto dfa = std::string(key) == "pattern" ? CompileSchemaPattern(text, where, limit)
+                                             : CompileSchemaFormat(text, where, limit);
+    if (!dfa) return Fail(dfa.errors().front());
+    if (n.max >= 0 && (*dfa)->min_chars[static_cast<size_t>((*dfa)->start)] > n.max) {
+      return Fail(Invalid(where, "no string of at most maxLength characters matches it"));
+    }
+    n.dfa = AddDfa(*dfa);
+  }
   return Add(std::move(n));
 }
 
@@ -243,14 +309,30 @@ uint32_t JsonSchemaCompiler::Array(const OrderedJson& s, const std::string& at, 
   n.min = Count(s, "minItems", at).value_or(0);
   n.max = Count(s, "maxItems", at).value_or(-1);
   if (n.max >= 0 && n.min > n.max) return Fail(Invalid(at, "minItems is above maxItems"));
-  if (s.contains("items")) {
-    if (s["items"].is_array()) {
-      return Fail(Unsupported(PointerAppend(at, "items"), "the JSON Schema keyword \"items\" as an "
-                                                          "array (tuple) is not supported"));
-    }
-    n.children = {Compile(s["items"], PointerAppend(at, "items"), depth + 1)};
+  // A tuple: prefixItems (or draft 7's items array) then the rest (items, or additionalItems).
+  const bool prefix = s.contains("prefixItems");
+  const bool old_tuple = s.contains("items") && s["items"].is_array();
+  if (prefix && old_tuple) return Fail(Invalid(PointerAppend(at, "items"), "expected a schema beside prefixItems"));
+  if (s.contains("additionalItems") && !old_tuple) {
+    return Fail(Unsupported(PointerAppend(at, "additionalItems"),
+                            "\"additionalItems\" applies only beside an \"items\" array (it would be ignored)"));
+  }
+  const char* tuple_key = prefix ? "prefixItems" : "items";
+  const char* rest_key = prefix ? "items" : old_tuple ? "additionalItems" : "items";
+  if (prefix || old_tuple) {
+    const OrderedJson& items = s[tuple_key];
+    const std::string where = PointerAppend(at, tuple_key);
+    if (!items.is_array()) return Fail(Invalid(where, "expected an array of schemas"));
+    for (size_t i = 0; i < items.size(); ++i) n.children.push_back(Compile(items[i], PointerAppend(where, i), depth + 1));
+    n.prefix_items = static_cast<uint32_t>(items.size());
+  }
+  if (s.contains(rest_key) && s[rest_key].is_boolean() && !s[rest_key].get<bool>()) {
+    n.max = n.max < 0 ? n.prefix_items : std::min<int64_t>(n.max, n.prefix_items);
+    if (n.min > n.max) return Fail(Invalid(at, "minItems is above the tuple's length"));
+  } else if (s.contains(rest_key)) {
+    n.children.push_back(Compile(s[rest_key], PointerAppend(at, rest_key), depth + 1));
   } else {
-    n.children = {AnyValue()};
+    n.children.push_back(AnyValue());
   }
   return Add(std::move(n));
 }
@@ -260,22 +342,33 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
   if (s.contains("additionalProperties")) {
     const OrderedJson& a = s["additionalProperties"];
     std::string where = PointerAppend(at, "additionalProperties");
-    if (!a.is_boolean()) {
+    const bool has_properties = s.contains("properties") && !s["properties"].empty();
+    if (!a.is_boolean() && (has_properties || !a.is_object())) {
       return Fail(Unsupported(where, "the JSON Schema keyword \"additionalProperties\" is supported "
-                                     "as true or false only"));
+                                     "as true or false, or as a schema where there are no properties"));
     }
-    closed = !a.get<bool>();
+    closed = a.is_boolean() && !a.get<bool>();
   }
+  const int64_t min_props = Count(s, "minProperties", at).value_or(0);
+  const int64_t max_props = Count(s, "maxProperties", at).value_or(-1);
+  if (max_props >= 0 && min_props > max_props) return Fail(Invalid(at, "minProperties is above maxProperties"));
   if (!s.contains("properties") && !closed) {
     if (s.contains("required") && !s["required"].empty()) {
       return Fail(Unsupported(PointerAppend(at, "required"), "required needs properties"));
     }
     Node n = Of(Kind::kAnyObject);
+    n.min = min_props;
+    n.max = max_props;
     uint32_t key = String(OrderedJson::object(), at);
-    n.children = {AnyValue(), key};
+    const bool typed = s.contains("additionalProperties") && s["additionalProperties"].is_object();
+    n.children = {typed ? Compile(s["additionalProperties"], PointerAppend(at, "additionalProperties"), depth + 1)
+                        : AnyValue(),
+                  key};
     return Add(std::move(n));
   }
   Node n = Of(Kind::kObject);
+  n.min = min_props;
+  n.max = max_props;
   if (s.contains("properties")) {
     const OrderedJson& props = s["properties"];
     std::string where = PointerAppend(at, "properties");
@@ -305,23 +398,108 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
       }
     }
   }
+  const auto required = std::count_if(n.properties.begin(), n.properties.end(),
+                                      [](const JsonGrammar::Property& p) { return p.required; });
+  if (n.max >= 0 && required > n.max) return Fail(Invalid(at, "more properties are required than maxProperties"));
+  if (static_cast<int64_t>(n.properties.size()) < n.min) {
+    return Fail(Invalid(at, "minProperties is above the number of properties the object may have"));
+  }
+  return Add(std::move(n));
+}
+
+// A bound's JSON number as a plain decimal (its shortest text, so 0.1 is 0.1); nullopt past 64
+// digits either side of the point.
+static std::optional<DecimalBound> ToDecimal(const OrderedJson& v) {
+  std::string t = v.dump();
+  DecimalBound d;
+  size_t i = 0;
+  if (i < t.size() && t[i] == '-') {
+    d.negative = true;
+    ++i;
+  }
+  std::string digits;
+  long point = -1, exponent = 0;
+  for (; i < t.size() && t[i] != 'e' && t[i] != 'E'; ++i) {
+    if (t[i] == '.') {
+      point = static_cast<long>(digits.size());
+    } else {
+      digits += t[i];
+    }
+  }
+  if (point < 0) point = static_cast<long>(digits.size());
+  if (i < t.size()) exponent = std::strtol(t.c_str() + i + 1, nullptr, 10);
+  point += exponent;
+  if (point > 64 || point < -64) return std::nullopt;
+  if (point <= 0) {
+    d.whole = "0";
+    d.fraction = std::string(static_cast<size_t>(-point), '0') + digits;
+  } else {
+    if (static_cast<long>(digits.size()) < point) digits.append(static_cast<size_t>(point) - digits.size(), '0');
+    d.whole = digits.substr(0, static_cast<size_t>(point));
+    d.fraction = digits.substr(static_cast<size_t>(point));
+  }
+  d.whole.erase(0, std::min(d.whole.find_first_not_of('0'), d.whole.size()));
+  if (d.whole.empty()) d.whole = "0";
+  while (!d.fraction.empty() && d.fraction.back() == '0') d.fraction.pop_back();
+  if (d.fraction.size() > 64) return std::nullopt;
+  if (d.whole == "0" && d.fraction.empty()) d.negative = false;
+  return d;
+}
+
+// A non-integer number within its range keywords: the range's automaton over the number's text
+// (exponents refused), or any number when none is given.
+uint32_t JsonSchemaCompiler::NumberRange(const OrderedJson& s, const std::string& at) {
+  Node n = Of(Kind::kNumber);
+  std::optional<DecimalBound> bounds[2];
+  double values[2] = {0, 0};
+  for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
+    if (!s.contains(key)) continue;
+    const std::string where = PointerAppend(at, key);
+    const OrderedJson& v = s[key];
+    if (!v.is_number()) return Fail(Invalid(where, "expected a number"));
+    const std::string name = key;
+    const int i = name == "minimum" || name == "exclusiveMinimum" ? 0 : 1;
+    auto d = ToDecimal(v);
+    if (!d) return Fail(Unsupported(where, "a bound needing more than 64 digits before or after the point"));
+    d->exclusive = name.starts_with("exclusive");
+    const double x = v.get<double>();
+    // The tighter of two bounds on one side (at a tie the exclusive one).
+    const bool tighter = !bounds[i] || (i == 0 ? x > values[i] : x < values[i]) || (x == values[i] && d->exclusive);
+    if (tighter) {
+      bounds[i] = *d;
+      values[i] = x;
+    }
+  }
+  if (!bounds[0] && !bounds[1]) return Add(std::move(n));
+  auto dfa = NumberRangeDfa(bounds[0] ? &*bounds[0] : nullptr, bounds[1] ? &*bounds[1] : nullptr, at);
+  if (!dfa) return Fail(dfa.errors().front());
+  n.dfa = AddDfa(*dfa);
   return Add(std::move(n));
 }
 
 // A number, or an integer within the bounds its range keywords give (each bound rounded inwards
-// to an integer and clamped to the 64-bit range; both inclusive).
+// to an integer and clamped to the 64-bit range; both inclusive) and a multiple of its
+// multipleOf (an integer; a number with one is an integer).
 uint32_t JsonSchemaCompiler::Number(const OrderedJson& s, const std::string& type, const std::string& at) {
   Node n = Of(Kind::kNumber);
   n.integer = type == "integer";
   n.low = INT64_MIN;
   n.high = INT64_MAX;
+  if (s.contains("multipleOf")) {
+    const std::string where = PointerAppend(at, "multipleOf");
+    const OrderedJson& m = s["multipleOf"];
+    if (!m.is_number() || !(m.get<double>() > 0)) return Fail(Invalid(where, "expected a number above 0"));
+    if (!IsOfType(m, "integer") || m.get<double>() > 9007199254740992.0) {
+      return Fail(Unsupported(where, "\"multipleOf\" is enforced for integer divisors only (up to 2^53)"));
+    }
+    n.integer = true;
+    n.bounded = true;
+    n.multiple = static_cast<int64_t>(m.get<double>());
+  }
+  if (!n.integer) return NumberRange(s, at);
   for (const char* key : {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"}) {
     if (!s.contains(key)) continue;
     const std::string where = PointerAppend(at, key);
-    if (!n.integer) {
-      return Fail(Unsupported(where, std::string("\"") + key + "\" is enforced for integers only; a \"number\" "
-                                     "range is not supported (use \"type\": \"integer\" or leave it out)"));
-    }
     const OrderedJson& v = s[key];
     if (!v.is_number()) return Fail(Invalid(where, "expected a number"));
     const std::string name = key;
@@ -340,11 +518,189 @@ uint32_t JsonSchemaCompiler::Number(const OrderedJson& s, const std::string& typ
     if (!lower) n.high = std::min(n.high, b);
     n.bounded = true;
   }
-  if (n.bounded && n.low > n.high) {
+  bool empty = n.bounded && n.low > n.high;
+  if (!empty && n.multiple > 0) {  // a multiple within [low, high]
+    __extension__ typedef __int128 Wide;
+    Wide q = Wide(n.low) / n.multiple;
+    if (q * n.multiple < n.low) ++q;
+    empty = q * n.multiple > n.high;
+  }
+  if (empty) {
     return Fail(Invalid(at, "no integer lies within the schema's bounds (" + std::to_string(n.low) + " to " +
-                                std::to_string(n.high) + ")"));
+                                std::to_string(n.high) + (n.multiple > 0 ? ", a multiple of " + std::to_string(n.multiple) : "") + ")"));
   }
   return Add(std::move(n));
+}
+
+const OrderedJson* JsonSchemaCompiler::Resolved(const OrderedJson& s, const std::string& at) {
+  const OrderedJson* p = &s;
+  for (int hops = 0; p->is_object() && p->contains("$ref"); ++hops) {
+    if (hops > kMaxSchemaDepth || !(*p)["$ref"].is_string()) {
+      Fail(Unsupported(at, "a $ref chain that does not end in a schema"));
+      return nullptr;
+    }
+    auto target = ResolveSchemaRef(root_, (*p)["$ref"].get<std::string>());
+    if (!target) {
+      Error e = target.errors().front();
+      e.path = PointerAppend(at, "$ref");
+      Fail(e);
+      return nullptr;
+    }
+    p = target->node;
+  }
+  return p;
+}
+
+bool JsonSchemaCompiler::Merge(OrderedJson& into, const OrderedJson& member_in, const std::string& at, int depth,
+                               std::vector<std::set<std::string>>& closed_sets) {
+  if (depth > kMaxSchemaDepth) {
+    Fail(Error{ErrorCode::kLimit, at, "allOf nests too deep"});
+    return false;
+  }
+  const OrderedJson* member = Resolved(member_in, at);
+  if (!member) return false;
+  if (member->is_boolean() && member->get<bool>()) return true;
+  if (!member->is_object()) {
+    Fail(Unsupported(at, "an allOf member that is not a schema object"));
+    return false;
+  }
+  if (member->contains("allOf")) {
+    const OrderedJson& all = (*member)["allOf"];
+    if (!all.is_array()) {
+      Fail(Invalid(PointerAppend(at, "allOf"), "expected an array"));
+      return false;
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!Merge(into, all[i], PointerAppend(PointerAppend(at, "allOf"), i), depth + 1, closed_sets)) return false;
+    }
+  }
+  // A closed member forbids the properties it does not list.
+  auto closed = [](const OrderedJson& o) {
+    return o.contains("additionalProperties") && o["additionalProperties"] == OrderedJson(false);
+  };
+  for (auto it = member->begin(); it != member->end(); ++it) {
+    const std::string& key = it.key();
+    const std::string where = PointerAppend(at, key);
+    if (Annotations().count(key) || key == "allOf") continue;
+    if (key == "properties" && it.value().is_object()) {
+      OrderedJson& props = into["properties"];
+      if (!props.is_object()) props = OrderedJson::object();
+      for (auto p = it.value().begin(); p != it.value().end(); ++p) {
+        if (props.contains(p.key()) && props[p.key()] != p.value()) {
+          props[p.key()] = OrderedJson{{"allOf", OrderedJson::array({props[p.key()], p.value()})}};
+        } else {
+          props[p.key()] = p.value();
+        }
+      }
+    } else if (key == "required" && it.value().is_array()) {
+      OrderedJson& req = into["required"];
+      if (!req.is_array()) req = OrderedJson::array();
+      for (const OrderedJson& name : it.value()) {
+        if (std::find(req.begin(), req.end(), name) == req.end()) req.push_back(name);
+      }
+    } else if (key == "type" && into.contains("type")) {
+      std::vector<std::string> a, b, both;
+      if (!Types(into, at, a) || !Types(*member, at, b)) return false;
+      for (const std::string& t : a) {
+        for (const std::string& u : b) {
+          if (t == u || (t == "integer" && u == "number")) both.push_back(t);
+          if (t == "number" && u == "integer") both.push_back(u);
+        }
+      }
+      if (both.empty()) {
+        Fail(Invalid(where, "allOf members with no type in common"));
+        return false;
+      }
+      into["type"] = both.size() == 1 ? OrderedJson(both[0]) : OrderedJson(both);
+    } else if (into.contains(key) && into[key] != it.value()) {
+      if (key == "additionalProperties") {
+        if (closed(into) || closed(*member)) {
+          into[key] = false;
+          continue;
+        }
+      }
+      Fail(Unsupported(where, "allOf members that both give \"" + key + "\" differently are not supported"));
+      return false;
+    } else {
+      into[key] = it.value();
+    }
+  }
+  if (closed(*member)) {
+    std::set<std::string> names;
+    if (member->contains("properties") && (*member)["properties"].is_object()) {
+      for (auto p = (*member)["properties"].begin(); p != (*member)["properties"].end(); ++p) names.insert(p.key());
+    }
+    closed_sets.push_back(std::move(names));
+  }
+  return true;
+}
+
+// allOf: one member (beside annotations) is that member; several merge into one object schema.
+uint32_t JsonSchemaCompiler::AllOf(const OrderedJson& s, const std::string& at, int depth) {
+  const OrderedJson& all = s["allOf"];
+  const std::string where = PointerAppend(at, "allOf");
+  if (!all.is_array() || all.empty()) return Fail(Invalid(where, "expected a non-empty array"));
+  const bool alone = std::all_of(s.items().begin(), s.items().end(), [](const auto& kv) {
+    return kv.key() == "allOf" || Annotations().count(kv.key()) > 0;
+  });
+  if (alone && all.size() == 1) return Compile(all[0], PointerAppend(where, 0), depth + 1);
+  OrderedJson merged = OrderedJson::object();
+  for (auto it = s.begin(); it != s.end(); ++it) {
+    if (it.key() != "allOf" && !Annotations().count(it.key())) merged[it.key()] = it.value();
+  }
+  OrderedJson self = merged;
+  merged = OrderedJson::object();
+  std::vector<std::set<std::string>> closed;
+  if (!Merge(merged, self, at, depth, closed)) return 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!Merge(merged, all[i], PointerAppend(where, i), depth + 1, closed)) return 0;
+  }
+  // Properties that a closed member does not list are forbidden.
+  if (!closed.empty() && merged.contains("properties") && merged["properties"].is_object()) {
+    OrderedJson kept = OrderedJson::object();
+    for (auto p = merged["properties"].begin(); p != merged["properties"].end(); ++p) {
+      if (std::all_of(closed.begin(), closed.end(), [&p](const auto& names) { return names.count(p.key()) > 0; })) {
+        kept[p.key()] = p.value();
+      }
+    }
+    merged["properties"] = std::move(kept);
+  }
+  // A required property that a closed member dropped cannot be written.
+  if (merged.contains("required") && merged["required"].is_array()) {
+    for (const OrderedJson& name : merged["required"]) {
+      const bool listed = merged.contains("properties") && name.is_string() &&
+                          merged["properties"].contains(name.get<std::string>());
+      if (!listed && merged.contains("additionalProperties") && merged["additionalProperties"] == OrderedJson(false)) {
+        return Fail(Invalid(where, "the members require " + name.dump() + ", which a closed member forbids"));
+      }
+    }
+  }
+  return Compile(merged, where, depth + 1);
+}
+
+// oneOf: as anyOf (alternatives that start differently, so one at most matches) when each
+// alternative says its type (or its values); a schema without one could match values of others.
+uint32_t JsonSchemaCompiler::OneOf(const OrderedJson& s, const std::string& at, int depth) {
+  if (auto e = Beside(s, at, "oneOf", {})) return Fail(*e);
+  const OrderedJson& one = s["oneOf"];
+  const std::string where = PointerAppend(at, "oneOf");
+  if (!one.is_array() || one.empty()) return Fail(Invalid(where, "expected a non-empty array"));
+  std::vector<uint32_t> alts;
+  for (size_t i = 0; i < one.size(); ++i) {
+    const std::string alt_at = PointerAppend(where, i);
+    const OrderedJson* alt = Resolved(one[i], alt_at);
+    if (!alt) return 0;
+    if (!alt->is_object() || !(alt->contains("type") || alt->contains("const") || alt->contains("enum"))) {
+      return Fail(Unsupported(alt_at, "a oneOf alternative without \"type\", \"const\" or \"enum\" (it could "
+                                      "match the values of another alternative) is not supported"));
+    }
+    alts.push_back(Compile(one[i], alt_at, depth + 1));
+  }
+  Node n = Of(Kind::kChoice);
+  n.children = std::move(alts);
+  uint32_t id = Add(std::move(n));
+  choice_paths_[id] = where;
+  return id;
 }
 
 uint32_t JsonSchemaCompiler::Typed(const OrderedJson& s, const std::string& type,
@@ -444,7 +800,9 @@ uint32_t JsonSchemaCompiler::Compile(const OrderedJson& s, const std::string& at
     if (!s["$ref"].is_string()) return Fail(Invalid(PointerAppend(at, "$ref"), "expected a string"));
     return Ref(s["$ref"].get<std::string>(), PointerAppend(at, "$ref"), depth);
   }
+  if (s.contains("allOf")) return AllOf(s, at, depth);
   if (s.contains("const") || s.contains("enum")) return Literals(s, at);
+  if (s.contains("oneOf")) return OneOf(s, at, depth);
   std::vector<uint32_t> alts;
   if (s.contains("anyOf")) {
     if (auto e = Beside(s, at, "anyOf", {})) return Fail(*e);
