@@ -224,7 +224,13 @@ TEST(JsonSchemaKeywords, FormatsAreBuiltInPatterns) {
   }
   ExpectError(R"({"type":"object","properties":{"p":{"type":"string","format":"password"}}})",
               "/properties/p/format", "\"password\"");
-  ExpectError(R"({"type":"string","format":"date","pattern":"^2"})", "/format", "beside");
+  // Both a format and a pattern (zod's string formats write the two): the strings both take.
+  auto both = Schema(R"({"type":"string","format":"date","pattern":"^2"})");
+  EXPECT_TRUE(both->Matches("\"2024-02-29\""));
+  EXPECT_FALSE(both->Matches("\"1999-01-01\""));  // a date, not the pattern's
+  EXPECT_FALSE(both->Matches("\"2x\""));          // the pattern's, not a date
+  ExpectNoDeadEnds(*both, "\"2024-02-2");
+  ExpectError(R"({"type":"string","format":"date","pattern":"^x"})", "/format", "both", ErrorCode::kInvalid);
   ExpectError(R"({"type":"number","format":"time-delta"})", "/format", "string values");
 }
 

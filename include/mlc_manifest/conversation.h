@@ -74,17 +74,29 @@ struct ContentPart {
   std::string path;   // JSON Pointer of the part
 };
 
+// A function call an assistant message made (OpenAI's tool_calls[i]).
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text of an object
+  std::string path;       // JSON Pointer of the call ("" for one generated here)
+};
+
 struct ChatMessage {
   std::string role;  // "system", "user", "assistant", "tool"
   std::vector<ContentPart> parts;  // a string content is one text part
   std::string path;  // JSON Pointer of the message
+  std::vector<ToolCall> tool_calls;  // assistant: the calls it made (content may then be null)
+  std::string tool_call_id;          // tool: the call it answers
 
   // The text part, or "" (a message has at most one).
   std::string Text() const;
 };
 
 // Parses an array of {role, content}: roles system|user|assistant|tool, content a string or a
-// list of text / image_url / input_audio parts; system and assistant content must be strings.
+// list of text / image_url / input_audio parts; system and assistant content must be strings;
+// an assistant's tool_calls (content then may be null) and a tool message's tool_call_id
+// (checked against the calls by WriteToolMessages).
 // Enforces SPEC 7 step 1 (system only first, at most one text part, last message user or tool).
 Result<std::vector<ChatMessage>> ParseMessages(const Json& doc, const std::string& base = "");
 // A messages file: the array, or an object with a "messages" array (OpenAI request style).

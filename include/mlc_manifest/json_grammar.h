@@ -59,8 +59,10 @@ class JsonGrammar {
   State Start() const;
   // Feeds one byte; false (state unspecified) when the text cannot continue with it.
   bool Step(State& state, uint8_t byte) const;
-  // Whether the text so far is a complete value.
+  // Whether the text so far is a complete value (or free text waiting for its trigger).
   bool Accepting(const State& state) const;
+  // Whether the text is free (a kText frame waiting for its trigger): any byte is taken.
+  bool InFreeText(const State& state) const;
   // Inside a string, between characters: how many more characters it may take (INT64_MAX when
   // unbounded); otherwise -1. Plain text (no quote, backslash or control character, whole UTF-8
   // characters) of at most that many characters is then accepted and leaves the same phase.
@@ -73,7 +75,11 @@ class JsonGrammar {
   size_t node_count() const { return nodes_.size(); }
 
   enum class Outcome : uint8_t;  // of one byte in one frame (json_grammar.cc)
-  enum class Kind : uint8_t { kChoice, kObject, kAnyObject, kArray, kString, kNumber, kLiterals };
+  // kSequence: children in order; kRepeat: children[0] from min to max times (-1: unbounded);
+  // kText: free text until literals[0] is written, then children[0] (tool calls in a reply).
+  enum class Kind : uint8_t {
+    kChoice, kObject, kAnyObject, kArray, kString, kNumber, kLiterals, kSequence, kRepeat, kText
+  };
   struct Property {
     std::string key;  // as JSON text, quotes included
     uint32_t value = 0;
@@ -90,25 +96,56 @@ class JsonGrammar {
     std::vector<uint32_t> children;      // kChoice: alternatives; kArray: prefix items, then the
                                          // rest's (absent: no more); kAnyObject: value, key
     std::vector<Property> properties;    // kObject
-    std::vector<std::string> literals;   // kLiterals: JSON texts
-    int64_t min = 0, max = -1;           // kArray items, kString characters, kObject and
+    // kLiterals: JSON texts (or raw bytes); with children, children[k] follows literals[k] (none of
+    // them a prefix of another). kText: its trigger.
+    std::vector<std::string> literals;
+    int64_t min = 0, max = -1;           // kArray, kRepeat items, kString characters, kObject and
                                          // kAnyObject properties; -1: unbounded
   };
 
  private:
   friend class JsonSchemaCompiler;
+  friend class GrammarComposer;
   bool Push(State& state, uint32_t node) const;
   Outcome StepString(State& state, uint8_t c) const;
   Outcome StepNumber(State& state, uint8_t c) const;
   Outcome StepLiterals(State& state, uint8_t c) const;
   Outcome StepObject(State& state, uint8_t c) const;
   Outcome StepArray(State& state, uint8_t c) const;
+  Outcome StepSequence(State& state, uint8_t c) const;
+  Outcome StepRepeat(State& state, uint8_t c) const;
+  Outcome StepText(State& state, uint8_t c) const;
+  Outcome EndLiteral(State& state, Outcome outcome) const;
+  bool MayBeEmpty(uint32_t node) const;
+  bool Empties(const Node& n, size_t from) const;
   std::vector<Node> nodes_;
   Outcome StepPatternString(State& state, uint8_t c) const;
   std::vector<std::bitset<256>> first_;  // bytes each node's text can start with
   std::vector<std::shared_ptr<const ByteDfa>> dfas_;
   uint32_t root_ = 0;
   JsonGrammarOptions options_;
+};
+
+// Builds a grammar from parts (tool calls in a reply): JSON Schemas, exact text, sequences, a
+// choice by leading literal, repetition, and free text up to a trigger. Node ids are the parts.
+class GrammarComposer {
+ public:
+  explicit GrammarComposer(const JsonGrammarOptions& options = {});
+  // A JSON value of the schema (its own $ref root); errors at pointers inside the schema.
+  Result<uint32_t> Schema(const OrderedJson& schema);
+  uint32_t Text(std::string bytes);  // exactly these bytes (not empty)
+  uint32_t Sequence(std::vector<uint32_t> parts);
+  // One of the literals, then its part; no literal may be a prefix of another.
+  uint32_t Switch(std::vector<std::pair<std::string, uint32_t>> cases);
+  uint32_t Repeat(uint32_t item, int64_t min, int64_t max);
+  // Any text until `trigger` is written (which ends the free text), then `then`.
+  uint32_t FreeTextThen(std::string trigger, uint32_t then);
+  // The grammar rooted at `root`; the composer is spent.
+  Result<std::shared_ptr<const JsonGrammar>> Finish(uint32_t root);
+
+ private:
+  uint32_t Add(JsonGrammar::Node node);
+  std::shared_ptr<JsonGrammar> g_;
 };
 
 // Each token's bytes (what it adds to decoded text) and a trie over them, built once per
@@ -153,9 +190,13 @@ class GrammarMatcher {
  public:
   explicit GrammarMatcher(JsonConstraint constraint);
   // Sets the logits of tokens the grammar refuses to -infinity; the stop ids stay only when the
-  // text is complete. Returns how many tokens remain.
-  size_t Constrain(std::span<float> logits, std::span<const int32_t> stop_ids);
-  // Advances over a sampled token (not a stop id); false when the grammar refuses it.
+  // text is complete. Returns how many tokens remain. In free text (InFreeText) nothing is
+  // masked unless `full`: a token that ends the free text is checked by Advance, and only when
+  // it is refused does the caller mask fully and sample again (free text costs no mask).
+  size_t Constrain(std::span<float> logits, std::span<const int32_t> stop_ids, bool full = false);
+  bool InFreeText() const { return constraint_.grammar->InFreeText(state_); }
+  // Advances over a sampled token (not a stop id); false when the grammar refuses it. In free
+  // text a token without bytes (a special token) is taken and changes nothing.
   bool Advance(int32_t token);
   bool Accepting() const { return constraint_.grammar->Accepting(state_); }
 

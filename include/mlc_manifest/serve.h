@@ -17,6 +17,7 @@
 #include "mlc_manifest/engine.h"
 #include "mlc_manifest/error.h"
 #include "mlc_manifest/json.h"
+#include "mlc_manifest/tools.h"
 
 namespace mlc {
 
@@ -38,6 +39,7 @@ struct ChatCompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   std::shared_ptr<const JsonGrammar> json;  // response_format json_object / json_schema
+  ToolSet tools;  // tools, tool_choice, parallel_tool_calls (read with ParseToolSet)
   int top_logprobs = -1;       // logprobs: -1 off; else top_logprobs (0..20)
   // The thinking switch: chat_template_kwargs.enable_thinking, or reasoning_effort ("none" off,
   // "minimal" .. "xhigh" on); none: the template's default. Ignored by a model without one.

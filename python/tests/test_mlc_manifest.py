@@ -295,6 +295,6 @@ def test_session_structured_output_and_logprobs(reference):
         assert all(math.isfinite(lp) for _, lp in entry["top_logprobs"])  # masked tokens never listed
     with pytest.raises(mlc_manifest.Error):
         mlc_manifest.Session(str(reference), response_format={"type": "json_schema", "json_schema": {
-            "name": "x", "schema": {"type": "string", "contentMediaType": "text/html"}}})
+            "name": "x", "schema": {"type": "string", "not": {"const": "x"}}}})
     plain = mlc_manifest.Session(str(reference), max_tokens=5, prefix_cache=False)
     assert plain.generate([{"tokens": [1, 30, 31, 32]}])["cached_tokens"] == 0

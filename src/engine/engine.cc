@@ -453,26 +453,32 @@ void Engine::Finish(Active& a, StopReason reason, Errors errors, Outbox& out, st
 int32_t Engine::SampleConstrained(Active& a, std::span<const float> logits, int top_n, TokenLogprobs* logprobs,
                                   Outbox& out) {
   std::vector<float> masked(logits.begin(), logits.end());
-  if (a.grammar->Constrain(masked, a.request.stop_token_ids) == 0) {
-    if (a.grammar->Accepting()) {
-      Finish(a, StopReason::kStopToken, {}, out, logits);
-    } else {
-      Finish(a, StopReason::kError,
-             {Error{ErrorCode::kUnsupported, "/response_format",
-                    "no token of the vocabulary continues the JSON reply"}},
-             out, logits);
-    }
-    return -1;
-  }
-  int32_t token = a.sampler->Sample(masked, top_n, logprobs);
   const auto& stops = a.request.stop_token_ids;
-  if (std::find(stops.begin(), stops.end(), token) == stops.end() && !a.grammar->Advance(token)) {
-    Finish(a, StopReason::kError,
-           {Error{ErrorCode::kInvalid, "/response_format", "the sampler chose a token the grammar refuses"}},
-           out, logits);
-    return -1;
+  auto is_stop = [&](int32_t t) { return std::find(stops.begin(), stops.end(), t) != stops.end(); };
+  // Free text (before a tool call opens) is not masked; a token that opens a call and goes on in
+  // a way the call's grammar refuses is sampled again under the full mask.
+  const bool free_text = a.grammar->InFreeText();
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) masked.assign(logits.begin(), logits.end());
+    if (a.grammar->Constrain(masked, stops, /*full=*/pass == 1) == 0) {
+      if (a.grammar->Accepting()) {
+        Finish(a, StopReason::kStopToken, {}, out, logits);
+      } else {
+        Finish(a, StopReason::kError,
+               {Error{ErrorCode::kUnsupported, "/response_format",
+                      "no token of the vocabulary continues the JSON reply"}},
+               out, logits);
+      }
+      return -1;
+    }
+    const int32_t token = a.sampler->Sample(masked, top_n, logprobs);
+    if (is_stop(token) || a.grammar->Advance(token)) return token;
+    if (!free_text) break;
   }
-  return token;
+  Finish(a, StopReason::kError,
+         {Error{ErrorCode::kInvalid, "/response_format", "the sampler chose a token the grammar refuses"}},
+         out, logits);
+  return -1;
 }
 
 // A sampled token: a stop id ends the reply; otherwise it is kept, its text streamed, and fed

@@ -5,11 +5,26 @@
 // away (streams: serve/stream.cc).
 #include <unistd.h>
 
+#include <random>
+
 #include "serve/server_impl.h"
 
 namespace mlc {
 
 using namespace serve;  // NOLINT: the server files' own parts
+
+namespace {
+
+// "call_" and 16 random letters and digits; a reply's calls are this and their index.
+std::string CallIdPrefix() {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device rd;
+  std::string out = "call_";
+  for (int i = 0; i < 16; ++i) out += kChars[rd() % (sizeof(kChars) - 1)];
+  return out + "_";
+}
+
+}  // namespace
 
 Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const ChatCompletionRequest& r) {
   const OpenedPackage& package = model.package;
@@ -24,11 +39,15 @@ Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const C
       }
     }
   }
-  // A conversation's first turn, as `run --messages` builds it.
+  // A conversation's first turn, as `run --messages` builds it, with the tools, calls and
+  // results written the family's way.
   const ConvTemplate& tmpl = *package.tmpl;
+  const ToolFormat tool_format = ToolFormatFor(tmpl);
+  auto messages = WriteToolMessages(tool_format, tmpl, r.tools, r.messages);
+  MLC_RETURN_IF_ERROR(messages);
   bool thinking = tmpl.thinking && r.thinking.value_or(tmpl.thinking->default_on);
   ChatTurns turns(WithThinking(tmpl, thinking), *package.tokenizer);
-  auto turn = turns.Next(r.messages, "", "", options.allow_local_files);
+  auto turn = turns.Next(*messages, "", "", options.allow_local_files);
   MLC_RETURN_IF_ERROR(turn);
   // A request that cannot fit is refused before any of its media is decoded.
   auto input = PrepareTurn(package.model.bound.contract, *turn, package.model.limits, 0);
@@ -36,7 +55,19 @@ Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const C
   GenerationRequest g;
   g.input = std::move(*input);
   SetOptions(package, g, r);
-  MLC_RETURN_IF_ERROR(Constrain(model, g, r.json));
+  std::shared_ptr<const JsonGrammar> grammar = r.json;
+  if (r.tools.Active()) {
+    if (r.json) {
+      return Error{ErrorCode::kUnsupported, "/response_format",
+                   "a response format with tools is not supported (send tool_choice \"none\" or leave one out)"};
+    }
+    JsonGrammarOptions o;
+    o.max_string_length = options.json_max_string_length;
+    auto calls = ToolCallGrammar(tool_format, r.tools, o);
+    MLC_RETURN_IF_ERROR(calls);
+    grammar = *calls;
+  }
+  MLC_RETURN_IF_ERROR(Constrain(model, g, grammar));
   return g;
 }
 
@@ -66,10 +97,25 @@ Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
   return Status::Ok();
 }
 
+Status Server::Impl::ReadTools(std::string_view body, const Json& doc, ToolSet& tools) {
+  if (!doc.contains("tools") && !doc.contains("tool_choice") && !doc.contains("parallel_tool_calls")) {
+    return Status::Ok();
+  }
+  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
+  if (ordered.is_discarded()) return Invalid("/tools", "the body could not be read in key order");
+  JsonGrammarOptions o;
+  o.max_string_length = options.json_max_string_length;
+  auto parsed = ParseToolSet(ordered, o);
+  MLC_RETURN_IF_ERROR(parsed);
+  tools = std::move(*parsed);
+  return Status::Ok();
+}
+
 Result<Job> Server::Impl::ChatJob(ServedModel& model, std::string_view body, const Json& doc) {
   auto parsed = ParseChatCompletionRequest(doc, options.request_limits, model.defaults);
   MLC_RETURN_IF_ERROR(parsed);
   MLC_RETURN_IF_ERROR(ReadResponseFormat(body, doc, parsed->json));
+  MLC_RETURN_IF_ERROR(ReadTools(body, doc, parsed->tools));
   auto gen = BuildRequest(model, *parsed);
   MLC_RETURN_IF_ERROR(gen);
   Job job;
@@ -79,6 +125,9 @@ Result<Job> Server::Impl::ChatJob(ServedModel& model, std::string_view body, con
   job.format.wire = Wire::kChat;
   job.format.top_logprobs = parsed->top_logprobs;
   if (const auto& mode = model.package.tmpl->thinking) job.format.reasoning.emplace(*mode);
+  if (parsed->tools.Active()) {
+    job.format.tools.emplace(ToolFormatFor(*model.package.tmpl), CallIdPrefix());
+  }
   return job;
 }
 

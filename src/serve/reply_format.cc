@@ -63,6 +63,34 @@ OrderedJson ReplyFormat::Delta(const ReasoningSplitter::Parts& parts, bool whole
   return out;
 }
 
+namespace {
+
+// A call's delta in OpenAI's stream shape: index, id, type and name first, then arguments.
+OrderedJson CallDeltaJson(const ToolCallStream::CallDelta& d) {
+  OrderedJson out = {{"index", d.index}};
+  OrderedJson function = OrderedJson::object();
+  if (!d.id.empty()) {
+    out["id"] = d.id;
+    out["type"] = "function";
+    function["name"] = d.name;
+  }
+  function["arguments"] = d.arguments;
+  out["function"] = std::move(function);
+  return out;
+}
+
+OrderedJson CallJson(const ToolCall& c) {
+  return {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
+}
+
+}  // namespace
+
+OrderedJson ReplyFormat::Finish(const std::string& engine_reason) const {
+  const std::string reason = FinishReason(engine_reason);
+  if (tools && reason == "stop" && !tools->calls().empty()) return "tool_calls";
+  return reason;
+}
+
 OrderedJson ReplyFormat::Whole(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
                                const StreamEvent& last) {
   OrderedJson choice = {{"index", 0}};
@@ -74,12 +102,23 @@ OrderedJson ReplyFormat::Whole(const std::string& text, const std::vector<TokenL
       parts.reasoning += rest.reasoning;
       parts.content += rest.content;
     }
+    if (tools) {
+      std::string content = tools->Push(parts.content).content;
+      content += tools->Finish().content;
+      parts.content = std::move(content);
+    }
     choice["message"] = Delta(parts, true);
+    if (tools && !tools->calls().empty()) {
+      if (parts.content.empty()) choice["message"]["content"] = nullptr;
+      OrderedJson calls = OrderedJson::array();
+      for (const ToolCall& c : tools->calls()) calls.push_back(CallJson(c));
+      choice["message"]["tool_calls"] = std::move(calls);
+    }
   } else {
     choice["text"] = text;
   }
   choice["logprobs"] = Logprobs(logprobs);
-  choice["finish_reason"] = FinishReason(last.finish_reason);
+  choice["finish_reason"] = Finish(last.finish_reason);
   OrderedJson out = Envelope(false, OrderedJson::array({std::move(choice)}));
   out["usage"] = Usage(last);
   return out;
@@ -92,7 +131,23 @@ OrderedJson ReplyFormat::Chunk(const std::string& text, const std::vector<TokenL
   if (wire == Wire::kChat) {
     ReasoningSplitter::Parts parts{"", text};
     if (reasoning && !end) parts = reasoning->Push(text);
+    ToolCallStream::Delta calls;
+    if (tools && !end) {
+      calls = tools->Push(parts.content);
+      parts.content = std::move(calls.content);
+    }
+    // Text held back (it may open a call) leaves nothing to say: no chunk.
+    if (tools && !end && parts.content.empty() && parts.reasoning.empty() && calls.calls.empty() &&
+        (top_logprobs < 0 || logprobs.empty())) {
+      return nullptr;
+    }
     choice["delta"] = end ? OrderedJson::object() : Delta(parts, false);
+    if (!calls.calls.empty()) {
+      if (parts.content.empty()) choice["delta"].erase("content");
+      OrderedJson list = OrderedJson::array();
+      for (const auto& d : calls.calls) list.push_back(CallDeltaJson(d));
+      choice["delta"]["tool_calls"] = std::move(list);
+    }
   } else {
     choice["text"] = text;
   }
@@ -102,10 +157,25 @@ OrderedJson ReplyFormat::Chunk(const std::string& text, const std::vector<TokenL
 }
 
 OrderedJson ReplyFormat::Rest() {
-  if (!reasoning) return nullptr;
-  ReasoningSplitter::Parts parts = reasoning->Finish();
-  if (parts.reasoning.empty() && parts.content.empty()) return nullptr;
-  OrderedJson choice = {{"index", 0}, {"delta", Delta(parts, false)}, {"finish_reason", nullptr}};
+  ReasoningSplitter::Parts parts;
+  if (reasoning) parts = reasoning->Finish();
+  ToolCallStream::Delta calls;
+  if (tools) {
+    calls = tools->Push(parts.content);
+    ToolCallStream::Delta rest = tools->Finish();
+    calls.content += rest.content;
+    calls.calls.insert(calls.calls.end(), rest.calls.begin(), rest.calls.end());
+    parts.content = std::move(calls.content);
+  }
+  if (parts.reasoning.empty() && parts.content.empty() && calls.calls.empty()) return nullptr;
+  OrderedJson delta = Delta(parts, false);
+  if (!calls.calls.empty()) {
+    if (parts.content.empty()) delta.erase("content");
+    OrderedJson list = OrderedJson::array();
+    for (const auto& d : calls.calls) list.push_back(CallDeltaJson(d));
+    delta["tool_calls"] = std::move(list);
+  }
+  OrderedJson choice = {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", nullptr}};
   return Envelope(true, OrderedJson::array({std::move(choice)}));
 }
 

@@ -107,11 +107,14 @@ struct ReplyFormat {
   int64_t text_offset = 0;  // completions' logprobs: bytes of token text written so far
   // Chat with a model that has a thinking mode: its thought goes to reasoning_content.
   std::optional<ReasoningSplitter> reasoning;
+  // Chat with tools: the reply's calls go to tool_calls.
+  std::optional<ToolCallStream> tools;
 
   // The whole answer.
   OrderedJson Whole(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
                     const StreamEvent& last);
-  // A streamed chunk: new text and its tokens' logprobs, or the end (finish set).
+  // A streamed chunk: new text and its tokens' logprobs, or the end (finish set); null when
+  // there is nothing to send yet (text held back while it may open a tool call).
   OrderedJson Chunk(const std::string& text, const std::vector<TokenLogprobs>& logprobs,
                     OrderedJson finish);
   // The text the reasoning splitter still holds, as a chunk before the last; null when none.
@@ -119,6 +122,8 @@ struct ReplyFormat {
   // Chat's first chunk (the assistant role); null for completions.
   OrderedJson Opening() const;
   OrderedJson UsageChunk(const StreamEvent& last) const;
+  // OpenAI's finish reason, "tool_calls" for a reply that stopped after its calls.
+  OrderedJson Finish(const std::string& engine_reason) const;
 
  private:
   OrderedJson Logprobs(const std::vector<TokenLogprobs>& logprobs);
@@ -227,6 +232,8 @@ struct Server::Impl {
   Result<serve::Job> ChatJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   Result<serve::Job> CompletionJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   // The request's response_format into grammar (the body read again in key order).
+  // The body's tools (key order kept), when it has any tool field.
+  Status ReadTools(std::string_view body, const Json& doc, ToolSet& tools);
   Status ReadResponseFormat(std::string_view body, const Json& doc,
                             std::shared_ptr<const JsonGrammar>& grammar);
   // g samples under grammar (when set) over the package's vocabulary, built on first use.

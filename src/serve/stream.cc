@@ -57,12 +57,13 @@ bool Server::Impl::StreamState::Provide(const MlcHttpBackend& backend, MlcHttpSi
       backend.sink_done(sink);
       return true;
     }
-    if ((!e.text.empty() || !e.logprobs.empty()) && !send(format.Chunk(e.text, e.logprobs, nullptr))) {
-      return false;
+    if (!e.text.empty() || !e.logprobs.empty()) {
+      OrderedJson chunk = format.Chunk(e.text, e.logprobs, nullptr);
+      if (!chunk.is_null() && !send(chunk)) return false;
     }
     if (e.done) {
       if (OrderedJson rest = format.Rest(); !rest.is_null() && !send(rest)) return false;
-      if (!send(format.Chunk("", {}, FinishReason(e.finish_reason)))) return false;
+      if (!send(format.Chunk("", {}, format.Finish(e.finish_reason)))) return false;
       if (job.include_usage && !send(format.UsageChunk(e))) return false;
       if (!write("data: [DONE]\n\n")) return false;
       finished = true;

@@ -158,4 +158,43 @@ bool TrimDfa(ByteDfa& dfa) {
   return true;
 }
 
+Result<std::shared_ptr<const ByteDfa>> IntersectDfa(const ByteDfa& a, const ByteDfa& b, size_t max_states,
+                                                    const std::string& at) {
+  ByteDfa out;
+  // A column per pair of columns the bytes fall in.
+  std::map<std::pair<uint16_t, uint16_t>, uint16_t> column;
+  std::vector<std::pair<uint16_t, uint16_t>> pairs;
+  for (size_t byte = 0; byte < 256; ++byte) {
+    const auto key = std::make_pair(a.byte_class[byte], b.byte_class[byte]);
+    auto [it, added] = column.emplace(key, static_cast<uint16_t>(pairs.size()));
+    if (added) pairs.push_back(key);
+    out.byte_class[byte] = it->second;
+  }
+  out.classes = static_cast<uint16_t>(pairs.size());
+  // The pairs of states reachable from the two starts, breadth first.
+  std::map<std::pair<int32_t, int32_t>, int32_t> id;
+  std::vector<std::pair<int32_t, int32_t>> states;
+  auto id_of = [&](int32_t x, int32_t y) {
+    auto [it, added] = id.emplace(std::make_pair(x, y), static_cast<int32_t>(states.size()));
+    if (added) states.emplace_back(x, y);
+    return it->second;
+  };
+  out.start = id_of(a.start, b.start);
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states.size() > max_states) {
+      return Error{ErrorCode::kLimit, at, "the pattern and the format together need more than " +
+                                              std::to_string(max_states) + " automaton states"};
+    }
+    const auto [x, y] = states[i];
+    out.accepting.push_back(a.accepting[static_cast<size_t>(x)] && b.accepting[static_cast<size_t>(y)]);
+    for (size_t c = 0; c < pairs.size(); ++c) {
+      const int32_t nx = a.next[static_cast<size_t>(x) * a.classes + pairs[c].first];
+      const int32_t ny = b.next[static_cast<size_t>(y) * b.classes + pairs[c].second];
+      out.next.push_back(nx < 0 || ny < 0 ? -1 : id_of(nx, ny));
+    }
+  }
+  if (!TrimDfa(out)) return Invalid(at, "no string matches both the pattern and the format");
+  return std::shared_ptr<const ByteDfa>(std::make_shared<ByteDfa>(std::move(out)));
+}
+
 }  // namespace mlc

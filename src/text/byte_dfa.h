@@ -56,6 +56,11 @@ class ByteNfa {
 // min_chars. False when the start state itself is dead (the language is empty).
 bool TrimDfa(ByteDfa& dfa);
 
+// The strings both automata take (a pattern beside a format, as zod writes for its string formats);
+// kLimit at `at` past max_states, Invalid when none is.
+Result<std::shared_ptr<const ByteDfa>> IntersectDfa(const ByteDfa& a, const ByteDfa& b, size_t max_states,
+                                                    const std::string& at);
+
 // A number's bound as a plain decimal: magnitude digits without leading zeros ("0" for none)
 // and fraction digits without trailing zeros.
 struct DecimalBound {

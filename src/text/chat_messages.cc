@@ -59,6 +59,42 @@ Result<ContentPart> ParsePart(const Json& part, const std::string& path) {
   return out;
 }
 
+// An assistant message's tool_calls: [{id, type: "function", function: {name, arguments}}], the
+// arguments a JSON object's text (as OpenAI sends them).
+Status ParseToolCalls(const Json& msg, const std::string& path, std::vector<ToolCall>& out) {
+  auto calls = msg.find("tool_calls");
+  if (calls == msg.end() || calls->is_null()) return Status::Ok();
+  const std::string at = PointerAppend(path, "tool_calls");
+  if (!calls->is_array()) return Invalid(at, "expected an array of tool calls");
+  for (size_t i = 0; i < calls->size(); ++i) {
+    const Json& c = (*calls)[i];
+    const std::string call_at = PointerAppend(at, i);
+    if (!c.is_object()) return Invalid(call_at, "expected a tool call object");
+    ToolCall call;
+    call.path = call_at;
+    if (!c.contains("id") || !c["id"].is_string() || c["id"].get<std::string>().empty()) {
+      return Invalid(PointerAppend(call_at, "id"), "expected the call's id");
+    }
+    call.id = c["id"].get<std::string>();
+    if (c.contains("type") && c["type"] != "function") {
+      return Invalid(PointerAppend(call_at, "type"), "expected \"function\"");
+    }
+    const std::string fn_at = PointerAppend(call_at, "function");
+    if (!c.contains("function") || !c["function"].is_object()) return Invalid(fn_at, "expected {name, arguments}");
+    const Json& fn = c["function"];
+    if (!fn.contains("name") || !fn["name"].is_string() || fn["name"].get<std::string>().empty()) {
+      return Invalid(PointerAppend(fn_at, "name"), "expected the function's name");
+    }
+    call.name = fn["name"].get<std::string>();
+    if (!fn.contains("arguments") || !fn["arguments"].is_string()) {
+      return Invalid(PointerAppend(fn_at, "arguments"), "expected the arguments as a JSON string");
+    }
+    call.arguments = fn["arguments"].get<std::string>();
+    out.push_back(std::move(call));
+  }
+  return Status::Ok();
+}
+
 Result<ChatMessage> ParseMessage(const Json& msg, const std::string& path) {
   if (!msg.is_object()) return Invalid(path, "expected a message object {role, content}");
   ChatMessage out;
@@ -72,8 +108,17 @@ Result<ChatMessage> ParseMessage(const Json& msg, const std::string& path) {
     return Invalid(PointerAppend(path, "role"),
                    "unknown role \"" + out.role + "\" (expected system, user, assistant or tool)");
   }
+  if (out.role == "assistant") MLC_RETURN_IF_ERROR(ParseToolCalls(msg, path, out.tool_calls));
+  if (out.role == "tool") {
+    auto id = msg.find("tool_call_id");
+    if (id != msg.end() && !id->is_null()) {
+      if (!id->is_string()) return Invalid(PointerAppend(path, "tool_call_id"), "expected a string");
+      out.tool_call_id = id->get<std::string>();
+    }
+  }
   std::string content_path = PointerAppend(path, "content");
   auto content = msg.find("content");
+  if (!out.tool_calls.empty() && (content == msg.end() || content->is_null())) return out;
   if (content != msg.end() && content->is_string()) {
     out.parts.push_back(ContentPart{PartKind::kText, content->get<std::string>(), "", "", content_path});
     return out;

@@ -2,7 +2,9 @@
 // node and a phase inside it; bytes are fed one at a time. Strings are checked as UTF-8 (and
 // \u escapes outside the surrogates), so the text a token sequence decodes to is the text the
 // automaton saw. A string with a pattern or format walks its ByteDfa over the decoded characters;
-// a bounded non-integer number walks its range's. The schema compiler is json_schema.cc.
+// a bounded non-integer number walks its range's. Composed grammars (tool calls) add sequences,
+// switches on a leading literal, repetitions and free text up to a trigger. The schema compiler is
+// json_schema.cc.
 #include "mlc_manifest/json_grammar.h"
 
 #include <algorithm>
@@ -364,12 +366,71 @@ Outcome JsonGrammar::StepLiterals(State& s, uint8_t c) const {
   }
   if (next == 0) {
     if (!LiteralComplete(n, f)) return Outcome::kRefused;
-    s.pop_back();  // a complete literal (a number) ends before its parent's byte
-    return Outcome::kAgain;
+    return EndLiteral(s, Outcome::kAgain);  // a complete literal (a number) ends before its parent's byte
   }
   f.mask = next;
   ++f.x;
-  if (!longer) s.pop_back();
+  return longer ? Outcome::kTaken : EndLiteral(s, Outcome::kTaken);
+}
+
+// A literal is complete: its frame gives way to the part that follows it (a switch's case), if any.
+Outcome JsonGrammar::EndLiteral(State& s, Outcome outcome) const {
+  const Frame f = s.back();
+  const Node& n = nodes_[f.node];
+  s.pop_back();
+  if (n.children.empty()) return outcome;
+  for (size_t k = 0; k < n.literals.size(); ++k) {
+    if ((f.mask >> k & 1) && n.literals[k].size() == f.x) {
+      if (!Push(s, n.children[k])) return Outcome::kRefused;
+      return outcome;
+    }
+  }
+  return Outcome::kRefused;
+}
+
+// The parts in order: each byte goes to the part on top; once the last has ended, the byte is
+// the parent's.
+Outcome JsonGrammar::StepSequence(State& s, uint8_t) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  if (f.x >= n.children.size()) {
+    s.pop_back();
+    return Outcome::kAgain;
+  }
+  const uint32_t child = n.children[f.x++];
+  return Push(s, child) ? Outcome::kAgain : Outcome::kRefused;
+}
+
+// Another item when its first byte comes and room is left; else the repetition ends (the byte is
+// the parent's) once it has its minimum.
+Outcome JsonGrammar::StepRepeat(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  if ((n.max < 0 || f.x < n.max) && first_[n.children[0]].test(c)) {
+    ++f.x;
+    return Push(s, n.children[0]) ? Outcome::kAgain : Outcome::kRefused;
+  }
+  if (f.x < n.min) return Outcome::kRefused;
+  s.pop_back();
+  return Outcome::kAgain;
+}
+
+// Free text: any byte; f.x counts how much of the trigger the text ends with (the longest
+// suffix that is a prefix of it). The whole trigger hands over to the part that follows.
+Outcome JsonGrammar::StepText(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  const std::string& trigger = n.literals[0];
+  std::string tail = trigger.substr(0, f.x);
+  tail.push_back(static_cast<char>(c));
+  size_t keep = std::min(tail.size(), trigger.size());
+  while (keep > 0 && tail.compare(tail.size() - keep, keep, trigger, 0, keep) != 0) --keep;
+  if (keep == trigger.size()) {
+    const uint32_t then = n.children[0];
+    s.pop_back();
+    return Push(s, then) ? Outcome::kTaken : Outcome::kRefused;
+  }
+  f.x = static_cast<uint32_t>(keep);
   return Outcome::kTaken;
 }
 
@@ -527,20 +588,58 @@ bool JsonGrammar::Step(State& s, uint8_t c) const {
       case Kind::kString: o = StepString(s, c); break;
       case Kind::kNumber: o = StepNumber(s, c); break;
       case Kind::kLiterals: o = StepLiterals(s, c); break;
+      case Kind::kSequence: o = StepSequence(s, c); break;
+      case Kind::kRepeat: o = StepRepeat(s, c); break;
+      case Kind::kText: o = StepText(s, c); break;
     }
     if (o != Outcome::kAgain) return o == Outcome::kTaken;
   }
 }
 
+// Complete when every open frame may end here: a number or literal on top that is whole (a
+// switch's literal still has its case to come), sequences past their last part, repetitions at
+// their minimum, free text.
 bool JsonGrammar::Accepting(const State& s) const {
-  if (s.empty()) return true;
-  if (s.size() != 1) return false;
-  const Frame& f = s.back();
-  const Node& n = nodes_[f.node];
-  if (n.kind == Kind::kNumber && n.dfa >= 0) return dfas_[n.dfa]->accepting[f.mask] != 0;
-  if (n.kind == Kind::kNumber) return NumberComplete(f.phase) && (!n.bounded || InRange(n, IntegerValue(f)));
-  if (n.kind == Kind::kLiterals) return f.x > 0 && LiteralComplete(n, f);
-  return false;
+  for (size_t i = s.size(); i-- > 0;) {
+    const Frame& f = s[i];
+    const Node& n = nodes_[f.node];
+    const bool top = i + 1 == s.size();
+    bool ends = false;
+    switch (n.kind) {
+      case Kind::kNumber:
+        ends = top && (n.dfa >= 0 ? dfas_[n.dfa]->accepting[f.mask] != 0
+                                  : NumberComplete(f.phase) && (!n.bounded || InRange(n, IntegerValue(f))));
+        break;
+      case Kind::kLiterals: ends = top && n.children.empty() && f.x > 0 && LiteralComplete(n, f); break;
+      case Kind::kSequence: ends = Empties(n, f.x); break;
+      case Kind::kRepeat: ends = f.x >= n.min; break;
+      case Kind::kText: ends = true; break;
+      default: break;
+    }
+    if (!ends) return false;
+  }
+  return true;
+}
+
+// Whether a node's text may be empty: a repetition that needs no item, free text, a sequence of
+// such parts.
+bool JsonGrammar::MayBeEmpty(uint32_t node) const {
+  const Node& n = nodes_[node];
+  if (n.kind == Kind::kRepeat) return n.min == 0;
+  if (n.kind == Kind::kText) return true;
+  return n.kind == Kind::kSequence && Empties(n, 0);
+}
+
+// Whether a sequence's parts from `from` on may all be empty.
+bool JsonGrammar::Empties(const Node& n, size_t from) const {
+  for (size_t i = from; i < n.children.size(); ++i) {
+    if (!MayBeEmpty(n.children[i])) return false;
+  }
+  return true;
+}
+
+bool JsonGrammar::InFreeText(const State& s) const {
+  return !s.empty() && nodes_[s.back().node].kind == Kind::kText;
 }
 
 int64_t JsonGrammar::StringRoom(const State& s) const {

@@ -21,7 +21,8 @@
 //    appendix), uuid, email (dot-atom local part @ DNS labels, no quoted or IP-literal forms),
 //    ipv4 (no leading zeros), ipv6 (hex groups and "::", no embedded IPv4 or zone), uri (scheme ":"
 //    then RFC 3986 characters and %XX); any other format is kUnsupported (a client asking for one
-//    expects it enforced), and so is format beside pattern. While a pattern or format walks,
+//    expects it enforced); beside a pattern, the strings both take (zod writes the two). While a
+//    pattern or format walks,
 //    the short JSON escapes (\n, \", ...) are decoded and fed as their character, \u escapes are
 //    refused (a half-written one could lead nowhere), and a character is taken only when the
 //    pattern can still end within maxLength;
@@ -284,9 +285,7 @@ uint32_t JsonSchemaCompiler::String(const OrderedJson& s, const std::string& at)
   auto max = Count(s, "maxLength", at);
   n.max = max ? *max : (g_.options_.max_string_length > 0 ? g_.options_.max_string_length : -1);
   if (n.max >= 0 && n.min > n.max) return Fail(Invalid(at, "minLength is above maxLength"));
-  if (s.contains("pattern") && s.contains("format")) {
-    return Fail(Unsupported(PointerAppend(at, "format"), "\"format\" beside \"pattern\" is not supported"));
-  }
+  std::shared_ptr<const ByteDfa> both;  // pattern and format: their intersection
   for (const char* key : {"pattern", "format"}) {
     if (!s.contains(key)) continue;
     const std::string where = PointerAppend(at, key);
@@ -296,11 +295,16 @@ uint32_t JsonSchemaCompiler::String(const OrderedJson& s, const std::string& at)
     auto dfa = std::string(key) == "pattern" ? CompileSchemaPattern(text, where, limit)
                                              : CompileSchemaFormat(text, where, limit);
     if (!dfa) return Fail(dfa.errors().front());
+    if (both) {
+      dfa = IntersectDfa(*both, **dfa, limit, where);
+      if (!dfa) return Fail(dfa.errors().front());
+    }
+    both = *dfa;
     if (n.max >= 0 && (*dfa)->min_chars[static_cast<size_t>((*dfa)->start)] > n.max) {
       return Fail(Invalid(where, "no string of at most maxLength characters matches it"));
     }
-    n.dfa = AddDfa(*dfa);
   }
+  if (both) n.dfa = AddDfa(both);
   return Add(std::move(n));
 }
 
@@ -874,6 +878,11 @@ void JsonSchemaCompiler::Finish() {
           if (!l.empty()) f.set(static_cast<uint8_t>(l[0]));
         }
         break;
+      case Kind::kSequence:  // what its first part starts with (composed parts are never empty)
+      case Kind::kRepeat:    // what an item starts with
+        if (!n.children.empty()) choices_of[n.children[0]].push_back(static_cast<uint32_t>(i));
+        break;
+      case Kind::kText: f.set(); break;
     }
     if (f.any()) work.push_back(static_cast<uint32_t>(i));
   }
@@ -924,6 +933,89 @@ Result<std::shared_ptr<const JsonGrammar>> JsonGrammar::FromSchema(const Ordered
   if (c.errors.empty()) c.Finish();
   if (!c.errors.empty()) return std::move(c.errors);
   return std::shared_ptr<const JsonGrammar>(std::move(g));
+}
+
+}  // namespace mlc
+
+namespace mlc {
+
+// ---- composed grammars ----
+
+GrammarComposer::GrammarComposer(const JsonGrammarOptions& options) : g_(std::make_shared<JsonGrammar>()) {
+  g_->options_ = options;
+}
+
+uint32_t GrammarComposer::Add(JsonGrammar::Node node) {
+  g_->nodes_.push_back(std::move(node));
+  return static_cast<uint32_t>(g_->nodes_.size() - 1);
+}
+
+Result<uint32_t> GrammarComposer::Schema(const OrderedJson& schema) {
+  const JsonGrammarOptions& options = g_->options_;
+  if (CountValues(schema, options.max_schema_values) > options.max_schema_values) {
+    return Error{ErrorCode::kLimit, "",
+                 "the schema has more than " + std::to_string(options.max_schema_values) +
+                     " JSON values (the max_schema_values limit)"};
+  }
+  JsonSchemaCompiler c(schema, *g_);
+  const uint32_t root = c.Compile(schema, "", 0);
+  if (c.errors.empty()) c.Finish();  // this schema's alternatives checked
+  if (!c.errors.empty()) return std::move(c.errors);
+  return root;
+}
+
+uint32_t GrammarComposer::Text(std::string bytes) {
+  Node n = Of(Kind::kLiterals);
+  n.literals = {std::move(bytes)};
+  return Add(std::move(n));
+}
+
+uint32_t GrammarComposer::Sequence(std::vector<uint32_t> parts) {
+  Node n = Of(Kind::kSequence);
+  n.children = std::move(parts);
+  return Add(std::move(n));
+}
+
+uint32_t GrammarComposer::Switch(std::vector<std::pair<std::string, uint32_t>> cases) {
+  Node n = Of(Kind::kLiterals);
+  for (auto& [literal, part] : cases) {
+    n.literals.push_back(std::move(literal));
+    n.children.push_back(part);
+  }
+  return Add(std::move(n));
+}
+
+uint32_t GrammarComposer::Repeat(uint32_t item, int64_t min, int64_t max) {
+  Node n = Of(Kind::kRepeat);
+  n.children = {item};
+  n.min = min;
+  n.max = max;
+  return Add(std::move(n));
+}
+
+uint32_t GrammarComposer::FreeTextThen(std::string trigger, uint32_t then) {
+  Node n = Of(Kind::kText);
+  n.literals = {std::move(trigger)};
+  n.children = {then};
+  return Add(std::move(n));
+}
+
+Result<std::shared_ptr<const JsonGrammar>> GrammarComposer::Finish(uint32_t root) {
+  if (static_cast<int64_t>(g_->nodes_.size()) > g_->options_.max_grammar_nodes) {
+    return Error{ErrorCode::kLimit, "", "the grammar has more than " + std::to_string(g_->options_.max_grammar_nodes) +
+                                            " nodes (the max_grammar_nodes limit)"};
+  }
+  for (const Node& n : g_->nodes_) {
+    if (n.kind == Kind::kLiterals && n.literals.size() > kMaxLiterals) {
+      return Error{ErrorCode::kLimit, "", "at most " + std::to_string(kMaxLiterals) + " cases in one choice"};
+    }
+  }
+  g_->root_ = root;
+  const OrderedJson none = OrderedJson::object();
+  JsonSchemaCompiler c(none, *g_);
+  c.Finish();  // first bytes of the composed nodes
+  if (!c.errors.empty()) return std::move(c.errors);
+  return std::shared_ptr<const JsonGrammar>(std::move(g_));
 }
 
 }  // namespace mlc

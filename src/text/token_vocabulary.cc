@@ -133,7 +133,8 @@ void TokenVocabulary::Allowed(const JsonGrammar& grammar, const JsonGrammar::Sta
 GrammarMatcher::GrammarMatcher(JsonConstraint constraint)
     : constraint_(std::move(constraint)), state_(constraint_.grammar->Start()) {}
 
-size_t GrammarMatcher::Constrain(std::span<float> logits, std::span<const int32_t> stop_ids) {
+size_t GrammarMatcher::Constrain(std::span<float> logits, std::span<const int32_t> stop_ids, bool full) {
+  if (!full && InFreeText()) return logits.size();
   constraint_.vocabulary->Allowed(*constraint_.grammar, state_, allowed_);
   allowed_.resize(std::max(allowed_.size(), logits.size()), 0);
   // Stop ids (which may lie past the tokenizer's vocabulary) only once the value is complete.
@@ -155,6 +156,7 @@ size_t GrammarMatcher::Constrain(std::span<float> logits, std::span<const int32_
 bool GrammarMatcher::Advance(int32_t token) {
   if (token < 0 || static_cast<size_t>(token) >= constraint_.vocabulary->size()) return false;
   const std::string& b = constraint_.vocabulary->bytes(token);
+  if (b.empty() && InFreeText()) return true;
   JsonGrammar::State next = state_;
   if (b.empty() || !constraint_.grammar->Feed(next, b)) return false;
   state_ = std::move(next);

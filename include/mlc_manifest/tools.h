@@ -1,0 +1,113 @@
+// Tool calling: the tools a chat request offers (OpenAI's tools, tool_choice,
+// parallel_tool_calls), each family's way of writing them into the prompt and of writing a call
+// and a tool's result, the grammar every call is sampled under (its name one of the tools, its
+// arguments valid for that tool's parameters schema), and the reply split into text and calls,
+// whole or as it streams.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/error.h"
+#include "mlc_manifest/json.h"
+#include "mlc_manifest/json_grammar.h"
+
+namespace mlc {
+
+struct ToolFunction {
+  std::string name;  // [A-Za-z0-9_-]{1,64}
+  std::string description;
+  OrderedJson parameters;  // a JSON Schema of an object, in its key order
+  OrderedJson declaration;  // the tool object as the request gave it (what the prompt shows)
+  std::string path;         // JSON Pointer of the tool
+};
+
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ToolSet {
+  std::vector<ToolFunction> tools;
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;      // kNamed: the function
+  bool parallel = true;   // parallel_tool_calls
+  bool Active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
+// At most this many tools in one request (each a case of one choice in the call grammar).
+constexpr size_t kMaxTools = 64;
+
+// The tools, tool_choice and parallel_tool_calls of a chat request body (in key order); errors
+// at their JSON Pointers. Each tool's parameters are compiled (ToolCallGrammar) so that a schema
+// keyword outside the subset is refused here, at /tools/i/function/parameters/...
+Result<ToolSet> ParseToolSet(const OrderedJson& body, const JsonGrammarOptions& options = {});
+
+// How a family writes calls: a call is open + name_open + NAME + name_close + ARGUMENTS (JSON) +
+// close, consecutive calls joined by `between`; a tool's result is response_open + TEXT +
+// response_close in a user turn.
+struct ToolFormat {
+  std::string name;  // "hermes" (ChatML: Qwen2.5, Hermes), "generic" (this project's)
+  bool native = false;  // the family's published template has this format
+  std::string open, name_open, name_close, close, between;
+  std::string response_open, response_close;
+  std::string instructions_head, instructions_tail;  // around the tools' JSON in the system message
+};
+
+// The family's format from its conversation template: ChatML templates (roles "<|im_start|>...")
+// get Hermes' (Qwen2.5's published template); templates without a tool format get the generic
+// one (the same tags, the tools listed in the system message with this project's instructions).
+ToolFormat ToolFormatFor(const ConvTemplate& tmpl);
+
+// The messages with the tools written the family's way: the tool list appended to the system
+// message (the template's default system message when there is none), an assistant's calls
+// appended to its text, consecutive tool results one user message. Checks each tool message's
+// tool_call_id against the calls before it and each call's arguments (a JSON object), errors at
+// their pointers. Without tools and calls the messages come back unchanged (a tool message then
+// takes the template's tool role, as in WebLLM).
+Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, const ConvTemplate& tmpl,
+                                                   const ToolSet& tools, std::vector<ChatMessage> messages);
+
+// The grammar a reply is sampled under when tools are active: `auto` free text until the call
+// opens, `required` and a named function a call from the first token; then the call's name among
+// the allowed tools and its arguments valid for that tool's parameters; more calls when parallel.
+Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& format, const ToolSet& tools,
+                                                           const JsonGrammarOptions& options = {});
+
+// JSON text as Python's json.dumps writes it (", " and ": ", non-ASCII kept): what the published
+// templates' tojson writes.
+std::string PythonJson(const OrderedJson& value);
+
+// A reply split as it streams: its text before the first call, then each call's name (once
+// known) and its arguments in fragments. Text that may open a call is held back until it does
+// or cannot.
+class ToolCallStream {
+ public:
+  struct CallDelta {
+    size_t index = 0;
+    std::string id, name;  // set in a call's first delta
+    std::string arguments;
+  };
+  struct Delta {
+    std::string content;
+    std::vector<CallDelta> calls;
+  };
+  ToolCallStream(ToolFormat format, std::string id_prefix);
+  Delta Push(std::string_view text);
+  // What is still held back: text when no call is open.
+  Delta Finish();
+  // Every call seen so far, whole (a call cut short has what came of it).
+  const std::vector<ToolCall>& calls() const { return calls_; }
+
+ private:
+  enum class Phase { kContent, kName, kArguments, kAfter };
+  void Step(Delta& out);
+  ToolFormat format_;
+  std::string id_prefix_;
+  Phase phase_ = Phase::kContent;
+  std::string buffer_;
+  std::vector<ToolCall> calls_;
+};
+
+}  // namespace mlc

@@ -1,0 +1,321 @@
+// Tool calling's request side: the tool set of a chat request, each family's tool format, the
+// messages rewritten with the tools, calls and results in it, and the grammar of a call.
+#include "mlc_manifest/tools.h"
+
+#include <set>
+
+namespace mlc {
+namespace {
+
+bool ValidToolName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<ToolFunction> ParseTool(const OrderedJson& tool, const std::string& at) {
+  if (!tool.is_object()) return Invalid(at, "expected a tool object {type: \"function\", function}");
+  if (!tool.contains("type") || tool["type"] != "function") {
+    return Error{ErrorCode::kUnsupported, PointerAppend(at, "type"), "expected \"function\" (the only tool type)"};
+  }
+  const std::string fn_at = PointerAppend(at, "function");
+  if (!tool.contains("function") || !tool["function"].is_object()) {
+    return Invalid(fn_at, "expected {name, description, parameters}");
+  }
+  const OrderedJson& fn = tool["function"];
+  ToolFunction out;
+  out.path = at;
+  out.declaration = tool;
+  if (!fn.contains("name") || !fn["name"].is_string() || !ValidToolName(fn["name"].get<std::string>())) {
+    return Invalid(PointerAppend(fn_at, "name"), "expected a name of 1 to 64 letters, digits, '_' or '-'");
+  }
+  out.name = fn["name"].get<std::string>();
+  if (fn.contains("description") && !fn["description"].is_null()) {
+    if (!fn["description"].is_string()) return Invalid(PointerAppend(fn_at, "description"), "expected a string");
+    out.description = fn["description"].get<std::string>();
+  }
+  if (fn.contains("strict") && !fn["strict"].is_null() && !fn["strict"].is_boolean()) {
+    return Invalid(PointerAppend(fn_at, "strict"), "expected true or false");
+  }
+  if (fn.contains("parameters") && !fn["parameters"].is_null()) {
+    if (!fn["parameters"].is_object()) return Invalid(PointerAppend(fn_at, "parameters"), "expected a JSON Schema object");
+    out.parameters = fn["parameters"];
+  }
+  return out;
+}
+
+Result<ToolChoice> ParseToolChoice(const OrderedJson& body, ToolSet& set) {
+  if (!body.contains("tool_choice") || body["tool_choice"].is_null()) return ToolChoice::kAuto;
+  const OrderedJson& c = body["tool_choice"];
+  if (c == "none") return ToolChoice::kNone;
+  if (c == "auto") return ToolChoice::kAuto;
+  if (c == "required") return ToolChoice::kRequired;
+  if (!c.is_object()) {
+    return Invalid("/tool_choice", "expected \"none\", \"auto\", \"required\" or {type: \"function\", function: {name}}");
+  }
+  if (!c.contains("type") || c["type"] != "function") return Invalid("/tool_choice/type", "expected \"function\"");
+  if (!c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+      !c["function"]["name"].is_string()) {
+    return Invalid("/tool_choice/function/name", "expected the name of one of the tools");
+  }
+  set.named = c["function"]["name"].get<std::string>();
+  for (const ToolFunction& t : set.tools) {
+    if (t.name == set.named) return ToolChoice::kNamed;
+  }
+  return Invalid("/tool_choice/function/name", "no tool is named \"" + set.named + "\"");
+}
+
+// The text of a tool's result (a string or text parts).
+std::string ResultText(const ChatMessage& m) {
+  std::string out;
+  for (const ContentPart& p : m.parts) {
+    if (p.kind == PartKind::kText) out += p.text;
+  }
+  return out;
+}
+
+// An assistant message's calls in the family's format after its text.
+Result<std::string> CallsText(const ToolFormat& f, const ChatMessage& m) {
+  std::string text = m.Text();
+  for (const ToolCall& call : m.tool_calls) {
+    OrderedJson args = OrderedJson::parse(call.arguments, nullptr, false);
+    if (args.is_discarded() || !args.is_object()) {
+      return Invalid(PointerAppend(PointerAppend(call.path, "function"), "arguments"), "expected a JSON object's text");
+    }
+    if (!text.empty()) text += f.between;
+    text += f.open + f.name_open + call.name + f.name_close + PythonJson(args) + f.close;
+  }
+  return text;
+}
+
+// Each tool message answers a call of the assistant message before its run of tool messages.
+Status CheckToolCallIds(const std::vector<ChatMessage>& messages) {
+  const ChatMessage* caller = nullptr;
+  for (const ChatMessage& m : messages) {
+    if (m.role == "assistant") caller = &m;
+    if (m.role == "user" || m.role == "system") caller = nullptr;
+    if (m.role != "tool") continue;
+    if (m.tool_call_id.empty()) {
+      return Invalid(PointerAppend(m.path, "tool_call_id"), "expected the id of the call this tool message answers");
+    }
+    bool found = false;
+    for (const ToolCall& c : caller ? caller->tool_calls : std::vector<ToolCall>{}) found = found || c.id == m.tool_call_id;
+    if (!found) {
+      return Invalid(PointerAppend(m.path, "tool_call_id"),
+                     "no assistant tool call before this message has the id \"" + m.tool_call_id + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
+std::string ToolsText(const ToolFormat& f, const ToolSet& tools) {
+  std::string out = f.instructions_head;
+  for (const ToolFunction& t : tools.tools) out += "\n" + PythonJson(t.declaration);
+  return out + f.instructions_tail;
+}
+
+ChatMessage TextMessage(std::string role, std::string text, const std::string& path) {
+  ChatMessage m;
+  m.role = std::move(role);
+  m.path = path;
+  m.parts.push_back(ContentPart{PartKind::kText, std::move(text), "", "", path});
+  return m;
+}
+
+void AppendEscaped(std::string& out, const std::string& s) {
+  static const char* const kHex = "0123456789abcdef";
+  out += '"';
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  out += '"';
+}
+
+void AppendPython(std::string& out, const OrderedJson& v) {
+  if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!first) out += ", ";
+      first = false;
+      AppendEscaped(out, it.key());
+      out += ": ";
+      AppendPython(out, it.value());
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ", ";
+      AppendPython(out, v[i]);
+    }
+    out += ']';
+  } else if (v.is_string()) {
+    AppendEscaped(out, v.get<std::string>());
+  } else {
+    out += v.dump();  // numbers, true, false, null as Python's json writes them
+  }
+}
+
+}  // namespace
+
+std::string PythonJson(const OrderedJson& value) {
+  std::string out;
+  AppendPython(out, value);
+  return out;
+}
+
+Result<ToolSet> ParseToolSet(const OrderedJson& body, const JsonGrammarOptions& options) {
+  ToolSet set;
+  if (!body.is_object()) return set;
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    const OrderedJson& tools = body["tools"];
+    if (!tools.is_array()) return Invalid("/tools", "expected an array of tools");
+    if (tools.size() > kMaxTools) {
+      return Error{ErrorCode::kLimit, "/tools", "at most " + std::to_string(kMaxTools) + " tools in one request"};
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < tools.size(); ++i) {
+      auto t = ParseTool(tools[i], PointerAppend("/tools", i));
+      MLC_RETURN_IF_ERROR(t);
+      if (!names.insert(t->name).second) {
+        return Invalid(PointerAppend(PointerAppend(t->path, "function"), "name"), "two tools are named \"" + t->name + "\"");
+      }
+      set.tools.push_back(std::move(*t));
+    }
+  }
+  auto choice = ParseToolChoice(body, set);
+  MLC_RETURN_IF_ERROR(choice);
+  set.choice = *choice;
+  if ((set.choice == ToolChoice::kRequired || set.choice == ToolChoice::kNamed) && set.tools.empty()) {
+    return Invalid("/tool_choice", "a required tool call needs tools");
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean()) return Invalid("/parallel_tool_calls", "expected true or false");
+    set.parallel = body["parallel_tool_calls"].get<bool>();
+  }
+  if (!set.tools.empty()) {  // every tool's parameters within the supported schema subset
+    ToolSet all = set;
+    all.choice = ToolChoice::kRequired;
+    auto grammar = ToolCallGrammar(ToolFormatFor(ConvTemplate{}), all, options);
+    MLC_RETURN_IF_ERROR(grammar);
+  }
+  return set;
+}
+
+ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
+  ToolFormat f;
+  f.open = "<tool_call>";
+  f.name_open = "\n{\"name\": \"";
+  f.name_close = "\", \"arguments\": ";
+  f.close = "}\n</tool_call>";
+  f.between = "\n";
+  f.response_open = "<tool_response>\n";
+  f.response_close = "\n</tool_response>";
+  auto user = tmpl.roles.find("user");
+  if (user != tmpl.roles.end() && user->second == "<|im_start|>user") {
+    f.name = "hermes";
+    f.native = true;
+    f.instructions_head =
+        "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided "
+        "with function signatures within <tools></tools> XML tags:\n<tools>";
+    f.instructions_tail =
+        "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+        "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+        "<args-json-object>}\n</tool_call>";
+    return f;
+  }
+  f.name = "generic";
+  f.instructions_head =
+      "\n\n# Tools\n\nYou can use functions to answer. Each is described by a JSON object in the <tools> list:\n"
+      "<tools>";
+  f.instructions_tail =
+      "\n</tools>\n\nTo call a function, reply with only:\n<tool_call>\n{\"name\": <the function's name>, "
+      "\"arguments\": <its arguments as a JSON object>}\n</tool_call>\nEach result comes back within "
+      "<tool_response></tool_response> tags.";
+  return f;
+}
+
+Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, const ConvTemplate& tmpl,
+                                                   const ToolSet& tools, std::vector<ChatMessage> messages) {
+  bool calls = false;
+  for (const ChatMessage& m : messages) calls = calls || !m.tool_calls.empty();
+  if (tools.tools.empty() && !calls) return messages;  // the template's own tool role, as WebLLM
+  MLC_RETURN_IF_ERROR(CheckToolCallIds(messages));
+  std::vector<ChatMessage> out;
+  if (tools.Active()) {
+    const bool has_system = !messages.empty() && messages[0].role == "system";
+    std::string base = has_system ? messages[0].Text() : tmpl.system_message;
+    std::string text = ToolsText(format, tools);
+    if (base.empty() && !format.native) text.erase(0, text.find_first_not_of('\n'));
+    out.push_back(TextMessage("system", base + text, has_system ? messages[0].path : "/tools"));
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    ChatMessage& m = messages[i];
+    if (m.role == "system" && !out.empty()) continue;  // written with the tools
+    if (m.role == "assistant" && !m.tool_calls.empty()) {
+      auto text = CallsText(format, m);
+      MLC_RETURN_IF_ERROR(text);
+      out.push_back(TextMessage("assistant", std::move(*text), m.path));
+      continue;
+    }
+    if (m.role == "tool") {
+      std::string text;
+      const std::string path = m.path;
+      for (; i < messages.size() && messages[i].role == "tool"; ++i) {
+        if (!text.empty()) text += format.between;
+        text += format.response_open + ResultText(messages[i]) + format.response_close;
+      }
+      --i;
+      out.push_back(TextMessage("user", std::move(text), path));
+      continue;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& format, const ToolSet& tools,
+                                                           const JsonGrammarOptions& options) {
+  GrammarComposer g(options);
+  std::vector<std::pair<std::string, uint32_t>> cases;
+  for (const ToolFunction& t : tools.tools) {
+    if (tools.choice == ToolChoice::kNamed && t.name != tools.named) continue;
+    const OrderedJson none = {{"type", "object"}, {"properties", OrderedJson::object()}, {"additionalProperties", false}};
+    auto params = g.Schema(t.parameters.is_null() ? none : t.parameters);
+    if (!params) {
+      Errors errors = params.take_errors();
+      for (Error& e : errors) e.path = t.path + "/function/parameters" + e.path;
+      return errors;
+    }
+    cases.emplace_back(format.name_open + t.name + format.name_close, g.Sequence({*params, g.Text(format.close)}));
+  }
+  const uint32_t call = g.Switch(std::move(cases));
+  const uint32_t more = g.Repeat(g.Sequence({g.Text(format.between + format.open), call}), 0,
+                                 tools.parallel ? static_cast<int64_t>(kMaxTools) : 0);
+  const uint32_t calls = g.Sequence({call, more});
+  const uint32_t root = tools.choice == ToolChoice::kAuto ? g.FreeTextThen(format.open, calls)
+                                                          : g.Sequence({g.Text(format.open), calls});
+  return g.Finish(root);
+}
+
+}  // namespace mlc

@@ -1,0 +1,104 @@
+// A reply with tool calls split as it streams: text until a call opens (what may be the start of
+// one, and the white space before it, held back), then each call's name and its arguments' text
+// as it comes (what may be the call's close held back).
+#include "mlc_manifest/tools.h"
+
+namespace mlc {
+namespace {
+
+// How many bytes at the end of `text` may begin `marker` (the longest such suffix).
+size_t PartialSuffix(std::string_view text, std::string_view marker) {
+  for (size_t n = std::min(text.size(), marker.size() - 1); n > 0; --n) {
+    if (text.substr(text.size() - n) == marker.substr(0, n)) return n;
+  }
+  return 0;
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+}  // namespace
+
+ToolCallStream::ToolCallStream(ToolFormat format, std::string id_prefix)
+    : format_(std::move(format)), id_prefix_(std::move(id_prefix)) {}
+
+ToolCallStream::Delta ToolCallStream::Push(std::string_view text) {
+  buffer_.append(text);
+  Delta out;
+  Step(out);
+  return out;
+}
+
+ToolCallStream::Delta ToolCallStream::Finish() {
+  Delta out;
+  if (phase_ == Phase::kContent || phase_ == Phase::kAfter) out.content = std::move(buffer_);
+  if (phase_ == Phase::kArguments && !buffer_.empty()) {  // a call cut short
+    out.calls.push_back(CallDelta{calls_.size() - 1, "", "", buffer_});
+    calls_.back().arguments += buffer_;
+  }
+  buffer_.clear();
+  return out;
+}
+
+void ToolCallStream::Step(Delta& out) {
+  for (;;) {
+    switch (phase_) {
+      case Phase::kContent: {
+        const size_t at = buffer_.find(format_.open);
+        size_t end = at == std::string::npos ? buffer_.size() - PartialSuffix(buffer_, format_.open) : at;
+        size_t text_end = end;
+        while (text_end > 0 && IsSpace(buffer_[text_end - 1])) --text_end;  // held: it may precede a call
+        out.content += buffer_.substr(0, text_end);
+        if (at == std::string::npos) {
+          buffer_.erase(0, text_end);
+          return;
+        }
+        buffer_.erase(0, at + format_.open.size());
+        phase_ = Phase::kName;
+        break;
+      }
+      case Phase::kName: {
+        if (buffer_.size() < format_.name_open.size()) return;
+        const size_t close = buffer_.find(format_.name_close, format_.name_open.size());
+        if (close == std::string::npos) return;
+        ToolCall call;
+        call.id = id_prefix_ + std::to_string(calls_.size());
+        call.name = buffer_.substr(format_.name_open.size(), close - format_.name_open.size());
+        out.calls.push_back(CallDelta{calls_.size(), call.id, call.name, ""});
+        calls_.push_back(std::move(call));
+        buffer_.erase(0, close + format_.name_close.size());
+        phase_ = Phase::kArguments;
+        break;
+      }
+      case Phase::kArguments: {
+        const size_t at = buffer_.find(format_.close);
+        const size_t end = at == std::string::npos ? buffer_.size() - PartialSuffix(buffer_, format_.close) : at;
+        if (end > 0) {
+          std::string piece = buffer_.substr(0, end);
+          calls_.back().arguments += piece;
+          if (!out.calls.empty() && out.calls.back().index == calls_.size() - 1) {
+            out.calls.back().arguments += piece;
+          } else {
+            out.calls.push_back(CallDelta{calls_.size() - 1, "", "", std::move(piece)});
+          }
+        }
+        if (at == std::string::npos) {
+          buffer_.erase(0, end);
+          return;
+        }
+        buffer_.erase(0, at + format_.close.size());
+        phase_ = Phase::kAfter;
+        break;
+      }
+      case Phase::kAfter: {
+        const std::string next = format_.between + format_.open;
+        if (buffer_.size() < next.size()) return;
+        if (buffer_.compare(0, next.size(), next) != 0) return;  // nothing else follows a call
+        buffer_.erase(0, next.size());
+        phase_ = Phase::kName;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace mlc

@@ -1,0 +1,282 @@
+// Tool calling's library parts: the request's tool set and its refusals, the call grammar (names
+// and arguments only as the tools allow, free text before a call under auto), the reply split
+// into text and calls in pieces of any size, and the Hermes prompt equal token for token to
+// Qwen2.5's published template rendered by Jinja2.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "mlc_manifest/chat.h"
+#include "mlc_manifest/conversation.h"
+#include "mlc_manifest/fs.h"
+#include "mlc_manifest/tokenizer.h"
+#include "mlc_manifest/tools.h"
+#include "support/test_util.h"
+
+namespace mlc {
+namespace {
+
+OrderedJson O(const std::string& text) { return OrderedJson::parse(text); }
+
+const char* kWeatherTools = R"({"tools": [
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 8},
+                  "unit": {"enum": ["c", "f"]}}, "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+   "properties": {"zone": {"type": "integer", "minimum": -12, "maximum": 14}}, "required": ["zone"],
+   "additionalProperties": false}}}]})";
+
+ToolSet Tools(const std::string& extra = "") {
+  OrderedJson body = O(kWeatherTools);
+  if (!extra.empty()) body.update(O(extra));
+  auto set = ParseToolSet(body);
+  EXPECT_TRUE(set.ok()) << (set.ok() ? "" : FormatErrors(set.errors()));
+  return set.ok() ? *set : ToolSet{};
+}
+
+ToolFormat Hermes() {
+  ConvTemplate t;
+  t.roles = {{"user", "<|im_start|>user"}, {"assistant", "<|im_start|>assistant"}};
+  return ToolFormatFor(t);
+}
+
+std::shared_ptr<const JsonGrammar> Grammar(const ToolSet& set) {
+  auto g = ToolCallGrammar(Hermes(), set);
+  EXPECT_TRUE(g.ok()) << (g.ok() ? "" : FormatErrors(g.errors()));
+  return g.ok() ? *g : nullptr;
+}
+
+const char* kCall = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+const char* kCall2 = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": -3}}\n</tool_call>";
+
+TEST(ToolGrammar, RequiredTakesOnlyCallsOfTheTools) {
+  auto g = Grammar(Tools(R"({"tool_choice": "required"})"));
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->Matches(kCall));
+  EXPECT_TRUE(g->Matches(kCall2));
+  EXPECT_TRUE(g->Matches(std::string(kCall) + "\n" + kCall2));  // parallel calls
+  EXPECT_FALSE(g->Matches("Hi " + std::string(kCall)));          // no text first
+  EXPECT_FALSE(g->Matches("<tool_call>\n{\"name\": \"get_date\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(g->Matches("<tool_call>\n{\"name\": \"get_time\", \"arguments\": {\"zone\": 15}}\n</tool_call>"));
+  EXPECT_FALSE(g->Matches("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"unit\": \"c\"}}\n</tool_call>"));
+  EXPECT_FALSE(g->Matches("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Amsterdam!\"}}\n</tool_call>"));
+  EXPECT_FALSE(g->Matches(""));
+  EXPECT_FALSE(g->Matches(std::string(kCall).substr(0, 30)));
+}
+
+TEST(ToolGrammar, AutoIsFreeTextUntilACallOpens) {
+  auto g = Grammar(Tools());
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(g->Matches(""));
+  EXPECT_TRUE(g->Matches("The weather is < 20 degrees <tool"));  // text, even a call's beginning
+  EXPECT_TRUE(g->Matches(std::string("Let me look.\n") + kCall));
+  EXPECT_TRUE(g->Matches(std::string("<<tool_call") + kCall));  // the trigger found past a false start
+  EXPECT_FALSE(g->Matches(std::string("x") + kCall + " and more text"));
+  EXPECT_FALSE(g->Matches("<tool_call>\n{\"name\": \"nope\""));
+  JsonGrammar::State s = g->Start();
+  EXPECT_TRUE(g->InFreeText(s));
+  ASSERT_TRUE(g->Feed(s, "Sure. <tool_call>"));
+  EXPECT_FALSE(g->InFreeText(s));
+  EXPECT_FALSE(g->Accepting(s));
+}
+
+TEST(ToolGrammar, NamedAndSingleCalls) {
+  auto named = Grammar(Tools(R"({"tool_choice": {"type": "function", "function": {"name": "get_time"}}})"));
+  ASSERT_TRUE(named);
+  EXPECT_TRUE(named->Matches(kCall2));
+  EXPECT_FALSE(named->Matches(kCall));
+  auto single = Grammar(Tools(R"({"tool_choice": "required", "parallel_tool_calls": false})"));
+  ASSERT_TRUE(single);
+  EXPECT_TRUE(single->Matches(kCall));
+  EXPECT_FALSE(single->Matches(std::string(kCall) + "\n" + kCall2));
+}
+
+// Bytes sampled uniformly among those the grammar takes give calls that parse: the name is a
+// tool's and the arguments an object its schema allows (checked here by hand for the two tools).
+TEST(ToolGrammar, RandomWalksGiveValidCalls) {
+  auto g = Grammar(Tools(R"({"tool_choice": "required"})"));
+  ASSERT_TRUE(g);
+  std::mt19937 rng(7);
+  int complete = 0;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonGrammar::State s = g->Start();
+    std::string text;
+    while (text.size() < 400) {
+      if (g->Accepting(s) && rng() % 4 == 0) break;
+      std::vector<uint8_t> options;
+      for (int c = 0; c < 256; ++c) {
+        JsonGrammar::State copy = s;
+        if (g->Step(copy, static_cast<uint8_t>(c))) options.push_back(static_cast<uint8_t>(c));
+      }
+      if (options.empty()) break;
+      const uint8_t c = options[rng() % options.size()];
+      ASSERT_TRUE(g->Step(s, c));
+      text.push_back(static_cast<char>(c));
+    }
+    if (!g->Accepting(s)) continue;
+    ++complete;
+    ToolCallStream split(Hermes(), "call_");
+    split.Push(text);
+    split.Finish();
+    ASSERT_FALSE(split.calls().empty()) << text;
+    for (const ToolCall& call : split.calls()) {
+      auto args = ParseJson(call.arguments);
+      ASSERT_TRUE(args.ok()) << text;
+      ASSERT_TRUE(args->is_object());
+      if (call.name == "get_weather") {
+        ASSERT_TRUE((*args)["city"].is_string()) << text;
+        EXPECT_LE((*args)["city"].get<std::string>().size(), 8u * 4) << text;
+        if (args->contains("unit")) {
+          EXPECT_TRUE((*args)["unit"] == "c" || (*args)["unit"] == "f") << text;
+        }
+      } else {
+        ASSERT_EQ(call.name, "get_time") << text;
+        ASSERT_TRUE((*args)["zone"].is_number_integer()) << text;
+        EXPECT_GE((*args)["zone"].get<int64_t>(), -12);
+        EXPECT_LE((*args)["zone"].get<int64_t>(), 14);
+      }
+    }
+  }
+  EXPECT_GT(complete, 100);
+}
+
+TEST(ToolCallStream, PiecesOfAnySizeSplitAsTheWhole) {
+  const std::string reply = std::string("Let me check.\n") + kCall + "\n" + kCall2;
+  ToolCallStream whole(Hermes(), "call_");
+  auto all = whole.Push(reply);
+  auto rest = whole.Finish();
+  EXPECT_EQ(all.content + rest.content, "Let me check.");
+  ASSERT_EQ(whole.calls().size(), 2u);
+  EXPECT_EQ(whole.calls()[0].name, "get_weather");
+  EXPECT_EQ(whole.calls()[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(whole.calls()[0].id, "call_0");
+  EXPECT_EQ(whole.calls()[1].name, "get_time");
+  EXPECT_EQ(whole.calls()[1].arguments, "{\"zone\": -3}");
+  for (size_t piece = 1; piece <= 7; ++piece) {
+    ToolCallStream s(Hermes(), "call_");
+    std::string content;
+    std::vector<std::string> names(2), args(2);
+    auto take = [&](const ToolCallStream::Delta& d) {
+      content += d.content;
+      for (const auto& c : d.calls) {
+        ASSERT_LT(c.index, 2u);
+        if (!c.name.empty()) names[c.index] = c.name;
+        args[c.index] += c.arguments;
+      }
+    };
+    for (size_t i = 0; i < reply.size(); i += piece) take(s.Push(reply.substr(i, piece)));
+    take(s.Finish());
+    EXPECT_EQ(content, "Let me check.") << piece;
+    EXPECT_EQ(names, (std::vector<std::string>{"get_weather", "get_time"})) << piece;
+    EXPECT_EQ(args, (std::vector<std::string>{"{\"city\": \"Paris\"}", "{\"zone\": -3}"})) << piece;
+  }
+  ToolCallStream text(Hermes(), "call_");
+  std::string plain = text.Push("a <tool").content;
+  plain += text.Finish().content;
+  EXPECT_EQ(plain, "a <tool");  // no call: all text
+}
+
+TEST(ToolSet, RefusalsNameTheField) {
+  auto error_at = [](const std::string& body) {
+    auto set = ParseToolSet(O(body));
+    return set.ok() ? std::string("ok") : set.errors().front().path;
+  };
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "function", "function": {"name": "f"}}],
+                        "tool_choice": {"type": "function", "function": {"name": "g"}}})"),
+            "/tool_choice/function/name");
+  EXPECT_EQ(error_at(R"({"tool_choice": "required"})"), "/tool_choice");
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "function", "function": {"name": "a b"}}]})"), "/tools/0/function/name");
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "retrieval"}]})"), "/tools/0/type");
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "function", "function": {"name": "f"}},
+                                   {"type": "function", "function": {"name": "f"}}]})"),
+            "/tools/1/function/name");
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters":
+                          {"type": "object", "properties": {"x": {"type": "string", "if": {}}}}}}]})"),
+            "/tools/0/function/parameters/properties/x/if");
+  EXPECT_EQ(error_at(R"({"tools": [], "parallel_tool_calls": "yes"})"), "/parallel_tool_calls");
+  EXPECT_EQ(error_at(R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "none"})"), "ok");
+  EXPECT_FALSE(Tools(R"({"tool_choice": "none"})").Active());
+}
+
+TEST(ToolMessages, ToolResultsMustAnswerACall) {
+  ConvTemplate t;
+  auto messages = ParseMessages(Json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_time", "arguments": "{\"zone\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c2", "content": "12:00"}])"));
+  ASSERT_TRUE(messages.ok()) << FormatErrors(messages.errors());
+  auto out = WriteToolMessages(Hermes(), t, Tools(), *messages);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.errors().front().path, "/2/tool_call_id");
+  auto no_id = ParseMessages(Json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_time", "arguments": "{}"}}]}, {"role": "tool", "content": "x"}])"));
+  ASSERT_TRUE(no_id.ok());
+  auto unanswered = WriteToolMessages(Hermes(), t, Tools(), *no_id);
+  ASSERT_FALSE(unanswered.ok());
+  EXPECT_EQ(unanswered.errors().front().path, "/2/tool_call_id");
+  auto bad_args = ParseMessages(Json::parse(R"([{"role": "user", "content": "hi"},
+      {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_time", "arguments": "{zone"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "12:00"}])"));
+  ASSERT_TRUE(bad_args.ok());
+  auto written = WriteToolMessages(Hermes(), t, Tools(), *bad_args);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.errors().front().path, "/1/tool_calls/0/function/arguments");
+}
+
+TEST(PythonJson, WritesAsJsonDumps) {
+  EXPECT_EQ(PythonJson(O(R"({"b": [1, 2.5, true, null], "a": "é\n\"x\""})")),
+            "{\"b\": [1, 2.5, true, null], \"a\": \"é\\n\\\"x\\\"\"}");
+}
+
+// The prompt of a conversation with tools, calls and results (two in a row) equals Qwen2.5's
+// published template rendered by Jinja2, token for token, with a real Qwen2 tokenizer.
+TEST(ToolPrompt, HermesEqualsQwen25PublishedTemplate) {
+  const std::string dir = test::SharedPath("testdata/tokenizers/qwen2-readerlm");
+  auto config = ReadJsonFile(dir + "/mlc-chat-config.json");
+  ASSERT_TRUE(config.ok());
+  auto tmpl = ConvTemplateFromChatConfig(*config);
+  ASSERT_TRUE(tmpl.ok());
+  auto loaded = Tokenizer::FromJsonFile(dir + "/tokenizer.reconstructed.json");
+  ASSERT_TRUE(loaded.ok());
+  const Tokenizer* tokenizer = loaded->get();
+  const std::string llama = test::NpmPackage("node-llama-cpp@3.22.1");
+  ASSERT_FALSE(llama.empty());
+  const std::string request = std::string(R"({"messages": [
+      {"role": "system", "content": "You are a helpful assistant."},
+      {"role": "user", "content": "Weather in Paris, and the time in UTC-3? Answer in °C."},
+      {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"c\"}"}},
+        {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":-3}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "{\"temp\": 21}"},
+      {"role": "tool", "tool_call_id": "b", "content": "09:30"},
+      {"role": "assistant", "content": "It is 21 °C.", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "13:30"}],)") + std::string(kWeatherTools).substr(1);
+  test::TempDir tmp;
+  const std::string file = tmp.Write("request.json", request);
+  auto rendered = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/chat_template.py"),
+                                    llama + "/llama/gitRelease.bundle", MLC_BINARY_DIR, "Qwen-Qwen2.5-7B-Instruct.jinja",
+                                    file});
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.err;
+
+  OrderedJson body = O(request);
+  auto tools = ParseToolSet(body);
+  ASSERT_TRUE(tools.ok()) << FormatErrors(tools.errors());
+  auto messages = ParseMessages(Json::parse(request)["messages"], "/messages");
+  ASSERT_TRUE(messages.ok()) << FormatErrors(messages.errors());
+  const ToolFormat format = ToolFormatFor(*tmpl);
+  EXPECT_EQ(format.name, "hermes");
+  auto written = WriteToolMessages(format, *tmpl, *tools, *messages);
+  ASSERT_TRUE(written.ok()) << FormatErrors(written.errors());
+  ChatTurns turns(*tmpl, *tokenizer);
+  auto turn = turns.Next(*written, "", "");
+  ASSERT_TRUE(turn.ok()) << FormatErrors(turn.errors());
+  std::vector<int32_t> ours;
+  for (const RequestSegment& s : *turn) ours.insert(ours.end(), s.token_ids.begin(), s.token_ids.end());
+  EXPECT_EQ(ours, tokenizer->Encode(rendered.out)) << tokenizer->Decode(ours) << "\n---\n" << rendered.out;
+}
+
+}  // namespace
+}  // namespace mlc
