@@ -255,6 +255,18 @@ TEST(JsonSchemaKeywords, PropertyCounts) {
               "/additionalProperties", "no properties");
 }
 
+// OpenAPI's "nullable": true beside a type or an enum (the openai SDKs' zod helper writes it):
+// null is allowed too.
+TEST(JsonSchemaKeywords, OpenApiNullable) {
+  auto g = Schema(R"({"type":"object","properties":{"s":{"type":"string","maxLength":3,"nullable":true},
+      "n":{"type":"number","nullable":true},"e":{"type":"string","enum":["a","b"],"nullable":true},
+      "k":{"type":"integer","nullable":false}},"required":["s","n","e","k"],"additionalProperties":false})");
+  ExpectAccepts(*g, {R"({"s":null,"n":null,"e":null,"k":1})", R"({"s":"abc","n":1.5,"e":"a","k":-2})"});
+  ExpectRefuses(*g, {R"({"s":null,"n":null,"e":null,"k":null})", R"({"s":"abcd","n":1,"e":"a","k":1})",
+                     R"({"s":"a","n":1,"e":"c","k":1})"});
+  ExpectError(R"({"type":"string","nullable":"yes"})", "/nullable", "true or false", ErrorCode::kInvalid);
+}
+
 TEST(JsonSchemaKeywords, AllOfOneOfAndNullable) {
   // pydantic v1 wraps a described $ref in allOf; a single member is that member.
   auto single = Schema(R"({"definitions":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},

@@ -5,6 +5,9 @@
 // refusals name their field.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
@@ -166,6 +169,31 @@ TEST(ServeTools, VercelAiSdkObjectsAndTools) {
   EXPECT_EQ(text["steps"], 2) << r.out;
   EXPECT_TRUE(text["second_request_has_result"].get<bool>()) << r.out;
   EXPECT_TRUE(text["finish"] == "stop" || text["finish"] == "length") << r.out;
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+// The openai client's own zod helpers (zod 3): chat.completions.parse with zodResponseFormat and
+// with a zodFunction tool; the parsed object and arguments validate against the schemas it wrote.
+TEST(ServeTools, OpenAiZodHelpersParse) {
+  Package p;
+  ServerProcess server(p.dir.path(), {"--json-max-string-length", "12"});
+  ASSERT_GT(server.port(), 0) << server.log();
+  const std::string openai = test::NpmPackage("openai@4.104.0");
+  const std::string zod = test::NpmPackage("zod@3.25.76");
+  ASSERT_FALSE(openai.empty() || zod.empty());
+  const std::string node_path = std::filesystem::path(zod).parent_path().string();  // the prefix's node_modules
+  auto r = test::RunProgram({"env", "NODE_PATH=" + node_path, "node", test::SourcePath("tests/support/openai_zod_client.mjs"),
+                             openai, server.url()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = ParseJson(r.out);
+  ASSERT_TRUE(doc.ok()) << r.out;
+  EXPECT_EQ((*doc)["finish"], "stop") << r.out;
+  EXPECT_EQ((*doc)["tool_finish"], "tool_calls") << r.out;
+  ASSERT_TRUE((*doc)["parsed"].is_object()) << r.out;
+  ASSERT_TRUE((*doc)["tool_args"].is_object()) << r.out;
+  Json pairs = Json::array({Json::array({(*doc)["parsed"], (*doc)["schema"]}),
+                            Json::array({(*doc)["tool_args"], (*doc)["tool_schema"]})});
+  EXPECT_EQ(ValidateValues(pairs), "") << r.out;
   EXPECT_EQ(server.Stop(), 0);
 }
 

@@ -71,7 +71,7 @@ const std::set<std::string>& Keywords() {
                                           "minLength", "maxLength", "anyOf", "$ref",
                                           "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                           "multipleOf", "pattern", "format", "minProperties", "maxProperties",
-                                          "allOf", "oneOf", "prefixItems", "additionalItems"};
+                                          "allOf", "oneOf", "prefixItems", "additionalItems", "nullable"};
   return k;
 }
 
@@ -174,6 +174,7 @@ class JsonSchemaCompiler {
                               const std::set<std::string>& allowed);
   // The schema's "type" names into types; false (after Fail) when malformed.
   bool Types(const OrderedJson& s, const std::string& at, std::vector<std::string>& types);
+  bool Nullable(const OrderedJson& s, const std::string& at, std::vector<std::string>& types);
   uint32_t Literals(const OrderedJson& s, const std::string& at);
   uint32_t Ref(const std::string& ref, const std::string& at, int depth);
   uint32_t Typed(const OrderedJson& s, const std::string& type, const std::string& at, int depth);
@@ -750,15 +751,30 @@ bool JsonSchemaCompiler::Types(const OrderedJson& s, const std::string& at,
       return false;
     }
   }
+  return Nullable(s, at, types);
+}
+
+// OpenAPI's "nullable": true (the openai SDKs' zod helper writes it beside "type"): null is one
+// more type.
+bool JsonSchemaCompiler::Nullable(const OrderedJson& s, const std::string& at, std::vector<std::string>& types) {
+  if (!s.contains("nullable")) return true;
+  if (!s["nullable"].is_boolean()) {
+    Fail(Invalid(PointerAppend(at, "nullable"), "expected true or false"));
+    return false;
+  }
+  if (s["nullable"].get<bool>() && !types.empty() && std::find(types.begin(), types.end(), "null") == types.end()) {
+    types.push_back("null");
+  }
   return true;
 }
 
 // const or enum: the values that are of the schema's type (when it gives one).
 uint32_t JsonSchemaCompiler::Literals(const OrderedJson& s, const std::string& at) {
   const std::string key = s.contains("const") ? "const" : "enum";
-  if (auto e = Beside(s, at, key, {"type"})) return Fail(*e);
+  if (auto e = Beside(s, at, key, {"type", "nullable"})) return Fail(*e);
   std::vector<std::string> types;
   if (!Types(s, at, types)) return 0;
+  const bool nullable = s.contains("nullable") && s["nullable"] == true;
   auto typed = [&types](const OrderedJson& v) {
     return types.empty() || std::any_of(types.begin(), types.end(),
                                         [&v](const std::string& t) { return IsOfType(v, t); });
@@ -777,6 +793,9 @@ uint32_t JsonSchemaCompiler::Literals(const OrderedJson& s, const std::string& a
   }
   for (const OrderedJson& v : e) {
     if (typed(v)) n.literals.push_back(v.dump());
+  }
+  if (nullable && std::find(n.literals.begin(), n.literals.end(), "null") == n.literals.end()) {
+    n.literals.push_back("null");
   }
   if (n.literals.empty()) return Fail(Invalid(where, "no enum value is of the type " + Joined(types)));
   return Add(std::move(n));
