@@ -267,6 +267,19 @@ TEST(JsonSchemaKeywords, OpenApiNullable) {
   ExpectError(R"({"type":"string","nullable":"yes"})", "/nullable", "true or false", ErrorCode::kInvalid);
 }
 
+// The options' cap for strings without maxLength gives way to what a format needs; a schema's own
+// maxLength does not.
+TEST(JsonSchemaKeywords, StringCapGivesWayToAFormat) {
+  JsonGrammarOptions o;
+  o.max_string_length = 12;
+  auto g = JsonGrammar::FromSchema(OrderedJson::parse(R"({"type":"string","format":"date-time"})"), o);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE((*g)->Matches("\"2024-01-02T03:04:05Z\""));
+  EXPECT_FALSE((*g)->Matches("\"2024-01-02T03:04:05.123Z\""));  // past the minimum, the cap holds
+  auto own = JsonGrammar::FromSchema(OrderedJson::parse(R"({"type":"string","format":"date-time","maxLength":12})"), o);
+  EXPECT_FALSE(own.ok());
+}
+
 TEST(JsonSchemaKeywords, AllOfOneOfAndNullable) {
   // pydantic v1 wraps a described $ref in allOf; a single member is that member.
   auto single = Schema(R"({"definitions":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}},

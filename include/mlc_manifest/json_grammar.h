@@ -19,7 +19,8 @@ namespace mlc {
 struct ByteDfa;  // a string's pattern or a number's range (src/text/byte_dfa.h)
 
 struct JsonGrammarOptions {
-  // Longest string (in characters) where the schema gives no maxLength; 0: unbounded.
+  // Longest string (in characters) where the schema gives no maxLength; 0: unbounded. A pattern or
+  // format that needs more raises it for its string.
   int64_t max_string_length = 0;
   int64_t max_depth = 32;  // nesting of objects and arrays (the automaton's stack)
   // A schema over either is kLimit naming the limit (the compile's memory and time are bounded

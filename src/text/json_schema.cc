@@ -301,7 +301,10 @@ uint32_t JsonSchemaCompiler::String(const OrderedJson& s, const std::string& at)
       if (!dfa) return Fail(dfa.errors().front());
     }
     both = *dfa;
-    if (n.max >= 0 && (*dfa)->min_chars[static_cast<size_t>((*dfa)->start)] > n.max) {
+    // The server's cap for strings without maxLength gives way to what the pattern needs.
+    const int64_t needs = (*dfa)->min_chars[static_cast<size_t>((*dfa)->start)];
+    if (!max && n.max >= 0 && needs > n.max) n.max = needs;
+    if (n.max >= 0 && needs > n.max) {
       return Fail(Invalid(where, "no string of at most maxLength characters matches it"));
     }
   }
