@@ -478,6 +478,63 @@ TEST(CApi, SessionsWithBuiltInProgramsAndACallersFunctionTable) {
 // Structured output and log-probabilities through the C API, as the server has them: the reply
 // parses and keeps to its schema, each token has its log-probability and at most `logprobs`
 // alternatives, none of them a token the grammar masked.
+// Tools through the C API: mlc_prompt_build writes them into the prompt (tools beside messages),
+// a session with params.tools constrains the reply to a call of theirs, and
+// mlc_session_tool_reply splits it out.
+TEST(CApi, SessionToolCalls) {
+  RefPackage ref(false);
+  const std::string tools = R"({"tools": [{"type": "function", "function": {"name": "add", "parameters":
+      {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+       "b": {"type": "integer", "minimum": 0, "maximum": 9}}, "required": ["a", "b"], "additionalProperties": false}}}],
+      "tool_choice": "required", "parallel_tool_calls": false})";
+  OrderedJson doc = OrderedJson::parse(tools);  // the tools in their key order
+  doc["messages"] = OrderedJson::parse(R"([{"role": "user", "content": "2 + 3?"}])");
+  const std::string messages = doc.dump();
+  c::Prompt prompt;
+  ASSERT_EQ(mlc_prompt_build(prompt, ref.path.c_str(), messages.data(), messages.size()), MLC_OK)
+      << Describe(prompt.errors());
+  const std::string text = mlc_prompt_text(prompt);
+  EXPECT_NE(text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"add\""), std::string::npos) << text;
+  Json ids = Json::array();
+  const Json report = Json::parse(mlc_prompt_json(prompt));
+  for (const Json& seg : report["segments"]) {
+    for (const char* key : {"system_prefix_token_ids", "token_ids"}) {
+      if (seg.contains(key)) {
+        for (const Json& id : seg[key]) ids.push_back(id);
+      }
+    }
+  }
+  mlc_session_params params = mlc_session_params_default();
+  EXPECT_EQ(params.tools, nullptr);
+  params.max_tokens = 200;
+  params.temperature = 1.0;
+  params.seed = 2;
+  params.tools = tools.c_str();
+  c::Session s;
+  ASSERT_EQ(mlc_session_open(s, ref.path.c_str(), &params), MLC_OK) << Describe(s.errors());
+  const std::string request = Json::array({{{"tokens", ids}}}).dump();
+  ASSERT_EQ(mlc_session_generate(s, request.data(), request.size(), nullptr, nullptr, nullptr), MLC_OK)
+      << Describe(s.errors());
+  Json reply = Json::parse(mlc_session_tool_reply(s));
+  ASSERT_EQ(reply["tool_calls"].size(), 1u) << reply.dump() << mlc_session_text(s);
+  EXPECT_EQ(reply["tool_calls"][0]["id"], "call_0_0");
+  EXPECT_EQ(reply["tool_calls"][0]["function"]["name"], "add");
+  Json args = Json::parse(reply["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args["a"].is_number_integer() && args["b"].is_number_integer()) << args.dump();
+  EXPECT_LE(args["a"].get<int>(), 9);
+  EXPECT_STREQ(mlc_session_stop_reason(s), "stop_token");
+  // A keyword outside the subset, or a response format beside active tools, refuses the session.
+  const std::string bad = R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"not": {}}}}]})";
+  params.tools = bad.c_str();
+  c::Session refused;
+  EXPECT_NE(mlc_session_open(refused, ref.path.c_str(), &params), MLC_OK);
+  EXPECT_EQ(refused.errors().at(0).path, "/tools/0/function/parameters/not");
+  params.tools = tools.c_str();
+  params.response_format = R"({"type": "json_object"})";
+  c::Session both;
+  EXPECT_NE(mlc_session_open(both, ref.path.c_str(), &params), MLC_OK);
+}
+
 TEST(CApi, SessionStructuredOutputAndLogprobs) {
   RefPackage ref(true);
   mlc_session_params params = mlc_session_params_default();

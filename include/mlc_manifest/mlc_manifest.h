@@ -258,7 +258,8 @@ MLC_API mlc_prompt* mlc_prompt_init(void);
 MLC_API void mlc_prompt_free(mlc_prompt* prompt);
 MLC_API const mlc_errors* mlc_prompt_errors(const mlc_prompt* prompt);
 /* Builds the first-round prompt of OpenAI-style messages (an array, or {"messages": [...]})
- * under the package's conversation template and tokenizer. */
+ * under the package's conversation template and tokenizer; with "tools" (and "tool_choice") beside
+ * "messages", the tools, calls and tool results written the family's way. */
 MLC_API int mlc_prompt_build(mlc_prompt* prompt, const char* package_dir, const char* messages_json,
                              size_t length);
 /* The prompt text (media as "<image>" / "<audio>"), and
@@ -356,6 +357,12 @@ typedef struct mlc_session_params {
    * package's tokenizer. */
   const char* response_format;
   int logprobs;             /* default -1 (none); 0..20: each token's and this many alternatives */
+  /* Tool calling: an object with OpenAI's "tools" (and "tool_choice", "parallel_tool_calls") as
+   * JSON; NULL: none. While active, each reply's calls are written in the family's format and
+   * constrained to the tools' schemas (mlc_session_tool_reply splits them out); the prompt with
+   * the tools comes from mlc_prompt_build given the same "tools" beside "messages". Needs the
+   * package's tokenizer and conversation template. */
+  const char* tools;
 } mlc_session_params;
 MLC_API mlc_session_params mlc_session_params_default(void);
 
@@ -389,6 +396,10 @@ MLC_API int64_t mlc_session_kv_length(const mlc_session* session);
  * package's tokenizer, which response_format loads; else ""). */
 MLC_API int64_t mlc_session_cached_tokens(const mlc_session* session);
 MLC_API const char* mlc_session_text(const mlc_session* session);
+/* With params.tools: the last turn's reply split as {"content": TEXT, "tool_calls": [{"id",
+ * "type": "function", "function": {"name", "arguments"}}]} (ids "call_TURN_INDEX", TURN counting
+ * the session's turns from 0); "" without tools. */
+MLC_API const char* mlc_session_tool_reply(const mlc_session* session);
 /* A generated token's log-probability and its most likely alternatives (params.logprobs >= 0). */
 typedef struct mlc_token_logprob {
   int32_t token;

@@ -69,6 +69,23 @@ ToolFormat ToolFormatFor(const ConvTemplate& tmpl);
 Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, const ConvTemplate& tmpl,
                                                    const ToolSet& tools, std::vector<ChatMessage> messages);
 
+// A follow-up turn's new messages (tool results first, typically) written the family's way:
+// each tool message must answer one of `previous_calls`, the calls of the reply before them.
+Result<std::vector<ChatMessage>> WriteToolFollowUp(const ToolFormat& format, const ConvTemplate& tmpl,
+                                                   const std::vector<ToolCall>& previous_calls,
+                                                   std::vector<ChatMessage> messages);
+
+// The tool set of a file: an object with "tools" (and tool_choice, parallel_tool_calls), such as
+// an OpenAI request body; errors at their pointers in the named document.
+Result<ToolSet> ReadToolsFile(const std::string& path, const JsonGrammarOptions& options = {});
+
+// A whole reply split into its text and its calls (ids id_prefix + index).
+struct ToolReply {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+ToolReply SplitToolReply(const ToolFormat& format, std::string_view text, const std::string& id_prefix);
+
 // The grammar a reply is sampled under when tools are active: `auto` free text until the call
 // opens, `required` and a named function a call from the first token; then the call's name among
 // the allowed tools and its arguments valid for that tool's parameters; more calls when parallel.

@@ -352,14 +352,16 @@ class PySession {
  public:
   PySession(const std::string& dir, const std::optional<std::string>& program, int64_t max_tokens,
             double temperature, double top_p, int64_t top_k, uint64_t seed, bool prefix_cache,
-            const std::optional<py::object>& response_format, int logprobs)
+            const std::optional<py::object>& response_format, int logprobs, const std::optional<py::object>& tools)
       : program_(program.value_or("")),
-        response_format_(response_format ? JsonText(*response_format) : std::string()) {
+        response_format_(response_format ? JsonText(*response_format) : std::string()),
+        tools_(tools ? JsonText(*tools) : std::string()) {
     mlc_session_params params = mlc_session_params_default();
     params.program_path = program ? program_.c_str() : nullptr;
     params.prefix_cache = prefix_cache ? 1 : 0;
     params.response_format = response_format ? response_format_.c_str() : nullptr;
     params.logprobs = logprobs;
+    params.tools = tools ? tools_.c_str() : nullptr;
     params.max_tokens = max_tokens;
     params.temperature = temperature;
     params.top_p = top_p;
@@ -385,6 +387,11 @@ class PySession {
     out["kv_length"] = mlc_session_kv_length(session_);
     out["cached_tokens"] = mlc_session_cached_tokens(session_);
     out["text"] = mlc_session_text(session_);
+    if (const char* reply = mlc_session_tool_reply(session_); reply && *reply) {
+      py::dict split = py::module_::import("json").attr("loads")(reply);
+      out["content"] = split["content"];
+      out["tool_calls"] = split["tool_calls"];
+    }
     size_t n = 0;
     const mlc_token_logprob* lp = mlc_session_logprobs(session_, &n);
     if (n > 0) {
@@ -424,6 +431,7 @@ class PySession {
  private:
   std::string program_;
   std::string response_format_;  // JSON text, kept while the session lives
+  std::string tools_;            // likewise
   c::Session session_;
 };
 
@@ -487,10 +495,12 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const std::string&, const std::optional<std::string>&, int64_t, double, double,
-                    int64_t, uint64_t, bool, const std::optional<py::object>&, int>(),
+                    int64_t, uint64_t, bool, const std::optional<py::object>&, int,
+                    const std::optional<py::object>&>(),
            a::arg("dir"), a::arg("program") = py::none(), a::arg("max_tokens") = 32,
            a::arg("temperature") = 0.0, a::arg("top_p") = 1.0, a::arg("top_k") = 0, a::arg("seed") = 0,
-           a::arg("prefix_cache") = true, a::arg("response_format") = py::none(), a::arg("logprobs") = -1)
+           a::arg("prefix_cache") = true, a::arg("response_format") = py::none(), a::arg("logprobs") = -1,
+           a::arg("tools") = py::none())
       .def("generate", &PySession::Generate, a::arg("request"), a::arg("base_dir") = py::none())
       .def("embed", &PySession::Embed, a::arg("request"), a::arg("pooling") = "mean",
            a::arg("base_dir") = py::none())

@@ -278,6 +278,28 @@ def test_session_embed(reference, tmp_path):
         mlc_manifest.Session(str(reference)).embed([{"tokens": [1, 2]}])
 
 
+def test_session_tool_calls(reference):
+    params = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 9},
+                                               "b": {"type": "integer", "minimum": 0, "maximum": 9}},
+              "required": ["a", "b"], "additionalProperties": False}
+    tools = {"tools": [{"type": "function", "function": {"name": "add", "parameters": params}}],
+             "tool_choice": "required", "parallel_tool_calls": False}
+    prompt = mlc_manifest.prompt(str(reference), {"messages": [{"role": "user", "content": "2 + 3?"}], **tools})
+    assert '<tools>\n{"type": "function", "function": {"name": "add"' in prompt["prompt"]
+    ids = [i for seg in prompt["segments"] for i in seg.get("system_prefix_token_ids", []) + seg.get("token_ids", [])]
+    session = mlc_manifest.Session(str(reference), max_tokens=200, temperature=1.0, seed=2, tools=tools)
+    result = session.generate([{"tokens": ids}])
+    assert result["stop_reason"] == "stop_token", result
+    (call,) = result["tool_calls"]
+    assert call["id"] == "call_0_0" and call["type"] == "function" and call["function"]["name"] == "add"
+    args = json.loads(call["function"]["arguments"])
+    assert set(args) == {"a", "b"} and all(isinstance(v, int) and 0 <= v <= 9 for v in args.values()), args
+    with pytest.raises(mlc_manifest.Error) as info:
+        mlc_manifest.Session(str(reference), tools={"tools": [{"type": "function", "function": {
+            "name": "f", "parameters": {"not": {}}}}]})
+    assert info.value.errors[0]["path"] == "/tools/0/function/parameters/not"
+
+
 def test_session_structured_output_and_logprobs(reference):
     schema = {"type": "object", "properties": {"mood": {"enum": ["calm", "stormy"]}, "n": {"type": "integer"}},
               "required": ["mood"], "additionalProperties": False}

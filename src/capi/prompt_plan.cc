@@ -10,6 +10,7 @@
 #include "mlc_manifest/plan.h"
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
+#include "mlc_manifest/tools.h"
 
 using mlc::capi::CStr;
 using mlc::capi::Fail;
@@ -51,6 +52,14 @@ int BuildPrompt(mlc_prompt* h, const std::string& dir, std::string_view messages
   if (!tmpl) return Fail(h->errors, tmpl.take_errors(), config_path);
   auto tokenizer = mlc::Tokenizer::FromDirectory(dir);
   if (!tokenizer) return Fail(h->errors, tokenizer.take_errors(), dir);
+  // Tools beside the messages ({"messages", "tools", "tool_choice", ...}): written the family's way.
+  if (doc->is_object() && doc->contains("tools")) {
+    auto tools = mlc::ParseToolSet(mlc::OrderedJson::parse(messages_text));
+    if (!tools) return Fail(h->errors, tools.take_errors(), kMemoryDocument);
+    auto written = mlc::WriteToolMessages(mlc::ToolFormatFor(*tmpl), *tmpl, *tools, std::move(*messages));
+    if (!written) return Fail(h->errors, written.take_errors(), kMemoryDocument);
+    messages = std::move(written);
+  }
   auto prompt = mlc::BuildChatPrompt(*tmpl, *messages);
   if (!prompt) return Fail(h->errors, prompt.take_errors(), kMemoryDocument);
   auto report = mlc::PromptReportJson(*prompt, *tmpl, **tokenizer, nullptr, "");

@@ -18,6 +18,7 @@
 #include "mlc_manifest/request.h"
 #include "mlc_manifest/runtime.h"
 #include "mlc_manifest/serve.h"
+#include "mlc_manifest/tools.h"
 
 using mlc::capi::CStr;
 using mlc::capi::Fail;
@@ -237,7 +238,10 @@ struct mlc_session {
   std::optional<mlc::OpenedPackage> package;
   std::optional<mlc::Session> session;
   mlc_session_params params{};
-  std::shared_ptr<const mlc::JsonConstraint> json;  // params.response_format
+  std::shared_ptr<const mlc::JsonConstraint> json;  // params.response_format, or active tools' calls
+  std::optional<mlc::ToolFormat> tool_format;       // with params.tools
+  std::string tool_reply;                            // mlc_session_tool_reply's
+  int64_t turns = 0;                                 // generated so far (the calls' ids)
   std::vector<int32_t> tokens;
   std::string stop_reason;
   std::string text;
@@ -274,6 +278,9 @@ void Reset(mlc_session* h) {
   h->session.reset();
   h->package.reset();
   h->json.reset();
+  h->tool_format.reset();
+  h->tool_reply.clear();
+  h->turns = 0;
   h->tokens.clear();
   h->stop_reason.clear();
   h->text.clear();
@@ -296,6 +303,33 @@ mlc::Result<std::shared_ptr<const mlc::JsonConstraint>> ResponseFormat(const cha
       mlc::JsonConstraint{*grammar, mlc::TokenVocabulary::FromTokenizer(tokenizer)});
 }
 
+// params.tools: the family's format, and the calls' grammar while the tools are active.
+int LoadTools(mlc_session* h, const char* text) {
+  auto checked = mlc::ParseJson(text);  // strict: duplicate keys, depth, UTF-8
+  if (!checked) return Fail(h->errors, checked.take_errors(), "tools");
+  auto tools = mlc::ParseToolSet(mlc::OrderedJson::parse(text));
+  if (!tools) return Fail(h->errors, tools.take_errors(), "tools");
+  h->tool_format = mlc::ToolFormatFor(*h->package->tmpl);
+  if (!tools->Active()) return MLC_OK;
+  if (h->json) return FailWith(h->errors, MLC_ERR_ARGUMENT, "", "response_format and active tools together");
+  auto grammar = mlc::ToolCallGrammar(*h->tool_format, *tools);
+  if (!grammar) return Fail(h->errors, grammar.take_errors(), "tools");
+  h->json = std::make_shared<const mlc::JsonConstraint>(
+      mlc::JsonConstraint{*grammar, mlc::TokenVocabulary::FromTokenizer(*h->package->tokenizer)});
+  return MLC_OK;
+}
+
+// The reply of the last turn split into its text and calls, as mlc_session_tool_reply's JSON.
+std::string ToolReplyJson(const mlc::ToolFormat& format, const std::string& text, int64_t turn) {
+  mlc::ToolReply reply = mlc::SplitToolReply(format, text, "call_" + std::to_string(turn) + "_");
+  mlc::OrderedJson calls = mlc::OrderedJson::array();
+  for (const mlc::ToolCall& c : reply.calls) {
+    calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return mlc::OrderedJson{{"content", reply.content}, {"tool_calls", std::move(calls)}}.dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 // Opens the package with `library` (null: the built-in programs), then starts the session.
 int Load(mlc_session* h, const std::string& dir, std::unique_ptr<mlc::ModelLibrary> library,
          const mlc_session_params* params) {
@@ -306,8 +340,10 @@ int Load(mlc_session* h, const std::string& dir, std::unique_ptr<mlc::ModelLibra
   if (mlc::Status st = mlc::CheckSamplerConfig(sampler); !st) return Fail(h->errors, st.errors());
   if (p.logprobs < -1 || p.logprobs > 20) return FailWith(h->errors, MLC_ERR_ARGUMENT, "", "logprobs must be -1..20");
   mlc::OpenOptions open;
-  // The C API's requests are token ids: the tokenizer only for structured output.
-  open.tokenizer = p.response_format != nullptr;
+  // The C API's requests are token ids: the tokenizer only for structured output and tools
+  // (which also need the conversation template: the family's format).
+  open.tokenizer = p.response_format != nullptr || p.tools != nullptr;
+  open.chat = p.tools != nullptr;
   if (p.program_path) {
     auto read = mlc::ReadCompiledProgram(p.program_path);
     if (!read) return Fail(h->errors, read.take_errors(), p.program_path);
@@ -321,6 +357,9 @@ int Load(mlc_session* h, const std::string& dir, std::unique_ptr<mlc::ModelLibra
     auto json = ResponseFormat(p.response_format, *h->package->tokenizer);
     if (!json) return Fail(h->errors, json.take_errors(), "response_format");
     h->json = *json;
+  }
+  if (p.tools) {
+    if (int rc = LoadTools(h, p.tools); rc != MLC_OK) return rc;
   }
   mlc::SessionOptions options;
   options.tokenizer = h->package->tokenizer.get();
@@ -378,6 +417,8 @@ int Generate(mlc_session* h, std::string_view text, const std::string& base_dir,
     h->tokens = std::move(result->tokens);
     h->stop_reason = std::move(result->stop_reason);
     h->text = std::move(result->text);
+    if (h->tool_format) h->tool_reply = ToolReplyJson(*h->tool_format, h->text, h->turns);
+    ++h->turns;
     h->cached_tokens = result->cached_tokens;
     KeepLogprobs(h, std::move(result->logprobs));
   }
@@ -391,7 +432,7 @@ extern "C" {
 MLC_CAPI_HANDLE(session)
 
 mlc_session_params mlc_session_params_default(void) {
-  return mlc_session_params{nullptr, 32, 0.0, 1.0, 0, 0, 1, nullptr, -1};
+  return mlc_session_params{nullptr, 32, 0.0, 1.0, 0, 0, 1, nullptr, -1, nullptr};
 }
 
 int mlc_session_open(mlc_session* h, const char* package_dir, const mlc_session_params* params) {
@@ -429,6 +470,7 @@ int mlc_session_generate(mlc_session* h, const char* request_json, size_t length
     h->tokens.clear();
     h->stop_reason.clear();
     h->text.clear();
+    h->tool_reply.clear();
     KeepLogprobs(h, {});
     h->cached_tokens = 0;
     if (!h->session) return FailWith(h->errors, MLC_ERR_STATE, "", "the session is not open");
@@ -466,6 +508,8 @@ int64_t mlc_session_kv_length(const mlc_session* h) {
 
 int64_t mlc_session_cached_tokens(const mlc_session* h) { return h ? h->cached_tokens : 0; }
 const char* mlc_session_text(const mlc_session* h) { return h ? CStr(h->text) : nullptr; }
+
+const char* mlc_session_tool_reply(const mlc_session* h) { return h ? CStr(h->tool_reply) : nullptr; }
 
 const mlc_token_logprob* mlc_session_logprobs(const mlc_session* h, size_t* count) {
   if (count) *count = h ? h->logprob_views.size() : 0;

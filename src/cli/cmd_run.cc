@@ -5,10 +5,13 @@
 // prompt through the package's conversation template and tokenizer (SPEC 7); the reply is streamed
 // to stdout and generation stops at stop ids and stop strings; the sampling defaults come from
 // mlc-chat-config.json unless given as flags. More --messages files continue the conversation.
-// --response-format and --logprobs work as the server's fields of the same names.
+// --response-format and --logprobs work as the server's fields of the same names; --tools (or a
+// first messages file with tools) as its tools: each reply's calls are constrained and reported, and
+// a later messages file answers them with tool messages.
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -21,6 +24,7 @@
 #include "mlc_manifest/json_grammar.h"
 #include "mlc_manifest/runtime.h"
 #include "mlc_manifest/serve.h"
+#include "mlc_manifest/tools.h"
 
 namespace mlc::cli {
 namespace {
@@ -33,6 +37,7 @@ struct RunArgs {
   int64_t max_tokens = 16;
   SamplerConfig sampler;
   std::string response_format;  // a file holding an OpenAI response_format object
+  std::string tools;            // a file holding tools (and tool_choice, parallel_tool_calls)
   int logprobs = -1;
   bool prefix_cache = true;
   bool json = false;
@@ -91,6 +96,27 @@ Result<std::shared_ptr<const JsonConstraint>> ReadResponseFormat(const std::stri
   MLC_RETURN_IF_ERROR(grammar);
   if (!*grammar) return std::shared_ptr<const JsonConstraint>();
   return std::make_shared<const JsonConstraint>(JsonConstraint{*grammar, TokenVocabulary::FromTokenizer(*tokenizer)});
+}
+
+// Whether a messages file is a request with tools (read again as tools by ReadToolsFile).
+bool FileHasTools(const std::string& path) {
+  auto doc = ReadJsonFile(path);
+  return doc && doc->is_object() && doc->contains("tools");
+}
+
+// A chat turn of `run --messages`: the file's messages with the tools, calls and results written
+// the family's way (the first turn's with the tool list, a follow-up's results checked against
+// the last reply's calls).
+Result<RequestTurn> ChatTurn(ChatTurns& turns, const ToolFormat& format, const ToolSet& tools,
+                             const std::vector<ToolCall>& calls, const std::string& file, const std::string& reply) {
+  auto messages = ReadMessagesFile(file);
+  MLC_RETURN_IF_ERROR(messages);
+  const bool first = turns.history().empty();
+  auto written = first ? WriteToolMessages(format, turns.tmpl(), tools, std::move(*messages))
+                       : tools.tools.empty() && calls.empty() ? std::move(messages)
+                                       : WriteToolFollowUp(format, turns.tmpl(), calls, std::move(*messages));
+  if (!written) return InDocument(written.take_errors(), DocumentName(file));
+  return turns.Next(*written, reply, std::filesystem::path(file).parent_path().string());
 }
 
 OrderedJson LogprobsJson(const std::vector<TokenLogprobs>& all) {
@@ -158,6 +184,24 @@ int Run(const RunArgs& a) {
     if (!json) return ReportFailure(json.errors(), a.json, a.response_format);
     options.json = *json;
   }
+  // Tools: from --tools, else from the first messages file when it is a request with "tools".
+  ToolSet tools;
+  const std::string tools_file = !a.tools.empty() ? a.tools : chat && FileHasTools(a.messages[0]) ? a.messages[0] : "";
+  if (!tools_file.empty()) {
+    if (!chat) return ReportFailure({UsageError("--tools needs --messages")}, a.json);
+    auto read = ReadToolsFile(tools_file);
+    if (!read) return ReportFailure(read.errors(), a.json, tools_file);
+    tools = std::move(*read);
+  }
+  const ToolFormat tool_format = chat ? ToolFormatFor(*package->tmpl) : ToolFormat{};
+  if (tools.Active()) {
+    if (options.json) return ReportFailure({UsageError("--response-format with active tools")}, a.json);
+    auto grammar = ToolCallGrammar(tool_format, tools);
+    if (!grammar) return ReportFailure(grammar.errors(), a.json, tools_file);
+    options.json = std::make_shared<const JsonConstraint>(
+        JsonConstraint{*grammar, TokenVocabulary::FromTokenizer(*tokenizer)});
+  }
+  std::vector<ToolCall> calls;  // the last reply's
   if (stream) options.on_text = [&](const std::string& piece) {
     std::cout << show(piece);
     if (terminal) std::cout.flush();
@@ -172,17 +216,24 @@ int Run(const RunArgs& a) {
   std::string reply;
   for (size_t i = 0; i < turn_count; ++i) {
     const std::string& input_file = chat ? a.messages[i] : a.request;
-    auto turn = chat ? chat_turns->NextFromFile(input_file, reply) : Result<RequestTurn>(request->turns[i]);
+    auto turn = chat ? ChatTurn(*chat_turns, tool_format, tools, calls, input_file, reply)
+                     : Result<RequestTurn>(request->turns[i]);
     if (!turn) return ReportFailure(turn.errors(), a.json, input_file);
     auto input = PrepareTurn(model->bound.contract, *turn, model->limits, session.KvLength());
     if (!input) return ReportFailure(input.errors(), a.json, input_file);
     if (CpuPhaseClockOn()) ResetCpuPhases();
     auto result = session.Generate(*input, options);
     if (!result) return ReportFailure(result.errors(), a.json, input_file);
+    ToolReply split;
     if (tokenizer) {
       if (stream) std::cout << std::endl;
       if (!chat && !a.json) std::cout << "text: " << OrderedJson(result->text).dump() << "\n";
       reply = result->text;
+      if (!tools.tools.empty()) split = SplitToolReply(tool_format, reply, "call_" + std::to_string(i) + "_");
+      calls = split.calls;
+      if (!a.json) {
+        for (const ToolCall& c : calls) report << "tool call " << c.id << ": " << c.name << " " << c.arguments << "\n";
+      }
     }
     prompt_total += result->plan.prompt_length;
     for (int32_t t : result->tokens) all_tokens.push_back(t);
@@ -196,6 +247,14 @@ int Run(const RunArgs& a) {
                      {"cached_tokens", result->cached_tokens},
                      {"timings", PhaseTimingsJson(result->timings)}});
     if (a.logprobs >= 0) turns.back()["logprobs"] = LogprobsJson(result->logprobs);
+    if (!tools.tools.empty()) {
+      OrderedJson list = OrderedJson::array();
+      for (const ToolCall& c : calls) {
+        list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+      turns.back()["content"] = split.content;
+      turns.back()["tool_calls"] = std::move(list);
+    }
     // MLC_CPU_PHASES=1: where the CPU program's time went in this turn (cpu_model_bench reads it).
     if (CpuPhaseClockOn()) turns.back()["cpu_phases"] = CpuPhasesJson();
   }
@@ -256,6 +315,11 @@ const Registration kRun(610, "run",
                   "Structured output: a file holding an OpenAI response_format object "
                   "({\"type\": \"json_schema\", \"json_schema\": {\"name\", \"schema\"}} or "
                   "{\"type\": \"json_object\"})");
+  cmd->add_option("--tools", a->tools,
+                  "Tool calling (--messages): a file holding OpenAI's tools, tool_choice and "
+                  "parallel_tool_calls (default: the first messages file's, when it has tools); "
+                  "each reply's calls follow the tools' schemas, and a later messages file answers "
+                  "them with tool messages (tool_call_id call_TURN_INDEX)");
   cmd->add_option("--logprobs", a->logprobs,
                   "Each generated token's log-probability with this many alternatives (0..20; --json)");
   cmd->add_flag("--no-prefix-cache{false}", a->prefix_cache,

@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include "mlc_manifest/fs.h"
+
 namespace mlc {
 namespace {
 
@@ -291,6 +293,39 @@ Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, con
     }
     out.push_back(std::move(m));
   }
+  return out;
+}
+
+Result<std::vector<ChatMessage>> WriteToolFollowUp(const ToolFormat& format, const ConvTemplate& tmpl,
+                                                   const std::vector<ToolCall>& previous_calls,
+                                                   std::vector<ChatMessage> messages) {
+  // The reply before them as the assistant message the ids are checked against, then dropped.
+  ChatMessage reply;
+  reply.role = "assistant";
+  reply.tool_calls = previous_calls;
+  messages.insert(messages.begin(), std::move(reply));
+  auto written = WriteToolMessages(format, tmpl, ToolSet{}, std::move(messages));
+  MLC_RETURN_IF_ERROR(written);
+  written->erase(written->begin());
+  return written;
+}
+
+Result<ToolSet> ReadToolsFile(const std::string& path, const JsonGrammarOptions& options) {
+  auto text = ReadFile(path);
+  MLC_RETURN_IF_ERROR(text);
+  auto checked = ParseJson(*text);  // strict: duplicate keys, depth, UTF-8
+  if (!checked) return InDocument(checked.take_errors(), DocumentName(path));
+  OrderedJson body = OrderedJson::parse(*text, nullptr, false);
+  if (!body.is_object()) return InDocument(Errors{Invalid("", "expected an object with \"tools\"")}, DocumentName(path));
+  return InDocument(ParseToolSet(body, options), DocumentName(path));
+}
+
+ToolReply SplitToolReply(const ToolFormat& format, std::string_view text, const std::string& id_prefix) {
+  ToolCallStream stream(format, id_prefix);
+  ToolReply out;
+  out.content = stream.Push(text).content;
+  out.content += stream.Finish().content;
+  out.calls = stream.calls();
   return out;
 }
 
