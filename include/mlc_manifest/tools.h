@@ -86,6 +86,9 @@ struct ToolReply {
 };
 ToolReply SplitToolReply(const ToolFormat& format, std::string_view text, const std::string& id_prefix);
 
+// Calls in OpenAI's shape: [{"id", "type": "function", "function": {"name", "arguments"}}].
+OrderedJson ToolCallsJson(const std::vector<ToolCall>& calls);
+
 // The grammar a reply is sampled under when tools are active: `auto` free text until the call
 // opens, `required` and a named function a call from the first token; then the call's name among
 // the allowed tools and its arguments valid for that tool's parameters; more calls when parallel.

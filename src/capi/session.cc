@@ -322,11 +322,7 @@ int LoadTools(mlc_session* h, const char* text) {
 // The reply of the last turn split into its text and calls, as mlc_session_tool_reply's JSON.
 std::string ToolReplyJson(const mlc::ToolFormat& format, const std::string& text, int64_t turn) {
   mlc::ToolReply reply = mlc::SplitToolReply(format, text, "call_" + std::to_string(turn) + "_");
-  mlc::OrderedJson calls = mlc::OrderedJson::array();
-  for (const mlc::ToolCall& c : reply.calls) {
-    calls.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-  }
-  return mlc::OrderedJson{{"content", reply.content}, {"tool_calls", std::move(calls)}}.dump(
+  return mlc::OrderedJson{{"content", reply.content}, {"tool_calls", mlc::ToolCallsJson(reply.calls)}}.dump(
       -1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

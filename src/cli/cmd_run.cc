@@ -248,12 +248,8 @@ int Run(const RunArgs& a) {
                      {"timings", PhaseTimingsJson(result->timings)}});
     if (a.logprobs >= 0) turns.back()["logprobs"] = LogprobsJson(result->logprobs);
     if (!tools.tools.empty()) {
-      OrderedJson list = OrderedJson::array();
-      for (const ToolCall& c : calls) {
-        list.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-      }
       turns.back()["content"] = split.content;
-      turns.back()["tool_calls"] = std::move(list);
+      turns.back()["tool_calls"] = ToolCallsJson(calls);
     }
     // MLC_CPU_PHASES=1: where the CPU program's time went in this turn (cpu_model_bench reads it).
     if (CpuPhaseClockOn()) turns.back()["cpu_phases"] = CpuPhasesJson();

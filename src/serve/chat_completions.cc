@@ -24,6 +24,13 @@ std::string CallIdPrefix() {
   return out + "_";
 }
 
+// The body again in key order (a schema's properties come in its order), for the field at `at`.
+Result<OrderedJson> KeyOrdered(std::string_view body, const char* at) {
+  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
+  if (ordered.is_discarded()) return Invalid(at, "the body could not be read in key order");
+  return ordered;
+}
+
 }  // namespace
 
 Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const ChatCompletionRequest& r) {
@@ -61,9 +68,7 @@ Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const C
       return Error{ErrorCode::kUnsupported, "/response_format",
                    "a response format with tools is not supported (send tool_choice \"none\" or leave one out)"};
     }
-    JsonGrammarOptions o;
-    o.max_string_length = options.json_max_string_length;
-    auto calls = ToolCallGrammar(tool_format, r.tools, o);
+    auto calls = ToolCallGrammar(tool_format, r.tools, GrammarOptions());
     MLC_RETURN_IF_ERROR(calls);
     grammar = *calls;
   }
@@ -84,14 +89,18 @@ Status Server::Impl::Constrain(ServedModel& model, GenerationRequest& g,
   return Status::Ok();
 }
 
+JsonGrammarOptions Server::Impl::GrammarOptions() const {
+  JsonGrammarOptions o;
+  o.max_string_length = options.json_max_string_length;
+  return o;
+}
+
 Status Server::Impl::ReadResponseFormat(std::string_view body, const Json& doc,
                                         std::shared_ptr<const JsonGrammar>& grammar) {
   if (!doc.contains("response_format")) return Status::Ok();
-  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
-  if (ordered.is_discarded()) return Invalid("/response_format", "the body could not be read in key order");
-  JsonGrammarOptions o;
-  o.max_string_length = options.json_max_string_length;
-  auto parsed = ParseResponseFormat(ordered, o);
+  auto ordered = KeyOrdered(body, "/response_format");
+  MLC_RETURN_IF_ERROR(ordered);
+  auto parsed = ParseResponseFormat(*ordered, GrammarOptions());
   MLC_RETURN_IF_ERROR(parsed);
   grammar = *parsed;
   return Status::Ok();
@@ -101,11 +110,9 @@ Status Server::Impl::ReadTools(std::string_view body, const Json& doc, ToolSet& 
   if (!doc.contains("tools") && !doc.contains("tool_choice") && !doc.contains("parallel_tool_calls")) {
     return Status::Ok();
   }
-  OrderedJson ordered = OrderedJson::parse(body, nullptr, false);
-  if (ordered.is_discarded()) return Invalid("/tools", "the body could not be read in key order");
-  JsonGrammarOptions o;
-  o.max_string_length = options.json_max_string_length;
-  auto parsed = ParseToolSet(ordered, o);
+  auto ordered = KeyOrdered(body, "/tools");
+  MLC_RETURN_IF_ERROR(ordered);
+  auto parsed = ParseToolSet(*ordered, GrammarOptions());
   MLC_RETURN_IF_ERROR(parsed);
   tools = std::move(*parsed);
   return Status::Ok();

@@ -79,10 +79,6 @@ OrderedJson CallDeltaJson(const ToolCallStream::CallDelta& d) {
   return out;
 }
 
-OrderedJson CallJson(const ToolCall& c) {
-  return {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}};
-}
-
 }  // namespace
 
 OrderedJson ReplyFormat::Finish(const std::string& engine_reason) const {
@@ -110,9 +106,7 @@ OrderedJson ReplyFormat::Whole(const std::string& text, const std::vector<TokenL
     choice["message"] = Delta(parts, true);
     if (tools && !tools->calls().empty()) {
       if (parts.content.empty()) choice["message"]["content"] = nullptr;
-      OrderedJson calls = OrderedJson::array();
-      for (const ToolCall& c : tools->calls()) calls.push_back(CallJson(c));
-      choice["message"]["tool_calls"] = std::move(calls);
+      choice["message"]["tool_calls"] = ToolCallsJson(tools->calls());
     }
   } else {
     choice["text"] = text;

@@ -232,6 +232,8 @@ struct Server::Impl {
   Result<serve::Job> ChatJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   Result<serve::Job> CompletionJob(serve::ServedModel& model, std::string_view body, const Json& doc);
   // The request's response_format into grammar (the body read again in key order).
+  // The structured-output options of this server (--json-max-string-length).
+  JsonGrammarOptions GrammarOptions() const;
   // The body's tools (key order kept), when it has any tool field.
   Status ReadTools(std::string_view body, const Json& doc, ToolSet& tools);
   Status ReadResponseFormat(std::string_view body, const Json& doc,

@@ -329,6 +329,14 @@ ToolReply SplitToolReply(const ToolFormat& format, std::string_view text, const 
   return out;
 }
 
+OrderedJson ToolCallsJson(const std::vector<ToolCall>& calls) {
+  OrderedJson out = OrderedJson::array();
+  for (const ToolCall& c : calls) {
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return out;
+}
+
 Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& format, const ToolSet& tools,
                                                            const JsonGrammarOptions& options) {
   GrammarComposer g(options);
