@@ -72,7 +72,8 @@ TEST(ServeTools, SampledCallsAllValidate) {
   ASSERT_GT(server.port(), 0) << server.log();
   test::TempDir dir;
   const std::string file = dir.Write("tools.json", kTools);
-  const int count = test::kSanitized ? 40 : 300;
+  // 130 requests give over 300 calls (the parallel ones several each); fewer under the sanitizers.
+  const int count = test::kSanitized ? 40 : 130;
   auto r = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/tool_replies.py"), server.url(),
                              file, std::to_string(count), "4", "400"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -84,6 +85,9 @@ TEST(ServeTools, SampledCallsAllValidate) {
   EXPECT_GE((*doc)["replies_ok"].get<int>(), count / 2) << r.out;  // the rest cut by max_tokens
   // Parallel calls (even seeds) go on until max_tokens with random weights: their whole calls count.
   EXPECT_GT((*doc)["calls_ok"].get<int>(), (*doc)["replies_ok"].get<int>() + count) << r.out;
+  if (!test::kSanitized) {
+    EXPECT_GE((*doc)["calls_ok"].get<int>(), 300) << r.out;
+  }
   EXPECT_EQ(server.Stop(), 0);
 }
 
@@ -222,7 +226,7 @@ TEST(ServeTools, RefusalsNameTheField) {
             "/tools/0/function/parameters/properties/x/not");
   EXPECT_EQ(param_of(R"("tools": [)" + tool + R"(], "response_format": {"type": "json_object"})", hi), "/response_format");
   EXPECT_EQ(param_of(R"("tool_choice": "required")", hi), "/tool_choice");
-  // tool_choice "none": the tools are left out and the reply is text.
+  // tool_choice "none": the tools are shown but no call is sampled; the reply is text.
   HttpReply none = Http(server.port(), "POST", "/v1/chat/completions",
                         R"({"max_tokens": 4, "messages": )" + hi + R"(, "tools": [)" + tool + R"(], "tool_choice": "none"})");
   ASSERT_EQ(none.status, 200) << none.body;

@@ -198,6 +198,20 @@ TEST(ToolSet, RefusalsNameTheField) {
   EXPECT_FALSE(Tools(R"({"tool_choice": "none"})").Active());
 }
 
+TEST(ToolMessages, ToolsShownUnderNoneToo) {
+  ConvTemplate t;
+  t.system_message = "Be brief.";
+  auto messages = ParseMessages(Json::parse(R"([{"role": "user", "content": "hi"}])"));
+  ASSERT_TRUE(messages.ok());
+  for (const char* choice : {"auto", "none"}) {
+    auto out = WriteToolMessages(Hermes(), t, Tools(std::string(R"({"tool_choice": ")") + choice + "\"}"), *messages);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(out->size(), 2u) << choice;
+    EXPECT_EQ((*out)[0].role, "system");
+    EXPECT_NE((*out)[0].Text().find("\"name\": \"get_time\""), std::string::npos) << choice;
+  }
+}
+
 TEST(ToolMessages, ToolResultsMustAnswerACall) {
   ConvTemplate t;
   auto messages = ParseMessages(Json::parse(R"([{"role": "user", "content": "hi"},
@@ -228,6 +242,7 @@ TEST(ToolMessages, ToolResultsMustAnswerACall) {
 TEST(PythonJson, WritesAsJsonDumps) {
   EXPECT_EQ(PythonJson(O(R"({"b": [1, 2.5, true, null], "a": "é\n\"x\""})")),
             "{\"b\": [1, 2.5, true, null], \"a\": \"é\\n\\\"x\\\"\"}");
+  EXPECT_EQ(PythonJson(O(R"({"a": [1, {}], "b": {"c": []}})"), 2), "{\n  \"a\": [\n    1,\n    {}\n  ],\n  \"b\": {\n    \"c\": []\n  }\n}");
 }
 
 // The prompt of a conversation with tools, calls and results (two in a row) equals Qwen2.5's
@@ -276,6 +291,119 @@ TEST(ToolPrompt, HermesEqualsQwen25PublishedTemplate) {
   std::vector<int32_t> ours;
   for (const RequestSegment& s : *turn) ours.insert(ours.end(), s.token_ids.begin(), s.token_ids.end());
   EXPECT_EQ(ours, tokenizer->Encode(rendered.out)) << tokenizer->Decode(ours) << "\n---\n" << rendered.out;
+}
+
+}  // namespace
+}  // namespace mlc
+
+namespace mlc {
+namespace {
+
+// The published template (llama.cpp's models/templates/NAME) rendered by Jinja2 over a request.
+std::string PublishedRendering(const std::string& name, const std::string& request) {
+  const std::string llama = test::NpmPackage("node-llama-cpp@3.22.1");
+  EXPECT_FALSE(llama.empty());
+  test::TempDir tmp;
+  const std::string file = tmp.Write("request.json", request);
+  auto rendered = test::RunProgram({"/usr/bin/python3", test::SourcePath("tests/support/chat_template.py"),
+                                    llama + "/llama/gitRelease.bundle", MLC_BINARY_DIR, name, file});
+  EXPECT_EQ(rendered.exit_code, 0) << rendered.err;
+  return rendered.out;
+}
+
+// Our prompt's text for the request's messages and tools under the template.
+std::string OurPrompt(const ConvTemplate& tmpl, const std::string& request) {
+  auto tools = ParseToolSet(O(request));
+  EXPECT_TRUE(tools.ok()) << FormatErrors(tools.errors());
+  const Json doc = Json::parse(request);
+  auto messages = ParseMessages(doc["messages"], "/messages");
+  EXPECT_TRUE(messages.ok()) << FormatErrors(messages.errors());
+  if (!tools.ok() || !messages.ok()) return "";
+  auto written = WriteToolMessages(ToolFormatFor(tmpl), tmpl, *tools, *messages);
+  EXPECT_TRUE(written.ok()) << FormatErrors(written.errors());
+  if (!written.ok()) return "";
+  auto prompt = BuildChatPrompt(tmpl, *written);
+  EXPECT_TRUE(prompt.ok()) << FormatErrors(prompt.errors());
+  return prompt.ok() ? PromptText(*prompt) : "";
+}
+
+// MLC's llama-3_1 conversation template.
+ConvTemplate Llama31() {
+  auto t = ParseConvTemplate(Json::parse(R"({"name": "llama-3_1",
+    "system_template": "<|start_header_id|>system<|end_header_id|>\n\n{system_message}<|eot_id|>",
+    "system_message": "You are a helpful, respectful and honest assistant.",
+    "roles": {"user": "<|start_header_id|>user", "assistant": "<|start_header_id|>assistant",
+              "tool": "<|start_header_id|>ipython"},
+    "seps": ["<|eot_id|>"], "role_content_sep": "<|end_header_id|>\n\n", "role_empty_sep": "<|end_header_id|>\n\n",
+    "stop_str": [], "stop_token_ids": [128001, 128008, 128009], "system_prefix_token_ids": [128000],
+    "add_role_after_system_message": true})"));
+  EXPECT_TRUE(t.ok());
+  return t.ok() ? *t : ConvTemplate{};
+}
+
+TEST(ToolPrompt, Llama31EqualsItsPublishedTemplates) {
+  const ConvTemplate tmpl = Llama31();
+  const ToolFormat format = ToolFormatFor(tmpl);
+  EXPECT_EQ(format.name, "llama3.1");
+  const std::string tools = std::string(kWeatherTools).substr(1);
+  for (const bool system : {true, false}) {
+    const std::string request = std::string(R"({"messages": [)") +
+        (system ? R"({"role": "system", "content": "You are a helpful assistant."},)" : "") + R"(
+        {"role": "user", "content": "Weather in Paris? Answer in °C."},
+        {"role": "assistant", "content": null, "tool_calls": [
+          {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\", \"unit\": \"c\"}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "{\"temp\": 21}"},
+        {"role": "assistant", "content": "It is 21 °C."},
+        {"role": "user", "content": "And the time in UTC-3?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+          {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":-3}"}}]},
+        {"role": "tool", "tool_call_id": "b", "content": "09:30"}],)" + tools;
+    const std::string ours = OurPrompt(tmpl, request);
+    for (const char* name : {"meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja",
+                             "meta-llama-Llama-3.2-3B-Instruct.jinja"}) {
+      EXPECT_EQ(ours, PublishedRendering(name, request)) << name << (system ? " with" : " without") << " a system message";
+    }
+  }
+}
+
+TEST(ToolPrompt, Llama31CallsAndTheirReplies) {
+  const ToolFormat format = ToolFormatFor(Llama31());
+  // One call a reply whatever parallel_tool_calls says; the reply split back into it.
+  auto grammar = ToolCallGrammar(format, Tools(R"({"tool_choice": "required"})"));
+  ASSERT_TRUE(grammar.ok());
+  const std::string call = R"({"name": "get_weather", "parameters": {"city": "Paris", "unit": "c"}})";
+  EXPECT_TRUE((*grammar)->Matches(call));
+  EXPECT_FALSE((*grammar)->Matches(call + call));
+  const ToolReply reply = SplitToolReply(format, call, "call_");
+  ASSERT_EQ(reply.calls.size(), 1u);
+  EXPECT_EQ(reply.calls[0].name, "get_weather");
+  EXPECT_EQ(reply.calls[0].arguments, R"({"city": "Paris", "unit": "c"})");
+  EXPECT_EQ(reply.content, "");
+  // Streamed in pieces of any size: the arguments end where their object does (braces and quotes
+  // inside strings are text).
+  const std::string tricky = R"({"name": "get_weather", "parameters": {"city": "P}a\"{r", "n": [{"u": 1}]}})";
+  for (size_t piece = 1; piece <= 9; ++piece) {
+    ToolCallStream s(format, "call_");
+    std::string args, content;
+    for (size_t i = 0; i < tricky.size(); i += piece) {
+      auto d = s.Push(tricky.substr(i, piece));
+      content += d.content;
+      for (const auto& c : d.calls) args += c.arguments;
+    }
+    content += s.Finish().content;
+    EXPECT_EQ(args, R"({"city": "P}a\"{r", "n": [{"u": 1}]})") << piece;
+    EXPECT_EQ(content, "") << piece;
+    EXPECT_EQ(s.calls().size(), 1u) << piece;
+  }
+  // Two calls in one message of the history: refused at the message's tool_calls.
+  auto messages = ParseMessages(Json::parse(R"([{"role": "user", "content": "x"}, {"role": "assistant", "content": null,
+      "tool_calls": [{"id": "a", "type": "function", "function": {"name": "get_time", "arguments": "{}"}},
+                     {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "1"}])"), "/messages");
+  ASSERT_TRUE(messages.ok());
+  auto written = WriteToolMessages(format, Llama31(), Tools(), *messages);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.errors()[0].path, "/messages/1/tool_calls");
 }
 
 }  // namespace

@@ -46,18 +46,25 @@ Result<ToolSet> ParseToolSet(const OrderedJson& body, const JsonGrammarOptions& 
 
 // How a family writes calls: a call is open + name_open + NAME + name_close + ARGUMENTS (JSON) +
 // close, consecutive calls joined by `between`; a tool's result is response_open + TEXT +
-// response_close in a user turn.
+// response_close in a user turn (Hermes, generic) or the TEXT of a message in the template's
+// tool role (Llama 3.1).
 struct ToolFormat {
-  std::string name;  // "hermes" (ChatML: Qwen2.5, Hermes), "generic" (this project's)
+  enum class Style { kGeneric, kHermes, kLlama31 };
+  Style style = Style::kGeneric;
+  std::string name;  // "hermes" (ChatML: Qwen2.5, Hermes), "llama3.1", "generic" (this project's)
   bool native = false;  // the family's published template has this format
+  bool single_call = false;  // one call a reply (Llama 3.1's template refuses more)
   std::string open, name_open, name_close, close, between;
   std::string response_open, response_close;
-  std::string instructions_head, instructions_tail;  // around the tools' JSON in the system message
+  std::string instructions_head, instructions_tail;  // around the tools' JSON
 };
 
 // The family's format from its conversation template: ChatML templates (roles "<|im_start|>...")
-// get Hermes' (Qwen2.5's published template); templates without a tool format get the generic
-// one (the same tags, the tools listed in the system message with this project's instructions).
+// get Hermes' (Qwen2.5's published template); Llama 3.1's (a tool role "<|start_header_id|>ipython",
+// as MLC's llama-3_1; Llama 3.2 and 3.3 publish the same format) its JSON calls with "parameters",
+// the tools in the first user message and results in ipython turns; templates without a tool
+// format get the generic one (Hermes' tags, the tools listed in the system message with this
+// project's instructions).
 ToolFormat ToolFormatFor(const ConvTemplate& tmpl);
 
 // The messages with the tools written the family's way: the tool list appended to the system
@@ -95,9 +102,9 @@ OrderedJson ToolCallsJson(const std::vector<ToolCall>& calls);
 Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& format, const ToolSet& tools,
                                                            const JsonGrammarOptions& options = {});
 
-// JSON text as Python's json.dumps writes it (", " and ": ", non-ASCII kept): what the published
-// templates' tojson writes.
-std::string PythonJson(const OrderedJson& value);
+// JSON text as Python's json.dumps writes it (", " and ": ", non-ASCII kept; with an indent, each
+// member on its own line): what the published templates' tojson writes.
+std::string PythonJson(const OrderedJson& value, int indent = 0);
 
 // A reply split as it streams: its text before the first call, then each call's name (once
 // known) and its arguments in fragments. Text that may open a call is held back until it does
@@ -121,13 +128,17 @@ class ToolCallStream {
   const std::vector<ToolCall>& calls() const { return calls_; }
 
  private:
-  enum class Phase { kContent, kName, kArguments, kAfter };
+  enum class Phase { kContent, kName, kArguments, kClose, kAfter };
   void Step(Delta& out);
+  size_t ScanArguments();
   ToolFormat format_;
   std::string id_prefix_;
   Phase phase_ = Phase::kContent;
   std::string buffer_;
   std::vector<ToolCall> calls_;
+  // Where the arguments' JSON is: its nesting, inside a string, after a backslash.
+  int depth_ = 0;
+  bool in_string_ = false, escaped_ = false, closed_ = false;
 };
 
 }  // namespace mlc

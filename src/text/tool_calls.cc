@@ -79,9 +79,14 @@ std::string ResultText(const ChatMessage& m) {
   return out;
 }
 
-// An assistant message's calls in the family's format after its text.
+// An assistant message's calls in the family's format after its text (Llama 3.1: the one call
+// alone, as its template writes it).
 Result<std::string> CallsText(const ToolFormat& f, const ChatMessage& m) {
-  std::string text = m.Text();
+  if (f.single_call && m.tool_calls.size() > 1) {
+    return Invalid(PointerAppend(m.path, "tool_calls"),
+                   "the " + f.name + " format has one call a message (its published template refuses more)");
+  }
+  std::string text = f.style == ToolFormat::Style::kLlama31 ? "" : m.Text();
   for (const ToolCall& call : m.tool_calls) {
     OrderedJson args = OrderedJson::parse(call.arguments, nullptr, false);
     if (args.is_discarded() || !args.is_object()) {
@@ -114,9 +119,16 @@ Status CheckToolCallIds(const std::vector<ChatMessage>& messages) {
 }
 
 std::string ToolsText(const ToolFormat& f, const ToolSet& tools) {
+  const bool llama = f.style == ToolFormat::Style::kLlama31;
   std::string out = f.instructions_head;
-  for (const ToolFunction& t : tools.tools) out += "\n" + PythonJson(t.declaration);
+  for (const ToolFunction& t : tools.tools) out += llama ? PythonJson(t.declaration, 4) + "\n\n" : "\n" + PythonJson(t.declaration);
   return out + f.instructions_tail;
+}
+
+std::string Trimmed(const std::string& s) {  // Python's str.strip() over ASCII white space
+  const char* space = " \t\n\r\f\v";
+  const size_t b = s.find_first_not_of(space);
+  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(space) - b + 1);
 }
 
 ChatMessage TextMessage(std::string role, std::string text, const std::string& path) {
@@ -152,37 +164,45 @@ void AppendEscaped(std::string& out, const std::string& s) {
   out += '"';
 }
 
-void AppendPython(std::string& out, const OrderedJson& v) {
+// As json.dumps: indent 0 on one line (", " and ": "); else each member on its own line,
+// indented by `indent` spaces a level ("," and ": "), empty containers as "{}" and "[]".
+void AppendPython(std::string& out, const OrderedJson& v, int indent, int level) {
+  const bool open = (v.is_object() || v.is_array()) && !v.empty();
+  auto separate = [&](size_t i) {
+    if (i) out += indent ? "," : ", ";
+    if (indent) out += "\n" + std::string(static_cast<size_t>(indent * (level + 1)), ' ');
+  };
   if (v.is_object()) {
     out += '{';
-    bool first = true;
+    size_t i = 0;
     for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!first) out += ", ";
-      first = false;
+      separate(i++);
       AppendEscaped(out, it.key());
       out += ": ";
-      AppendPython(out, it.value());
+      AppendPython(out, it.value(), indent, level + 1);
     }
-    out += '}';
   } else if (v.is_array()) {
     out += '[';
     for (size_t i = 0; i < v.size(); ++i) {
-      if (i) out += ", ";
-      AppendPython(out, v[i]);
+      separate(i);
+      AppendPython(out, v[i], indent, level + 1);
     }
-    out += ']';
   } else if (v.is_string()) {
     AppendEscaped(out, v.get<std::string>());
+    return;
   } else {
     out += v.dump();  // numbers, true, false, null as Python's json writes them
+    return;
   }
+  if (open && indent) out += "\n" + std::string(static_cast<size_t>(indent * level), ' ');
+  out += v.is_object() ? '}' : ']';
 }
 
 }  // namespace
 
-std::string PythonJson(const OrderedJson& value) {
+std::string PythonJson(const OrderedJson& value, int indent) {
   std::string out;
-  AppendPython(out, value);
+  AppendPython(out, value, indent, 0);
   return out;
 }
 
@@ -235,6 +255,7 @@ ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
   f.response_close = "\n</tool_response>";
   auto user = tmpl.roles.find("user");
   if (user != tmpl.roles.end() && user->second == "<|im_start|>user") {
+    f.style = ToolFormat::Style::kHermes;
     f.name = "hermes";
     f.native = true;
     f.instructions_head =
@@ -244,6 +265,25 @@ ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
         "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
         "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
         "<args-json-object>}\n</tool_call>";
+    return f;
+  }
+  auto tool = tmpl.roles.find("tool");
+  if (user != tmpl.roles.end() && user->second == "<|start_header_id|>user" && tool != tmpl.roles.end() &&
+      tool->second == "<|start_header_id|>ipython") {
+    f.style = ToolFormat::Style::kLlama31;
+    f.name = "llama3.1";
+    f.native = true;
+    f.single_call = true;
+    f.open = "{\"name\": \"";
+    f.name_open = "";
+    f.name_close = "\", \"parameters\": ";
+    f.close = "}";
+    f.between = "";
+    f.response_open = f.response_close = "";
+    f.instructions_head =
+        "Given the following functions, please respond with a JSON for a function call with its proper "
+        "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
+        "\"parameters\": dictionary of argument name and its value}.Do not use variables.\n\n";
     return f;
   }
   f.name = "generic";
@@ -264,12 +304,28 @@ Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, con
   if (tools.tools.empty() && !calls) return messages;  // the template's own tool role, as WebLLM
   MLC_RETURN_IF_ERROR(CheckToolCallIds(messages));
   std::vector<ChatMessage> out;
-  if (tools.Active()) {
-    const bool has_system = !messages.empty() && messages[0].role == "system";
-    std::string base = has_system ? messages[0].Text() : tmpl.system_message;
-    std::string text = ToolsText(format, tools);
+  const bool llama = format.style == ToolFormat::Style::kLlama31;
+  const bool has_system = !messages.empty() && messages[0].role == "system";
+  if (!tools.tools.empty()) {  // shown even under tool_choice "none", as the published templates do
+    std::string base = has_system ? messages[0].Text() : format.native && llama ? "" : tmpl.system_message;
+    std::string text = llama ? "" : ToolsText(format, tools);
+    if (llama) base = "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" + Trimmed(base);
     if (base.empty() && !format.native) text.erase(0, text.find_first_not_of('\n'));
     out.push_back(TextMessage("system", base + text, has_system ? messages[0].path : "/tools"));
+  }
+  if (llama && !tools.tools.empty()) {  // the tools go first in the first user message
+    const size_t first = has_system ? 1 : 0;
+    if (first >= messages.size() || messages[first].role != "user") {
+      return Invalid(first < messages.size() ? PointerAppend(messages[first].path, "role") : "/messages",
+                     "the llama3.1 format writes the tools into the first user message: expected one here");
+    }
+    ChatMessage& m = messages[first];
+    std::string text = ToolsText(format, tools) + Trimmed(m.Text());
+    bool replaced = false;
+    for (ContentPart& p : m.parts) {
+      if (p.kind == PartKind::kText && !replaced) p.text = std::move(text), replaced = true;
+    }
+    if (!replaced) m.parts.insert(m.parts.begin(), ContentPart{PartKind::kText, std::move(text), "", "", m.path});
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     ChatMessage& m = messages[i];
@@ -278,6 +334,10 @@ Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, con
       auto text = CallsText(format, m);
       MLC_RETURN_IF_ERROR(text);
       out.push_back(TextMessage("assistant", std::move(*text), m.path));
+      continue;
+    }
+    if (m.role == "tool" && llama) {  // each result its own ipython turn, as a JSON string (its tojson)
+      out.push_back(TextMessage("tool", PythonJson(ResultText(m)), m.path));
       continue;
     }
     if (m.role == "tool") {
@@ -354,7 +414,7 @@ Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& for
   }
   const uint32_t call = g.Switch(std::move(cases));
   const uint32_t more = g.Repeat(g.Sequence({g.Text(format.between + format.open), call}), 0,
-                                 tools.parallel ? static_cast<int64_t>(kMaxTools) : 0);
+                                 tools.parallel && !format.single_call ? static_cast<int64_t>(kMaxTools) - 1 : 0);
   const uint32_t calls = g.Sequence({call, more});
   const uint32_t root = tools.choice == ToolChoice::kAuto ? g.FreeTextThen(format.open, calls)
                                                           : g.Sequence({g.Text(format.open), calls});

@@ -30,13 +30,38 @@ ToolCallStream::Delta ToolCallStream::Push(std::string_view text) {
 
 ToolCallStream::Delta ToolCallStream::Finish() {
   Delta out;
-  if (phase_ == Phase::kContent || phase_ == Phase::kAfter) out.content = std::move(buffer_);
+  if (phase_ == Phase::kContent || phase_ == Phase::kAfter || phase_ == Phase::kClose) out.content = std::move(buffer_);
   if (phase_ == Phase::kArguments && !buffer_.empty()) {  // a call cut short
     out.calls.push_back(CallDelta{calls_.size() - 1, "", "", buffer_});
     calls_.back().arguments += buffer_;
   }
   buffer_.clear();
   return out;
+}
+
+// How many bytes of the buffer belong to the arguments: up to the end of their object.
+size_t ToolCallStream::ScanArguments() {
+  for (size_t i = 0; i < buffer_.size(); ++i) {
+    const char c = buffer_[i];
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ <= 0) {
+      depth_ = 0;
+      closed_ = true;
+      return i + 1;
+    }
+  }
+  return buffer_.size();
 }
 
 void ToolCallStream::Step(Delta& out) {
@@ -70,8 +95,7 @@ void ToolCallStream::Step(Delta& out) {
         break;
       }
       case Phase::kArguments: {
-        const size_t at = buffer_.find(format_.close);
-        const size_t end = at == std::string::npos ? buffer_.size() - PartialSuffix(buffer_, format_.close) : at;
+        const size_t end = ScanArguments();
         if (end > 0) {
           std::string piece = buffer_.substr(0, end);
           calls_.back().arguments += piece;
@@ -81,12 +105,16 @@ void ToolCallStream::Step(Delta& out) {
             out.calls.push_back(CallDelta{calls_.size() - 1, "", "", std::move(piece)});
           }
         }
-        if (at == std::string::npos) {
-          buffer_.erase(0, end);
-          return;
-        }
-        buffer_.erase(0, at + format_.close.size());
-        phase_ = Phase::kAfter;
+        buffer_.erase(0, end);
+        if (!closed_) return;
+        closed_ = false;
+        phase_ = Phase::kClose;
+        break;
+      }
+      case Phase::kClose: {
+        if (buffer_.size() < format_.close.size()) return;
+        if (buffer_.compare(0, format_.close.size(), format_.close) == 0) buffer_.erase(0, format_.close.size());
+        phase_ = Phase::kAfter;  // what does not close the call is left as text
         break;
       }
       case Phase::kAfter: {
