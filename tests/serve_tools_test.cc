@@ -1,13 +1,15 @@
 // Tool calling through `mlc-manifest serve`: 300 calls sampled at temperature 1 from random
-// weights all parse, name a given tool and validate against its schema (python3-jsonschema); the
-// official openai client runs a whole agent loop (call, result, answer), whole and streamed; the
-// Vercel AI SDK's generateObject and generateText with tools work with zod's schemas; and the
+// weights all parse, name a given tool and validate against its schema (python3-jsonschema); on
+// each family's format (generic, Hermes, Llama 3.1) the official openai client runs a whole agent
+// loop (call, result, answer), whole and streamed, and the Vercel AI SDK's generateObject and
+// generateText with tools and the openai client's zod helpers work with zod's schemas; and the
 // refusals name their field.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <set>
 
+#include "mlc_manifest/fs.h"
 #include "mlc_manifest/json.h"
 #include "mlc_manifest/reference_model.h"
 #include "support/sanitizer.h"
@@ -22,15 +24,48 @@ using test::Http;
 using test::HttpReply;
 using test::ServerProcess;
 
+// The reference model's package; with a conversation template, that one in its chat config (its
+// text encodes with the reference vocabulary's bytes; the stop id is the vocabulary's end).
 struct Package {
   test::TempDir dir;
-  Package() {
+  explicit Package(const char* conv_template = nullptr) {
     ReferenceModelOptions o;
     o.seed = 11;
     auto w = WriteReferenceModel(dir.path(), o);
     EXPECT_TRUE(w.ok()) << (w.ok() ? "" : FormatErrors(w.errors()));
+    if (!conv_template) return;
+    auto config = ReadJsonFile(dir.path() + "/mlc-chat-config.json");
+    EXPECT_TRUE(config.ok());
+    if (!config.ok()) return;
+    (*config)["conv_template"] = Json::parse(conv_template);
+    EXPECT_TRUE(WriteFileAtomic(dir.path() + "/mlc-chat-config.json", config->dump(2), true).ok());
   }
 };
+
+// The families' formats the clients are run against: the reference template's (generic), ChatML's
+// (Hermes, as Qwen2.5) and Llama 3.1's.
+struct Family {
+  const char* name;
+  const char* conv_template;
+};
+const Family kFamilies[] = {
+    {"generic", nullptr},
+    {"hermes", R"({"name": "chatml", "system_template": "<|im_start|>system\n{system_message}<|im_end|>\n",
+      "system_message": "You are a helpful assistant.", "roles": {"user": "<|im_start|>user", "assistant": "<|im_start|>assistant"},
+      "seps": ["<|im_end|>\n"], "role_content_sep": "\n", "role_empty_sep": "\n", "stop_str": ["<|im_end|>"],
+      "stop_token_ids": [2]})"},
+    {"llama3.1", R"({"name": "llama-3_1",
+      "system_template": "<|start_header_id|>system<|end_header_id|>\n\n{system_message}<|eot_id|>",
+      "system_message": "You are a helpful, respectful and honest assistant.",
+      "roles": {"user": "<|start_header_id|>user", "assistant": "<|start_header_id|>assistant", "tool": "<|start_header_id|>ipython"},
+      "seps": ["<|eot_id|>"], "role_content_sep": "<|end_header_id|>\n\n", "role_empty_sep": "<|end_header_id|>\n\n",
+      "stop_str": [], "stop_token_ids": [2], "system_prefix_token_ids": [1], "add_role_after_system_message": true})"},
+};
+
+// Each client test, run once a family.
+void OpenAiAgentLoop(const Family& family);
+void VercelAiSdk(const Family& family);
+void OpenAiZodHelpers(const Family& family);
 
 // Tools with nested objects, enums, arrays, optional fields, bounded integers.
 const char* kTools = R"([
@@ -92,7 +127,14 @@ TEST(ServeTools, SampledCallsAllValidate) {
 }
 
 TEST(ServeTools, OpenAiClientRunsAnAgentLoop) {
-  Package p;
+  for (const Family& family : kFamilies) {
+    SCOPED_TRACE(family.name);
+    OpenAiAgentLoop(family);
+  }
+}
+
+void OpenAiAgentLoop(const Family& family) {
+  Package p(family.conv_template);
   ServerProcess server(p.dir.path());
   ASSERT_GT(server.port(), 0) << server.log();
   const std::string openai = test::NpmPackage("openai@4.104.0");
@@ -150,7 +192,14 @@ for value, schema in json.load(open(sys.argv[1])):
 // its pattern, an optional field) and generateText with a tool required on the first step and the
 // answer on the second; the object and the call's input validate against the schemas zod wrote.
 TEST(ServeTools, VercelAiSdkObjectsAndTools) {
-  Package p;
+  for (const Family& family : kFamilies) {
+    SCOPED_TRACE(family.name);
+    VercelAiSdk(family);
+  }
+}
+
+void VercelAiSdk(const Family& family) {
+  Package p(family.conv_template);
   ServerProcess server(p.dir.path(), {"--json-max-string-length", "12"});
   ASSERT_GT(server.port(), 0) << server.log();
   const std::string ai = test::NpmPackage("ai@5.0.285");
@@ -179,7 +228,14 @@ TEST(ServeTools, VercelAiSdkObjectsAndTools) {
 // The openai client's own zod helpers (zod 3): chat.completions.parse with zodResponseFormat and
 // with a zodFunction tool; the parsed object and arguments validate against the schemas it wrote.
 TEST(ServeTools, OpenAiZodHelpersParse) {
-  Package p;
+  for (const Family& family : kFamilies) {
+    SCOPED_TRACE(family.name);
+    OpenAiZodHelpers(family);
+  }
+}
+
+void OpenAiZodHelpers(const Family& family) {
+  Package p(family.conv_template);
   ServerProcess server(p.dir.path(), {"--json-max-string-length", "12"});
   ASSERT_GT(server.port(), 0) << server.log();
   const std::string openai = test::NpmPackage("openai@4.104.0");
