@@ -1,8 +1,10 @@
 // libFuzzer target: arbitrary bytes as the body of a chat completion request through tool
 // calling's request side (src/text/tool_calls.cc: the tool set, the messages rewritten with
 // tools, calls and results, the call grammar) and its reply side (src/text/tool_stream.cc: the
-// same bytes split into text and calls, fed in pieces the first byte sizes). Nothing may crash; a
-// refusal carries an error that renders as an OpenAI error.
+// same bytes split into text and calls, fed in pieces the first byte sizes), in the family's
+// format the first byte picks (generic, Hermes, Llama 3.1, Gemma 4, whose arguments' syntax is
+// also read back directly). Nothing may crash; a refusal carries an error that renders as an
+// OpenAI error.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -11,6 +13,7 @@
 #include "mlc_manifest/conversation.h"
 #include "mlc_manifest/serve.h"
 #include "mlc_manifest/tools.h"
+#include "text/tool_gemma4.h"
 
 namespace {
 
@@ -29,9 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ordered.is_discarded()) return 0;
   mlc::JsonGrammarOptions options;
   options.max_string_length = data[0] & 15;
-  mlc::ConvTemplate chatml;
-  chatml.roles = {{"user", "<|im_start|>user"}, {"assistant", "<|im_start|>assistant"}};
-  const mlc::ToolFormat format = mlc::ToolFormatFor((data[0] & 16) ? chatml : mlc::ConvTemplate{});
+  // The family (bits 4-5): the generic format, Hermes (ChatML), Llama 3.1, Gemma 4.
+  mlc::ConvTemplate tmpl;
+  switch ((data[0] >> 4) & 3) {
+    case 1: tmpl.roles = {{"user", "<|im_start|>user"}, {"assistant", "<|im_start|>assistant"}}; break;
+    case 2:
+      tmpl.roles = {{"user", "<|start_header_id|>user"}, {"assistant", "<|start_header_id|>assistant"},
+                    {"tool", "<|start_header_id|>ipython"}};
+      break;
+    case 3: tmpl.roles = {{"user", "<|turn>user"}, {"assistant", "<|turn>model"}}; break;
+    default: break;
+  }
+  const mlc::ToolFormat format = mlc::ToolFormatFor(tmpl);
+  (void)mlc::ReadGemma4Arguments(body);  // a Gemma 4 call's arguments read back
   auto set = mlc::ParseToolSet(ordered, options);
   if (!set) {
     Refused(set.errors());
@@ -41,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (doc.is_object() && doc.contains("messages")) {
     auto messages = mlc::ParseMessages(doc["messages"], "/messages");
     if (messages) {
-      auto written = mlc::WriteToolMessages(format, chatml, *set, *messages);
+      auto written = mlc::WriteToolMessages(format, tmpl, *set, *messages);
       if (!written) Refused(written.errors());
     }
   }
@@ -60,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   mlc::ToolCallStream stream(format, "call_");
-  const size_t piece = 1 + (data[0] >> 5);
+  const size_t piece = 1 + (data[0] >> 6);
   for (size_t i = 0; i < body.size(); i += piece) (void)stream.Push(body.substr(i, piece));
   (void)stream.Finish();
   return 0;

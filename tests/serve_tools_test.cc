@@ -1,6 +1,6 @@
 // Tool calling through `mlc-manifest serve`: 300 calls sampled at temperature 1 from random
 // weights all parse, name a given tool and validate against its schema (python3-jsonschema); on
-// each family's format (generic, Hermes, Llama 3.1) the official openai client runs a whole agent
+// each family's format (generic, Hermes, Llama 3.1, Gemma 4) the official openai client runs a whole agent
 // loop (call, result, answer), whole and streamed, and the Vercel AI SDK's generateObject and
 // generateText with tools and the openai client's zod helpers work with zod's schemas; and the
 // refusals name their field.
@@ -43,7 +43,7 @@ struct Package {
 };
 
 // The families' formats the clients are run against: the reference template's (generic), ChatML's
-// (Hermes, as Qwen2.5) and Llama 3.1's.
+// (Hermes, as Qwen2.5), Llama 3.1's and Gemma 4's.
 struct Family {
   const char* name;
   const char* conv_template;
@@ -60,6 +60,10 @@ const Family kFamilies[] = {
       "roles": {"user": "<|start_header_id|>user", "assistant": "<|start_header_id|>assistant", "tool": "<|start_header_id|>ipython"},
       "seps": ["<|eot_id|>"], "role_content_sep": "<|end_header_id|>\n\n", "role_empty_sep": "<|end_header_id|>\n\n",
       "stop_str": [], "stop_token_ids": [2], "system_prefix_token_ids": [1], "add_role_after_system_message": true})"},
+    {"gemma4", R"({"name": "gemma4", "system_template": "<|turn>system\n{system_message}<turn|>\n", "system_message": "",
+      "render_empty_system_message": false, "system_prefix_token_ids": [1], "add_role_after_system_message": true,
+      "roles": {"user": "<|turn>user", "assistant": "<|turn>model"}, "seps": ["<turn|>\n"], "role_content_sep": "\n",
+      "role_empty_sep": "\n", "stop_str": ["<turn|>"], "stop_token_ids": [2]})"},
 };
 
 // Each client test, run once a family.

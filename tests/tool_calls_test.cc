@@ -4,6 +4,7 @@
 // Qwen2.5's published template rendered by Jinja2.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "mlc_manifest/chat.h"
@@ -11,6 +12,7 @@
 #include "mlc_manifest/fs.h"
 #include "mlc_manifest/tokenizer.h"
 #include "mlc_manifest/tools.h"
+#include "runtime/reference_tokenizer.h"
 #include "support/test_util.h"
 
 namespace mlc {
@@ -404,6 +406,290 @@ TEST(ToolPrompt, Llama31CallsAndTheirReplies) {
   auto written = WriteToolMessages(format, Llama31(), Tools(), *messages);
   ASSERT_FALSE(written.ok());
   EXPECT_EQ(written.errors()[0].path, "/messages/1/tool_calls");
+}
+
+}  // namespace
+}  // namespace mlc
+
+namespace mlc {
+namespace {
+
+// The gemma4 conversation template (the CPU family's) with its thinking mode off, as serve
+// renders a request without reasoning.
+ConvTemplate Gemma4() {
+  auto t = ParseConvTemplate(Json::parse(R"({"name": "gemma4",
+    "system_template": "<|turn>system\n{system_message}<turn|>\n", "system_message": "",
+    "render_empty_system_message": false, "system_prefix_token_ids": [2],
+    "add_role_after_system_message": true, "roles": {"user": "<|turn>user", "assistant": "<|turn>model"},
+    "seps": ["<turn|>\n"], "role_content_sep": "\n", "role_empty_sep": "\n", "stop_str": ["<turn|>"],
+    "stop_token_ids": [106]})"));
+  EXPECT_TRUE(t.ok());
+  return t.ok() ? WithThinking(*t, false) : ConvTemplate{};
+}
+
+// Tools as clients write them: descriptions, a typed enum, a nested object, an array of objects,
+// nullable and optional fields, a tool without parameters.
+const char* kGemmaTools = R"({"tools": [
+  {"type": "function", "function": {"name": "book", "description": "Books a trip",
+   "parameters": {"type": "object", "additionalProperties": false, "required": ["to", "people"],
+     "properties": {
+       "to": {"type": "object", "description": "Where", "additionalProperties": false, "required": ["city"],
+              "properties": {"city": {"type": "string", "maxLength": 10}, "Country": {"type": "string", "maxLength": 3}}},
+       "people": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "object", "additionalProperties": false,
+              "required": ["name"], "properties": {"name": {"type": "string", "maxLength": 6}, "age": {"type": "integer", "minimum": 0, "maximum": 120}}}},
+       "class": {"type": "string", "enum": ["economy", "business"], "description": "Cabin"},
+       "note": {"type": "string", "nullable": true, "maxLength": 5},
+       "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 2}}}}},
+  {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object",
+   "properties": {"zone": {"type": "integer", "minimum": -12, "maximum": 14}}, "required": ["zone"],
+   "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "get", "description": "A name that begins another"}}]})";
+
+TEST(ToolPrompt, Gemma4EqualsItsPublishedTemplate) {
+  const ConvTemplate tmpl = Gemma4();
+  EXPECT_EQ(ToolFormatFor(tmpl).name, "gemma4");
+  const std::string tools = std::string(kGemmaTools).substr(1);
+  const std::string calls = R"(
+      {"role": "user", "content": "Book Paris for Ann (30), and the time in UTC-3?  "},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "a", "type": "function", "function": {"name": "book", "arguments": "{\"to\": {\"city\": \"Paris\", \"Country\": \"FR\"}, \"people\": [{\"name\": \"Ann\", \"age\": 30}], \"note\": null, \"tags\": [\"a\"]}"}},
+        {"id": "b", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\":-3}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "{\"booked\": true}"},
+      {"role": "tool", "tool_call_id": "b", "content": "09:30"})";
+  const std::string answer = R"(,
+      {"role": "assistant", "content": "Booked; it is 09:30."},
+      {"role": "user", "content": "Thanks. And UTC+1?"},
+      {"role": "assistant", "content": "Let me see.", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c", "content": "13:30"},
+      {"role": "assistant", "content": "13:30 it is."},
+      {"role": "user", "content": "Bye"})";
+  const std::string system = R"({"role": "system", "content": " Be brief. "},)";
+  for (const std::string& messages : {system + calls, calls, system + calls + answer, calls + answer}) {
+    const std::string request = R"({"messages": [)" + messages + "]," + tools;
+    EXPECT_EQ(OurPrompt(tmpl, request), PublishedRendering("google-gemma-4-31B-it.jinja", request)) << messages;
+  }
+}
+
+ToolFormat Gemma4Format() { return ToolFormatFor(Gemma4()); }
+
+TEST(ToolGrammar, Gemma4CallsInItsOwnSyntax) {
+  OrderedJson body = O(kGemmaTools);
+  body["tool_choice"] = "required";
+  auto set = ParseToolSet(body);
+  ASSERT_TRUE(set.ok()) << FormatErrors(set.errors());
+  auto g = ToolCallGrammar(Gemma4Format(), *set);
+  ASSERT_TRUE(g.ok()) << FormatErrors(g.errors());
+  const std::string call = "<|tool_call>call:get_time{zone:-3}<tool_call|>";
+  const std::string book =
+      R"(<|tool_call>call:book{people:[{age:30,name:<|"|>A<b "c<|"|>}],to:{city:<|"|>Paris<|"|>,Country:<|"|>FR<|"|>}}<tool_call|>)";
+  EXPECT_TRUE((*g)->Matches(call + "<|tool_response>"));
+  EXPECT_TRUE((*g)->Matches(book + call + "<|tool_response>"));
+  EXPECT_TRUE((*g)->Matches("<|tool_call>call:get{}<tool_call|><|tool_response>"));
+  EXPECT_FALSE((*g)->Matches(call));  // the calls end with <|tool_response>
+  EXPECT_FALSE((*g)->Matches("<|tool_call>call:get_time{zone:15}<tool_call|><|tool_response>"));
+  EXPECT_FALSE((*g)->Matches(R"(<|tool_call>call:get_time{"zone":1}<tool_call|><|tool_response>)"));  // keys bare
+  // Keys in the template's order (sorted, ignoring case): "to" after "people".
+  EXPECT_FALSE((*g)->Matches(
+      R"(<|tool_call>call:book{to:{city:<|"|>P<|"|>},people:[{name:<|"|>A<|"|>}]}<tool_call|><|tool_response>)"));
+  const ToolReply reply = SplitToolReply(Gemma4Format(), "Sure." + book + call + "<|tool_response>", "call_");
+  EXPECT_EQ(reply.content, "Sure.");
+  ASSERT_EQ(reply.calls.size(), 2u);
+  EXPECT_EQ(reply.calls[0].name, "book");
+  EXPECT_EQ(O(reply.calls[0].arguments),
+            O(R"({"people": [{"age": 30, "name": "A<b \"c"}], "to": {"city": "Paris", "Country": "FR"}})"));
+  EXPECT_EQ(reply.calls[1].arguments, R"({"zone":-3})");
+  // In pieces of any size, the same calls.
+  const std::string text = "Sure." + book + call + "<|tool_response>";
+  for (size_t piece = 1; piece <= 7; ++piece) {
+    ToolCallStream s(Gemma4Format(), "call_");
+    std::string content;
+    std::vector<std::string> args(2);
+    for (size_t i = 0; i < text.size(); i += piece) {
+      auto d = s.Push(text.substr(i, piece));
+      content += d.content;
+      for (const auto& c : d.calls) args[c.index] += c.arguments;
+    }
+    content += s.Finish().content;
+    EXPECT_EQ(content, "Sure.") << piece;
+    EXPECT_EQ(args[0], reply.calls[0].arguments) << piece;
+    EXPECT_EQ(args[1], reply.calls[1].arguments) << piece;
+  }
+  // A property name the syntax cannot write bare: refused at its pointer.
+  auto bad = ParseToolSet(O(R"({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+      "properties": {"a b": {"type": "string"}}}}}]})"));
+  ASSERT_TRUE(bad.ok());
+  auto refused = ToolCallGrammar(Gemma4Format(), *bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.errors()[0].path, "/tools/0/function/parameters/properties/a b");
+}
+
+// Bytes sampled uniformly among those the Gemma 4 grammar takes: every call reads back into JSON
+// that python3-jsonschema validates against its tool's parameters.
+TEST(ToolGrammar, Gemma4RandomWalksValidate) {
+  OrderedJson body = O(kGemmaTools);
+  body["tool_choice"] = "required";
+  auto set = ParseToolSet(body);
+  ASSERT_TRUE(set.ok());
+  JsonGrammarOptions options;
+  options.max_string_length = 6;
+  auto g = ToolCallGrammar(Gemma4Format(), *set, options);
+  ASSERT_TRUE(g.ok()) << FormatErrors(g.errors());
+  std::mt19937 rng(11);
+  Json pairs = Json::array();
+  for (int walk = 0; walk < 200; ++walk) {
+    JsonGrammar::State s = (*g)->Start();
+    std::string text;
+    while (text.size() < 600 && !(*g)->Accepting(s)) {
+      std::vector<uint8_t> options_here;
+      for (int c = 0; c < 256; ++c) {
+        JsonGrammar::State copy = s;
+        if ((*g)->Step(copy, static_cast<uint8_t>(c))) options_here.push_back(static_cast<uint8_t>(c));
+      }
+      ASSERT_FALSE(options_here.empty()) << text;
+      const uint8_t c = options_here[rng() % options_here.size()];
+      ASSERT_TRUE((*g)->Step(s, c));
+      text.push_back(static_cast<char>(c));
+    }
+    if (!(*g)->Accepting(s)) continue;
+    const ToolReply reply = SplitToolReply(Gemma4Format(), text, "c");
+    ASSERT_FALSE(reply.calls.empty()) << text;
+    EXPECT_EQ(reply.content, "") << text;
+    for (const ToolCall& call : reply.calls) {
+      auto args = ParseJson(call.arguments);
+      ASSERT_TRUE(args.ok()) << text;
+      for (const ToolFunction& t : set->tools) {
+        if (t.name == call.name) {
+          pairs.push_back(Json::array({*args, t.parameters.is_null() ? Json::object() : Json::parse(t.parameters.dump())}));
+        }
+      }
+    }
+  }
+  EXPECT_GT(pairs.size(), 100u);
+  test::TempDir dir;
+  const std::string file = dir.Write("pairs.json", pairs.dump());
+  auto r = test::RunProgram({"/usr/bin/python3", "-c",
+                             "import json, sys, jsonschema\n"
+                             "def openapi(s):  # nullable: OpenAPI's null, as JSON Schema writes it\n"
+                             "    if isinstance(s, dict):\n"
+                             "        if s.get('nullable') is True and isinstance(s.get('type'), str): s['type'] = [s['type'], 'null']\n"
+                             "        for v in s.values(): openapi(v)\n"
+                             "    return s\n"
+                             "for v, s in json.load(open(sys.argv[1])): jsonschema.Draft202012Validator(openapi(s)).validate(v)\n",
+                             file});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace mlc
+
+namespace mlc {
+namespace {
+
+// Gemma 4's marks are special tokens of its vocabulary: the call grammar's vocabulary gives them
+// their text, so a call can open with the one token the model writes; other special tokens stay
+// without bytes, and a structured-output vocabulary gives none.
+TEST(ToolGrammar, Gemma4MarksAsSpecialTokens) {
+  Json doc = Json::parse(*reference::TokenizerJson(512));
+  int32_t id = 512;
+  for (const char* mark : {"<|tool_call>", "<tool_call|>", "<|tool_response>", "<|\"|>", "<|turn>"}) {
+    doc["added_tokens"].push_back({{"id", id++}, {"content", mark}, {"single_word", false}, {"lstrip", false},
+                                   {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
+  auto tokenizer = Tokenizer::FromJsonText(doc.dump());
+  ASSERT_TRUE(tokenizer.ok()) << FormatErrors(tokenizer.errors());
+  const ToolFormat format = Gemma4Format();
+  auto with = TokenVocabulary::FromTokenizer(**tokenizer, ToolMarkers(format));
+  auto without = TokenVocabulary::FromTokenizer(**tokenizer);
+  EXPECT_EQ(with->bytes(512), "<|tool_call>");
+  EXPECT_EQ(with->bytes(515), "<|\"|>");
+  EXPECT_EQ(with->bytes(516), "");  // <|turn> is no mark of the format
+  EXPECT_EQ(without->bytes(512), "");
+  OrderedJson body = O(kGemmaTools);
+  body["tool_choice"] = "required";
+  auto set = ParseToolSet(body);
+  ASSERT_TRUE(set.ok());
+  auto grammar = ToolCallGrammar(format, *set);
+  ASSERT_TRUE(grammar.ok());
+  GrammarMatcher matcher(JsonConstraint{*grammar, with});
+  std::vector<float> logits(with->size(), 0.0f);
+  matcher.Constrain(logits, std::vector<int32_t>{2});
+  EXPECT_EQ(logits[512], 0.0f);  // the mark's token opens the call
+  EXPECT_TRUE(std::isinf(logits[516]));
+  EXPECT_TRUE(std::isinf(logits[2]));  // no stop before a call
+  EXPECT_TRUE(matcher.Advance(512));
+}
+
+}  // namespace
+}  // namespace mlc
+
+namespace mlc {
+namespace {
+
+std::string TurnText(const Tokenizer& tokenizer, const RequestTurn& turn) {
+  std::vector<int32_t> ids;
+  for (const RequestSegment& s : turn) ids.insert(ids.end(), s.token_ids.begin(), s.token_ids.end());
+  return tokenizer.Decode(ids);
+}
+
+// A conversation turn by turn (run --messages, the C API): the calls' results go on with the
+// reply in its model turn and the answer then continues it; the whole equals the published
+// template's rendering of the same conversation at each step, but for the empty thought that the
+// reply header prefilled (kept in the cache; the template leaves it out of past turns).
+std::string WithPrefilledThought(std::string rendered) {
+  const std::string header = "<|turn>model\n<|tool_call>";
+  const size_t at = rendered.find(header);
+  if (at != std::string::npos) rendered.insert(at + header.size() - std::string("<|tool_call>").size(), "<|channel>thought\n<channel|>");
+  return rendered;
+}
+
+TEST(ToolPrompt, Gemma4FollowUpsContinueTheTurn) {
+  const ConvTemplate tmpl = Gemma4();
+  const ToolFormat format = ToolFormatFor(tmpl);
+  auto tokenizer = Tokenizer::FromJsonText(*reference::TokenizerJson(512));
+  ASSERT_TRUE(tokenizer.ok());
+  const Tokenizer& tok = **tokenizer;
+  OrderedJson body = O(kGemmaTools);
+  auto tools = ParseToolSet(body);
+  ASSERT_TRUE(tools.ok());
+  ChatTurns turns(tmpl, tok);
+  auto first = ParseMessages(Json::parse(R"([{"role": "user", "content": "Time in UTC+1?"}])"));
+  ASSERT_TRUE(first.ok());
+  auto written = WriteToolMessages(format, tmpl, *tools, *first);
+  ASSERT_TRUE(written.ok());
+  auto turn1 = turns.Next(*written, "", "");
+  ASSERT_TRUE(turn1.ok()) << FormatErrors(turn1.errors());
+  const std::string prefix = tok.Decode(std::vector<int32_t>{2});
+  std::string ours = TurnText(tok, *turn1).substr(prefix.size());
+  const std::string reply = "<|tool_call>call:get_time{zone:1}<tool_call|><|tool_response>";
+  const ToolReply split = SplitToolReply(format, reply, "call_");
+  ASSERT_EQ(split.calls.size(), 1u);
+  auto results = ParseMessages(Json::parse(R"([{"role": "tool", "tool_call_id": "call_0", "content": "13:30"}])"));
+  ASSERT_TRUE(results.ok());
+  auto follow = WriteToolFollowUp(format, tmpl, split.calls, *results);
+  ASSERT_TRUE(follow.ok()) << FormatErrors(follow.errors());
+  auto turn2 = turns.Next(*follow, reply, "");
+  ASSERT_TRUE(turn2.ok()) << FormatErrors(turn2.errors());
+  ours += reply + TurnText(tok, *turn2);
+  const std::string tools_json = std::string(kGemmaTools).substr(1);
+  std::string conversation = R"({"role": "user", "content": "Time in UTC+1?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": "get_time", "arguments": "{\"zone\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "call_0", "content": "13:30"})";
+  EXPECT_EQ(ours, WithPrefilledThought(PublishedRendering("google-gemma-4-31B-it.jinja",
+                                                          R"({"messages": [)" + conversation + "]," + tools_json)));
+  // The answer continues the turn; the next user turn follows it.
+  const std::string answer = "It is 13:30.";
+  auto thanks = ParseMessages(Json::parse(R"([{"role": "user", "content": "Thanks"}])"));
+  ASSERT_TRUE(thanks.ok());
+  auto follow2 = WriteToolFollowUp(format, tmpl, {}, *thanks);
+  ASSERT_TRUE(follow2.ok());
+  auto turn3 = turns.Next(*follow2, answer, "");
+  ASSERT_TRUE(turn3.ok()) << FormatErrors(turn3.errors());
+  ours += answer + TurnText(tok, *turn3);
+  conversation += R"(, {"role": "assistant", "content": "It is 13:30."}, {"role": "user", "content": "Thanks"})";
+  EXPECT_EQ(ours, WithPrefilledThought(PublishedRendering("google-gemma-4-31B-it.jinja",
+                                                          R"({"messages": [)" + conversation + "]," + tools_json)));
 }
 
 }  // namespace

@@ -88,6 +88,12 @@ struct ChatMessage {
   std::string path;  // JSON Pointer of the message
   std::vector<ToolCall> tool_calls;  // assistant: the calls it made (content may then be null)
   std::string tool_call_id;          // tool: the call it answers
+  // assistant: the turn goes on after this text (no separator after it, and when it is the last
+  // message, no reply header: the reply continues it). Gemma 4's calls and their results.
+  bool open_turn = false;
+  // assistant, in a follow-up turn: goes on with the reply before it (no separator after the
+  // reply, no header): Gemma 4's results written after its calls.
+  bool continues_turn = false;
 
   // The text part, or "" (a message has at most one).
   std::string Text() const;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mlc_manifest/error.h"
@@ -18,7 +19,20 @@ namespace mlc {
 
 struct ByteDfa;  // a string's pattern or a number's range (src/text/byte_dfa.h)
 
+// How values are written. kJson: JSON. kGemma: Gemma 4's tool-call arguments (its published chat
+// template's syntax): strings between <|"|> marks with nothing escaped (their text cannot hold
+// the mark), object keys bare and followed by ':' (an object's properties in the template's key
+// order: sorted, ignoring case), no spaces; numbers, true, false and null as in JSON.
+enum class JsonDialect : uint8_t { kJson, kGemma };
+constexpr std::string_view kGemmaQuote = "<|\"|>";
+
+// A JSON value written in the dialect (object keys in the dialect's order).
+std::string DialectText(const OrderedJson& value, JsonDialect dialect);
+// An object's keys in the Gemma dialect's order (Jinja's dictsort: ignoring ASCII case, stable).
+std::vector<std::string> DialectKeyOrder(const OrderedJson& object);
+
 struct JsonGrammarOptions {
+  JsonDialect dialect = JsonDialect::kJson;
   // Longest string (in characters) where the schema gives no maxLength; 0: unbounded. A pattern or
   // format that needs more raises it for its string.
   int64_t max_string_length = 0;
@@ -65,13 +79,15 @@ class JsonGrammar {
   // Whether the text is free (a kText frame waiting for its trigger): any byte is taken.
   bool InFreeText(const State& state) const;
   // Inside a string, between characters: how many more characters it may take (INT64_MAX when
-  // unbounded); otherwise -1. Plain text (no quote, backslash or control character, whole UTF-8
+  // unbounded); otherwise -1. Plain text (no quote, backslash, control character or "<", whole UTF-8
   // characters) of at most that many characters is then accepted and leaves the same phase.
   int64_t StringRoom(const State& state) const;
   // Feeds bytes; false when one is refused.
   bool Feed(State& state, std::string_view bytes) const;
   // Feed from Start and Accepting at the end.
   bool Matches(std::string_view text) const;
+  // Bytes a bare key (kGemma) may hold: printable ASCII but for what ends or opens a value.
+  static bool IsBareKeyByte(uint8_t c);
   // The compiled nodes (what max_grammar_nodes bounds).
   size_t node_count() const { return nodes_.size(); }
 
@@ -82,7 +98,7 @@ class JsonGrammar {
     kChoice, kObject, kAnyObject, kArray, kString, kNumber, kLiterals, kSequence, kRepeat, kText
   };
   struct Property {
-    std::string key;  // as JSON text, quotes included
+    std::string key;  // as JSON text, quotes included (kGemma: bare, ':' included)
     uint32_t value = 0;
     bool required = false;
   };
@@ -102,6 +118,7 @@ class JsonGrammar {
     std::vector<std::string> literals;
     int64_t min = 0, max = -1;           // kArray, kRepeat items, kString characters, kObject and
                                          // kAnyObject properties; -1: unbounded
+    bool bare = false;                   // kString: a key written bare (kGemma), ended by ':'
   };
 
  private:
@@ -121,6 +138,8 @@ class JsonGrammar {
   bool Empties(const Node& n, size_t from) const;
   std::vector<Node> nodes_;
   Outcome StepPatternString(State& state, uint8_t c) const;
+  Outcome StepGemmaString(State& state, uint8_t c) const;
+  Outcome StepBareKey(State& state, uint8_t c) const;
   std::vector<std::bitset<256>> first_;  // bytes each node's text can start with
   std::vector<std::shared_ptr<const ByteDfa>> dfas_;
   uint32_t root_ = 0;
@@ -153,7 +172,10 @@ class GrammarComposer {
 // tokenizer. Tokens without bytes are never allowed by a grammar.
 class TokenVocabulary {
  public:
-  static std::shared_ptr<const TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer);
+  // Special tokens have no bytes, but those whose text is one of `markers` (a tool format's
+  // marks, which the model writes as single special tokens) have it.
+  static std::shared_ptr<const TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer,
+                                                              std::span<const std::string> markers = {});
   static std::shared_ptr<const TokenVocabulary> FromBytes(std::vector<std::string> bytes);
   size_t size() const { return bytes_.size(); }
   const std::string& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }

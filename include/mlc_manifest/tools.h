@@ -49,22 +49,32 @@ Result<ToolSet> ParseToolSet(const OrderedJson& body, const JsonGrammarOptions& 
 // response_close in a user turn (Hermes, generic) or the TEXT of a message in the template's
 // tool role (Llama 3.1).
 struct ToolFormat {
-  enum class Style { kGeneric, kHermes, kLlama31 };
+  enum class Style { kGeneric, kHermes, kLlama31, kGemma4 };
   Style style = Style::kGeneric;
-  std::string name;  // "hermes" (ChatML: Qwen2.5, Hermes), "llama3.1", "generic" (this project's)
+  std::string name;  // "hermes" (ChatML: Qwen2.5, Hermes), "llama3.1", "gemma4", "generic" (this project's)
   bool native = false;  // the family's published template has this format
   bool single_call = false;  // one call a reply (Llama 3.1's template refuses more)
+  // How the arguments are written (Gemma 4: its own syntax; name_close empty, the name ends at '{').
+  JsonDialect dialect = JsonDialect::kJson;
   std::string open, name_open, name_close, close, between;
+  std::string calls_end;  // after the last call (Gemma 4: <|tool_response>, where it stops for results)
   std::string response_open, response_close;
   std::string instructions_head, instructions_tail;  // around the tools' JSON
 };
 
+// The marks a format writes (a call's opening and closing, the calls' end, the dialect's string
+// mark): where a tokenizer has them as special tokens, the call grammar's vocabulary gives those
+// their text (TokenVocabulary::FromTokenizer).
+std::vector<std::string> ToolMarkers(const ToolFormat& format);
+
 // The family's format from its conversation template: ChatML templates (roles "<|im_start|>...")
 // get Hermes' (Qwen2.5's published template); Llama 3.1's (a tool role "<|start_header_id|>ipython",
 // as MLC's llama-3_1; Llama 3.2 and 3.3 publish the same format) its JSON calls with "parameters",
-// the tools in the first user message and results in ipython turns; templates without a tool
-// format get the generic one (Hermes' tags, the tools listed in the system message with this
-// project's instructions).
+// the tools in the first user message and results in ipython turns; Gemma 4's (assistant role
+// "<|turn>model") its own: declarations in the system turn, <|tool_call>call:NAME{...}<tool_call|>
+// calls in its argument syntax, results inside the model turn, which the answer continues;
+// templates without a tool format get the generic one (Hermes' tags, the tools listed in the
+// system message with this project's instructions).
 ToolFormat ToolFormatFor(const ConvTemplate& tmpl);
 
 // The messages with the tools written the family's way: the tool list appended to the system
@@ -138,6 +148,7 @@ class ToolCallStream {
   std::vector<ToolCall> calls_;
   // Where the arguments' JSON is: its nesting, inside a string, after a backslash.
   int depth_ = 0;
+  std::string raw_;  // a Gemma 4 call's arguments as written, read into JSON at their end
   bool in_string_ = false, escaped_ = false, closed_ = false;
 };
 

@@ -315,7 +315,8 @@ int LoadTools(mlc_session* h, const char* text) {
   auto grammar = mlc::ToolCallGrammar(*h->tool_format, *tools);
   if (!grammar) return Fail(h->errors, grammar.take_errors(), "tools");
   h->json = std::make_shared<const mlc::JsonConstraint>(
-      mlc::JsonConstraint{*grammar, mlc::TokenVocabulary::FromTokenizer(*h->package->tokenizer)});
+      mlc::JsonConstraint{*grammar, mlc::TokenVocabulary::FromTokenizer(*h->package->tokenizer,
+                                                                         mlc::ToolMarkers(*h->tool_format))});
   return MLC_OK;
 }
 

@@ -199,7 +199,7 @@ int Run(const RunArgs& a) {
     auto grammar = ToolCallGrammar(tool_format, tools);
     if (!grammar) return ReportFailure(grammar.errors(), a.json, tools_file);
     options.json = std::make_shared<const JsonConstraint>(
-        JsonConstraint{*grammar, TokenVocabulary::FromTokenizer(*tokenizer)});
+        JsonConstraint{*grammar, TokenVocabulary::FromTokenizer(*tokenizer, ToolMarkers(tool_format))});
   }
   std::vector<ToolCall> calls;  // the last reply's
   if (stream) options.on_text = [&](const std::string& piece) {

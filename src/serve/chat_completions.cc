@@ -72,16 +72,23 @@ Result<GenerationRequest> Server::Impl::BuildRequest(ServedModel& model, const C
     MLC_RETURN_IF_ERROR(calls);
     grammar = *calls;
   }
-  MLC_RETURN_IF_ERROR(Constrain(model, g, grammar));
+  MLC_RETURN_IF_ERROR(Constrain(model, g, grammar, r.tools.Active() ? &tool_format : nullptr));
   return g;
 }
 
 Status Server::Impl::Constrain(ServedModel& model, GenerationRequest& g,
-                               std::shared_ptr<const JsonGrammar> grammar) {
+                               std::shared_ptr<const JsonGrammar> grammar, const ToolFormat* tools) {
   if (!grammar) return Status::Ok();
   if (!model.package.tokenizer) {
     return Error{ErrorCode::kUnsupported, "/response_format",
                  "structured output needs the package's tokenizer, and this package has none"};
+  }
+  if (tools) {  // the package's format is the same every time
+    std::call_once(model.tool_vocabulary_once, [&] {
+      model.tool_vocabulary = TokenVocabulary::FromTokenizer(*model.package.tokenizer, ToolMarkers(*tools));
+    });
+    g.json = JsonConstraint{std::move(grammar), model.tool_vocabulary};
+    return Status::Ok();
   }
   std::call_once(model.vocabulary_once,
                  [&] { model.vocabulary = TokenVocabulary::FromTokenizer(*model.package.tokenizer); });

@@ -24,6 +24,8 @@ struct ServedModel {
   std::unique_ptr<Engine> engine;
   std::once_flag vocabulary_once;
   std::shared_ptr<const TokenVocabulary> vocabulary;  // structured output; built on first use
+  std::once_flag tool_vocabulary_once;
+  std::shared_ptr<const TokenVocabulary> tool_vocabulary;  // tool calls: with the format's special marks
 
   // What its prompts take, from the package's bound contract: "text", then "audio", "image".
   std::vector<std::string> Inputs() const;

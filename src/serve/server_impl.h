@@ -238,9 +238,10 @@ struct Server::Impl {
   Status ReadTools(std::string_view body, const Json& doc, ToolSet& tools);
   Status ReadResponseFormat(std::string_view body, const Json& doc,
                             std::shared_ptr<const JsonGrammar>& grammar);
-  // g samples under grammar (when set) over the package's vocabulary, built on first use.
+  // g samples under grammar (when set) over the package's vocabulary, built on first use (with
+  // tools, the one that gives the format's special marks their text).
   static Status Constrain(serve::ServedModel& model, GenerationRequest& g,
-                          std::shared_ptr<const JsonGrammar> grammar);
+                          std::shared_ptr<const JsonGrammar> grammar, const ToolFormat* tools = nullptr);
   // Messages -> the engine's request (media decoded); errors are the client's.
   Result<GenerationRequest> BuildRequest(serve::ServedModel& model, const ChatCompletionRequest& r);
   // A request's limits, sampling, stop ids and strings (the package's and its own), logprobs.

@@ -20,7 +20,7 @@ Result<RequestTurn> ChatTurns::Next(const std::vector<ChatMessage>& messages,
   } else {
     all = history_;
     all.push_back(ChatMessage{
-        "assistant", {ContentPart{PartKind::kText, std::string(last_reply), "", "", ""}}, "", {}, ""});
+        "assistant", {ContentPart{PartKind::kText, std::string(last_reply), "", "", ""}}, "", {}, "", false, false});
     all.insert(all.end(), messages.begin(), messages.end());
     prompt = BuildFollowUpPrompt(tmpl_, history_, last_reply, all);
   }

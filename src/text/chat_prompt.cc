@@ -78,7 +78,7 @@ Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool om
   // Step 5: strings merge within the message and empties drop; as in WebLLM, the system prompt,
   // each message and the reply header are encoded separately.
   size_t first = segs->size();
-  const std::string tail = tpl.after + t.seps[i % t.seps.size()];
+  const std::string tail = m.open_turn ? std::string() : tpl.after + t.seps[i % t.seps.size()];
   auto add = [&](std::string_view text) {
     if (text.empty()) return;
     if (segs->size() > first && segs->back().kind == PartKind::kText) {
@@ -90,7 +90,7 @@ Status AddMessage(const ConvTemplate& t, const ChatMessage& m, size_t i, bool om
       segs->push_back(PromptSegment{PartKind::kText, std::string(text), {}, text_path});
     }
   };
-  add((omit_role ? "" : *role + t.role_content_sep) + tpl.before);
+  add((omit_role || m.continues_turn ? "" : *role + t.role_content_sep) + tpl.before);
   for (const ContentPart& part : m.parts) {
     if (part.kind == PartKind::kText) {
       if (tpl.has_placeholder) add(part.text);
@@ -147,7 +147,9 @@ Result<ChatPrompt> BuildChatPrompt(const ConvTemplate& tmpl,
   if (Status s = AddMessages(tmpl, messages, 0, has_system, &prompt.segments); !s) {
     return s.errors();
   }
-  MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
+  if (messages.empty() || !messages.back().open_turn) {  // else the reply continues the open turn
+    MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
+  }
   return prompt;
 }
 
@@ -180,12 +182,15 @@ Result<ChatPrompt> BuildFollowUpPrompt(const ConvTemplate& tmpl,
   prompt.first_round = false;
   size_t offset = messages[0].role == "system" ? 1 : 0;
   RoleTemplate tail = SplitRoleTemplate(tmpl, "assistant");
-  AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()],
-              answer.path);
+  if (!messages[n + 1].continues_turn) {
+    AddSeparate(&prompt.segments, tail.after + tmpl.seps[(n - offset) % tmpl.seps.size()], answer.path);
+  }
   if (Status s = AddMessages(tmpl, messages, n + 1, false, &prompt.segments); !s) {
     return s.errors();
   }
-  MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
+  if (!messages.back().open_turn) {  // else the reply continues the open turn
+    MLC_RETURN_IF_ERROR(AddReplyHeader(tmpl, &prompt.segments));
+  }
   return prompt;
 }
 

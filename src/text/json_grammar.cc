@@ -69,6 +69,28 @@ Wide IntegerValue(const JsonGrammar::Frame& f) {
   return f.flag ? -Wide(f.mask) : Wide(f.mask);
 }
 
+// A UTF-8 lead byte past ASCII: how many continuation bytes follow and the range of the first
+// (lo | hi << 8: no overlong forms, surrogates or code points past U+10FFFF); false for a byte no
+// character starts with.
+bool Utf8Lead(uint8_t c, uint16_t& more, uint32_t& range) {
+  uint32_t lo = 0x80, hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) {
+    more = 1;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    more = 2;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;  // no surrogates
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    more = 3;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return false;
+  }
+  range = lo | (hi << 8);
+  return true;
+}
+
 // String phases.
 enum StringPhase : uint8_t { kStrOpen, kStrBody, kStrEscape, kStrHex };
 
@@ -203,9 +225,101 @@ Outcome JsonGrammar::StepPatternString(State& s, uint8_t c) const {
   }
 }
 
+bool JsonGrammar::IsBareKeyByte(uint8_t c) {
+  if (c <= 0x20 || c >= 0x7f) return false;
+  for (char x : std::string_view(":{}[],<\"'\\")) {
+    if (c == static_cast<uint8_t>(x)) return false;
+  }
+  return true;
+}
+
+// A key of the Gemma dialect's free-form objects: bare, letters and the like, ended by the ':'
+// its object takes.
+Outcome JsonGrammar::StepBareKey(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  if (c == ':') {
+    if (f.x < std::max<int64_t>(1, n.min)) return Outcome::kRefused;
+    s.pop_back();
+    return Outcome::kAgain;
+  }
+  if (!IsBareKeyByte(c) || (n.max >= 0 && f.x >= n.max)) return Outcome::kRefused;
+  ++f.x;
+  return Outcome::kTaken;
+}
+
+// A string of the Gemma dialect: <|"|>, raw text (whole UTF-8 characters, nothing escaped), <|"|>.
+// flag counts the bytes of a mark matched so far (the opening one in kStrOpen; in the body, a
+// '<' that may begin the closing one: when the mark breaks off, those bytes were text). A pattern
+// or format walks its automaton over the text (mask), else x counts characters.
+Outcome JsonGrammar::StepGemmaString(State& s, uint8_t c) const {
+  Frame& f = s.back();
+  const Node& n = nodes_[f.node];
+  const ByteDfa* d = n.dfa >= 0 ? dfas_[n.dfa].get() : nullptr;
+  const auto quote = static_cast<uint8_t>(kGemmaQuote.size());
+  // One byte of text; a lead byte (or ASCII) is one more character.
+  auto text = [&](uint8_t b, bool lead) {
+    const int64_t chars = f.x + (lead ? 1 : 0);
+    if (d) {
+      const int32_t t = d->Next(f.mask, b);
+      if (t < 0 || (n.max >= 0 && chars + d->min_chars[static_cast<size_t>(t)] > n.max)) return false;
+      f.mask = static_cast<uint64_t>(t);
+    } else if (n.max >= 0 && chars > n.max) {
+      return false;
+    }
+    f.x = static_cast<uint32_t>(chars);
+    return true;
+  };
+  auto may_close = [&] { return f.x >= n.min && (!d || d->accepting[f.mask]); };
+  if (f.phase == kStrOpen) {
+    if (c != static_cast<uint8_t>(kGemmaQuote[f.flag])) return Outcome::kRefused;
+    if (++f.flag == quote) {
+      f.phase = kStrBody;
+      f.flag = 0;
+      if (d) f.mask = static_cast<uint64_t>(d->start);
+    }
+    return Outcome::kTaken;
+  }
+  if (f.extra > 0) {  // a UTF-8 continuation byte within [y & 0xff, y >> 8]
+    if (c < (f.y & 0xff) || c > (f.y >> 8) || !text(c, false)) return Outcome::kRefused;
+    --f.extra;
+    f.y = 0x80 | (0xbf << 8);
+    return Outcome::kTaken;
+  }
+  if (f.flag > 0) {
+    if (c == static_cast<uint8_t>(kGemmaQuote[f.flag])) {
+      if (++f.flag < quote) return Outcome::kTaken;
+      if (!may_close()) return Outcome::kRefused;
+      s.pop_back();
+      return Outcome::kTaken;
+    }
+    for (uint8_t i = 0; i < f.flag; ++i) {  // the mark broke off: its bytes were text
+      if (!text(static_cast<uint8_t>(kGemmaQuote[i]), true)) return Outcome::kRefused;
+    }
+    f.flag = 0;
+  }
+  if (c == '<') {  // the closing mark, or text
+    const Frame before = f;
+    const bool as_text = text(c, true);
+    f = before;
+    if (!may_close() && !as_text) return Outcome::kRefused;
+    f.flag = 1;
+    return Outcome::kTaken;
+  }
+  if (c < 0x80) return text(c, true) ? Outcome::kTaken : Outcome::kRefused;
+  uint16_t more = 0;
+  uint32_t range = 0;
+  if (!Utf8Lead(c, more, range) || !text(c, true)) return Outcome::kRefused;
+  f.extra = more;
+  f.y = range;
+  return Outcome::kTaken;
+}
+
 Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
   Frame& f = s.back();
   const Node& n = nodes_[f.node];
+  if (n.bare) return StepBareKey(s, c);
+  if (options_.dialect == JsonDialect::kGemma) return StepGemmaString(s, c);
   if (n.dfa >= 0) return StepPatternString(s, c);
   auto count = [&] {  // one more character
     if (n.max >= 0 && f.x >= n.max) return false;
@@ -237,24 +351,11 @@ Outcome JsonGrammar::StepString(State& s, uint8_t c) const {
       if (c < 0x20) return Outcome::kRefused;
       if (c < 0x80) return count() ? Outcome::kTaken : Outcome::kRefused;
       {
-        uint32_t lo = 0x80, hi = 0xbf;
         uint16_t more = 0;
-        if (c >= 0xc2 && c <= 0xdf) {
-          more = 1;
-        } else if (c >= 0xe0 && c <= 0xef) {
-          more = 2;
-          if (c == 0xe0) lo = 0xa0;
-          if (c == 0xed) hi = 0x9f;  // no surrogates
-        } else if (c >= 0xf0 && c <= 0xf4) {
-          more = 3;
-          if (c == 0xf0) lo = 0x90;
-          if (c == 0xf4) hi = 0x8f;
-        } else {
-          return Outcome::kRefused;
-        }
-        if (!count()) return Outcome::kRefused;
+        uint32_t range = 0;
+        if (!Utf8Lead(c, more, range) || !count()) return Outcome::kRefused;
         f.extra = more;
-        f.y = lo | (hi << 8);
+        f.y = range;
         return Outcome::kTaken;
       }
     case kStrEscape:
@@ -398,6 +499,7 @@ Outcome JsonGrammar::StepSequence(State& s, uint8_t) const {
     return Outcome::kAgain;
   }
   const uint32_t child = n.children[f.x++];
+  if (f.x == n.children.size()) s.pop_back();  // the last part in its place: chains stay shallow
   return Push(s, child) ? Outcome::kAgain : Outcome::kRefused;
 }
 
@@ -440,6 +542,7 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
   Frame& f = s.back();
   const Node& n = nodes_[f.node];
   const bool any = n.kind == Kind::kAnyObject;  // children: [value, key string]
+  const bool bare = options_.dialect == JsonDialect::kGemma;  // keys unquoted, ':' part of a property's
   // extra: the properties written so far (minProperties/maxProperties).
   const bool may_close = (any || !RequiredLeft(n, f.x)) && f.extra >= n.min;
   auto start_key = [&] {
@@ -453,6 +556,10 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
     if (mask == 0) return Outcome::kRefused;
     f.mask = mask;
     f.phase = kObjKey;
+    if (bare) {
+      f.y = 0;
+      return Outcome::kAgain;  // the byte is the key's first
+    }
     f.y = 1;  // the key's opening quote
     return Outcome::kTaken;
   };
@@ -471,7 +578,7 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
       return Outcome::kTaken;
     case kObjFirst:
       if (c == '}' && may_close) return close();
-      return c == '"' ? start_key() : Outcome::kRefused;
+      return c == '"' || (bare && c != '}') ? start_key() : Outcome::kRefused;
     case kObjKey: {
       uint64_t next = 0;
       for (size_t k = 0; k < n.properties.size(); ++k) {
@@ -484,8 +591,9 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
       f.mask = next;
       ++f.y;
       for (size_t k = 0; k < n.properties.size(); ++k) {
-        if ((next >> k & 1) && n.properties[k].key.size() == f.y) {  // the closing quote
-          f.phase = kObjColon;
+        if ((next >> k & 1) && n.properties[k].key.size() == f.y) {  // the closing quote (bare: the ':')
+          f.phase = bare ? kObjValue : kObjColon;
+          f.flag = 0;
           f.y = static_cast<uint32_t>(k);
           f.x = static_cast<uint32_t>(k + 1);
           break;
@@ -513,7 +621,7 @@ Outcome JsonGrammar::StepObject(State& s, uint8_t c) const {
       return Outcome::kRefused;
     case kObjNext:
       if (c == ' ' && !f.flag) return space_once();
-      return c == '"' ? start_key() : Outcome::kRefused;
+      return c == '"' || (bare && c != '}') ? start_key() : Outcome::kRefused;
     default:
       return Outcome::kRefused;
   }
@@ -646,7 +754,8 @@ int64_t JsonGrammar::StringRoom(const State& s) const {
   if (s.empty()) return -1;
   const Frame& f = s.back();
   const Node& n = nodes_[f.node];
-  if (n.kind != Kind::kString || n.dfa >= 0 || f.phase != kStrBody || f.extra != 0) return -1;
+  if (n.kind != Kind::kString || n.dfa >= 0 || n.bare || f.phase != kStrBody || f.extra != 0) return -1;
+  if (options_.dialect == JsonDialect::kGemma && f.flag != 0) return -1;  // within a '<'...
   return n.max < 0 ? INT64_MAX : n.max - static_cast<int64_t>(f.x);
 }
 
@@ -655,6 +764,56 @@ bool JsonGrammar::Feed(State& state, std::string_view bytes) const {
     if (!Step(state, static_cast<uint8_t>(c))) return false;
   }
   return true;
+}
+
+namespace {
+
+// Keys in the order Jinja's dictsort gives them (ignoring ASCII case; equal ones as they came).
+std::vector<std::string> DictsortKeys(const OrderedJson& object) {
+  std::vector<std::string> keys;
+  for (auto it = object.begin(); it != object.end(); ++it) keys.push_back(it.key());
+  auto lower = [](std::string k) {
+    for (char& c : k) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    return k;
+  };
+  std::stable_sort(keys.begin(), keys.end(), [&](const std::string& a, const std::string& b) { return lower(a) < lower(b); });
+  return keys;
+}
+
+void AppendDialect(std::string& out, const OrderedJson& v) {
+  if (v.is_string()) {
+    out.append(kGemmaQuote).append(v.get<std::string>()).append(kGemmaQuote);
+  } else if (v.is_object()) {
+    out += '{';
+    bool first = true;
+    for (const std::string& k : DictsortKeys(v)) {
+      if (!first) out += ',';
+      first = false;
+      out += k + ":";
+      AppendDialect(out, v[k]);
+    }
+    out += '}';
+  } else if (v.is_array()) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ',';
+      AppendDialect(out, v[i]);
+    }
+    out += ']';
+  } else {
+    out += v.dump();
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> DialectKeyOrder(const OrderedJson& object) { return DictsortKeys(object); }
+
+std::string DialectText(const OrderedJson& value, JsonDialect dialect) {
+  if (dialect == JsonDialect::kJson) return value.dump();
+  std::string out;
+  AppendDialect(out, value);
+  return out;
 }
 
 bool JsonGrammar::Matches(std::string_view text) const {

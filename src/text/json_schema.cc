@@ -176,6 +176,11 @@ class JsonSchemaCompiler {
   bool Types(const OrderedJson& s, const std::string& at, std::vector<std::string>& types);
   bool Nullable(const OrderedJson& s, const std::string& at, std::vector<std::string>& types);
   uint32_t Literals(const OrderedJson& s, const std::string& at);
+  // Whether keys are written bare (the Gemma dialect).
+  bool Bare() const { return g_.options_.dialect == JsonDialect::kGemma; }
+  // A property name as the grammar matches it: JSON text, or bare with its ':' (a name the
+  // dialect cannot write bare is refused at its pointer).
+  std::optional<std::string> KeyText(const std::string& name, const std::string& at);
   uint32_t Ref(const std::string& ref, const std::string& at, int depth);
   uint32_t Typed(const OrderedJson& s, const std::string& type, const std::string& at, int depth);
   uint32_t Object(const OrderedJson& s, const std::string& at, int depth);
@@ -218,6 +223,18 @@ std::optional<int64_t> JsonSchemaCompiler::Count(const OrderedJson& s, const cha
   return v.get<int64_t>();
 }
 
+std::optional<std::string> JsonSchemaCompiler::KeyText(const std::string& name, const std::string& at) {
+  if (!Bare()) return OrderedJson(name).dump();
+  bool ok = !name.empty();
+  for (char c : name) ok = ok && JsonGrammar::IsBareKeyByte(static_cast<uint8_t>(c));
+  if (!ok) {
+    Fail(Unsupported(at, "the gemma4 tool format writes names bare: a name of printable ASCII without spaces, "
+                         "quotes or :{}[],<\\ is needed"));
+    return std::nullopt;
+  }
+  return name + ":";
+}
+
 uint32_t JsonSchemaCompiler::AnyValue() {
   if (any_value_) return *any_value_;
   uint32_t id = Add(Of(Kind::kChoice));
@@ -226,6 +243,7 @@ uint32_t JsonSchemaCompiler::AnyValue() {
   Node key = Of(Kind::kString);
   key.max = g_.options_.max_string_length > 0 ? g_.options_.max_string_length : -1;
   Node string = key;
+  key.bare = Bare();
   object.children = {id, Add(std::move(key))};
   Node array = Of(Kind::kArray);
   array.children = {id};
@@ -368,6 +386,7 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
     n.min = min_props;
     n.max = max_props;
     uint32_t key = String(OrderedJson::object(), at);
+    g_.nodes_[key].bare = Bare();
     const bool typed = s.contains("additionalProperties") && s["additionalProperties"].is_object();
     n.children = {typed ? Compile(s["additionalProperties"], PointerAppend(at, "additionalProperties"), depth + 1)
                         : AnyValue(),
@@ -386,7 +405,9 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
     }
     for (auto it = props.begin(); it != props.end(); ++it) {
       JsonGrammar::Property p;
-      p.key = OrderedJson(it.key()).dump();
+      auto key = KeyText(it.key(), PointerAppend(where, it.key()));
+      if (!key) return 0;
+      p.key = *key;
       p.value = Compile(it.value(), PointerAppend(where, it.key()), depth + 1);
       n.properties.push_back(std::move(p));
     }
@@ -398,13 +419,26 @@ uint32_t JsonSchemaCompiler::Object(const OrderedJson& s, const std::string& at,
     for (size_t i = 0; i < req.size(); ++i) {
       bool found = false;
       for (JsonGrammar::Property& p : n.properties) {
-        if (req[i].is_string() && p.key == OrderedJson(req[i]).dump()) p.required = found = true;
+        if (req[i].is_string() && p.key == KeyText(req[i].get<std::string>(), where).value_or("")) {
+          p.required = found = true;
+        }
       }
       if (!found) {
         return Fail(Unsupported(PointerAppend(where, i),
                                 "a required property must be one of properties"));
       }
     }
+  }
+  if (Bare()) {  // the template's key order
+    OrderedJson names = OrderedJson::object();
+    for (const JsonGrammar::Property& p : n.properties) names[p.key.substr(0, p.key.size() - 1)] = nullptr;
+    std::vector<JsonGrammar::Property> sorted;
+    for (const std::string& k : DialectKeyOrder(names)) {
+      for (const JsonGrammar::Property& p : n.properties) {
+        if (p.key == k + ":") sorted.push_back(p);
+      }
+    }
+    n.properties = std::move(sorted);
   }
   const auto required = std::count_if(n.properties.begin(), n.properties.end(),
                                       [](const JsonGrammar::Property& p) { return p.required; });
@@ -786,7 +820,7 @@ uint32_t JsonSchemaCompiler::Literals(const OrderedJson& s, const std::string& a
   std::string where = PointerAppend(at, key);
   if (key == "const") {
     if (!typed(s["const"])) return Fail(Invalid(where, "the const value is not of the type " + Joined(types)));
-    n.literals = {s["const"].dump()};
+    n.literals = {DialectText(s["const"], g_.options_.dialect)};
     return Add(std::move(n));
   }
   const OrderedJson& e = s["enum"];
@@ -795,7 +829,7 @@ uint32_t JsonSchemaCompiler::Literals(const OrderedJson& s, const std::string& a
     return Fail(Unsupported(where, "more than " + std::to_string(kMaxLiterals) + " enum values"));
   }
   for (const OrderedJson& v : e) {
-    if (typed(v)) n.literals.push_back(v.dump());
+    if (typed(v)) n.literals.push_back(DialectText(v, g_.options_.dialect));
   }
   if (nullable && std::find(n.literals.begin(), n.literals.end(), "null") == n.literals.end()) {
     n.literals.push_back("null");
@@ -890,7 +924,13 @@ void JsonSchemaCompiler::Finish() {
       case Kind::kObject:
       case Kind::kAnyObject: f.set('{'); break;
       case Kind::kArray: f.set('['); break;
-      case Kind::kString: f.set('"'); break;
+      case Kind::kString:
+        if (n.bare) {
+          for (int c = 0; c < 256; ++c) f[static_cast<size_t>(c)] = JsonGrammar::IsBareKeyByte(static_cast<uint8_t>(c));
+        } else {
+          f.set(Bare() ? static_cast<uint8_t>(kGemmaQuote[0]) : '"');
+        }
+        break;
       case Kind::kNumber:
         f.set('-');
         for (char d = '0'; d <= '9'; ++d) f.set(static_cast<uint8_t>(d));

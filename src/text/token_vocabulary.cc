@@ -14,12 +14,17 @@
 
 namespace mlc {
 
-std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer) {
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer,
+                                                                     std::span<const std::string> markers) {
   const text::TokenPieces pieces(tokenizer);
   std::vector<std::string> bytes(tokenizer.VocabSize());
   for (size_t id = 0; id < bytes.size(); ++id) {
     const int32_t token = static_cast<int32_t>(id);
-    if (text::IsSpecialToken(tokenizer, token)) continue;
+    if (text::IsSpecialToken(tokenizer, token)) {
+      const std::string text = tokenizer.IdToToken(token);
+      if (std::find(markers.begin(), markers.end(), text) != markers.end()) bytes[id] = text;
+      continue;
+    }
     // An unknown piece of a character: never allowed.
     bytes[id] = pieces.Bytes(token).value_or(std::string());
   }
@@ -83,7 +88,7 @@ void TokenVocabulary::FindPlainText() {
     bool plain = text::IsValidUtf8(b);
     for (size_t i = 0; plain && i < b.size(); ++i) {
       const uint8_t c = static_cast<uint8_t>(b[i]);
-      plain = c >= 0x20 && c != '"' && c != '\\';
+      plain = c >= 0x20 && c != '"' && c != '\\' && c != '<';  // '<' may begin the Gemma dialect's closing mark
       chars += (c & 0xc0) != 0x80;
     }
     if (plain) {

@@ -2,9 +2,11 @@
 // messages rewritten with the tools, calls and results in it, and the grammar of a call.
 #include "mlc_manifest/tools.h"
 
+#include <array>
 #include <set>
 
 #include "mlc_manifest/fs.h"
+#include "text/tool_gemma4.h"
 
 namespace mlc {
 namespace {
@@ -125,12 +127,6 @@ std::string ToolsText(const ToolFormat& f, const ToolSet& tools) {
   return out + f.instructions_tail;
 }
 
-std::string Trimmed(const std::string& s) {  // Python's str.strip() over ASCII white space
-  const char* space = " \t\n\r\f\v";
-  const size_t b = s.find_first_not_of(space);
-  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(space) - b + 1);
-}
-
 ChatMessage TextMessage(std::string role, std::string text, const std::string& path) {
   ChatMessage m;
   m.role = std::move(role);
@@ -244,6 +240,33 @@ Result<ToolSet> ParseToolSet(const OrderedJson& body, const JsonGrammarOptions& 
   return set;
 }
 
+std::vector<std::string> ToolMarkers(const ToolFormat& format) {
+  std::vector<std::string> out;
+  for (const std::string& m : {format.open, format.close, format.calls_end}) {
+    if (!m.empty()) out.push_back(m);
+  }
+  if (format.dialect == JsonDialect::kGemma) out.emplace_back(kGemmaQuote);
+  return out;
+}
+
+namespace {
+
+// A family's own format: its name and marks (open, name_open, name_close, close); calls follow
+// each other with nothing between them, and results are written the family's own way.
+void SetNativeMarks(ToolFormat& f, ToolFormat::Style style, const char* name, std::array<const char*, 4> marks) {
+  f.style = style;
+  f.name = name;
+  f.native = true;
+  f.open = marks[0];
+  f.name_open = marks[1];
+  f.name_close = marks[2];
+  f.close = marks[3];
+  f.between = "";
+  f.response_open = f.response_close = "";
+}
+
+}  // namespace
+
 ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
   ToolFormat f;
   f.open = "<tool_call>";
@@ -267,19 +290,18 @@ ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
         "<args-json-object>}\n</tool_call>";
     return f;
   }
+  auto assistant = tmpl.roles.find("assistant");
+  if (assistant != tmpl.roles.end() && assistant->second == "<|turn>model") {
+    SetNativeMarks(f, ToolFormat::Style::kGemma4, "gemma4", {"<|tool_call>", "call:", "", "<tool_call|>"});
+    f.dialect = JsonDialect::kGemma;
+    f.calls_end = "<|tool_response>";
+    return f;
+  }
   auto tool = tmpl.roles.find("tool");
   if (user != tmpl.roles.end() && user->second == "<|start_header_id|>user" && tool != tmpl.roles.end() &&
       tool->second == "<|start_header_id|>ipython") {
-    f.style = ToolFormat::Style::kLlama31;
-    f.name = "llama3.1";
-    f.native = true;
+    SetNativeMarks(f, ToolFormat::Style::kLlama31, "llama3.1", {"{\"name\": \"", "", "\", \"parameters\": ", "}"});
     f.single_call = true;
-    f.open = "{\"name\": \"";
-    f.name_open = "";
-    f.name_close = "\", \"parameters\": ";
-    f.close = "}";
-    f.between = "";
-    f.response_open = f.response_close = "";
     f.instructions_head =
         "Given the following functions, please respond with a JSON for a function call with its proper "
         "arguments that best answers the given prompt.\n\nRespond in the format {\"name\": function name, "
@@ -297,19 +319,90 @@ ToolFormat ToolFormatFor(const ConvTemplate& tmpl) {
   return f;
 }
 
+namespace {
+
+// The name of the call a tool message answers, among its assistant message's calls.
+std::string AnsweredName(const ChatMessage& caller, const ChatMessage& result) {
+  for (const ToolCall& c : caller.tool_calls) {
+    if (c.id == result.tool_call_id) return c.name;
+  }
+  return "unknown";
+}
+
+// Gemma 4: the declarations close the system turn; an assistant message, its calls' results and
+// the assistant messages after them (tool messages between) are one model turn, each part's
+// calls, results and text (thoughts left out) in the template's order, joined by what the
+// template writes after each; the turn is left open after results without text (and after
+// calls without results), so that the reply continues it.
+Result<std::vector<ChatMessage>> WriteGemma4Messages(const ToolSet& tools, std::vector<ChatMessage> messages) {
+  std::vector<ChatMessage> out;
+  const bool has_system = !messages.empty() && messages[0].role == "system";
+  if (!tools.tools.empty() || has_system) {
+    std::string text = has_system ? JinjaTrim(messages[0].Text()) : "";
+    for (const ToolFunction& t : tools.tools) text += "<|tool>" + Gemma4Declaration(t.declaration) + "<tool|>";
+    out.push_back(TextMessage("system", std::move(text), has_system ? messages[0].path : "/tools"));
+  }
+  for (size_t i = has_system ? 1 : 0; i < messages.size();) {
+    ChatMessage& m = messages[i];
+    if (m.role != "assistant") {
+      if (m.role == "user") {
+        for (ContentPart& p : m.parts) {
+          if (p.kind == PartKind::kText) p.text = JinjaTrim(p.text);
+        }
+      }
+      if (m.role != "tool") out.push_back(std::move(m));  // results are written with their calls
+      ++i;
+      continue;
+    }
+    std::string text, ending;
+    const std::string path = m.path;
+    for (;;) {
+      const ChatMessage& a = messages[i];
+      std::string piece;
+      for (const ToolCall& call : a.tool_calls) {
+        OrderedJson args = OrderedJson::parse(call.arguments, nullptr, false);
+        if (args.is_discarded() || !args.is_object()) {
+          return Invalid(PointerAppend(PointerAppend(call.path, "function"), "arguments"), "expected a JSON object's text");
+        }
+        piece += Gemma4Call(call, args);
+      }
+      size_t j = i + 1;
+      bool results = false;
+      for (; j < messages.size() && messages[j].role == "tool"; ++j) {
+        if (a.tool_calls.empty()) continue;
+        piece += Gemma4Response(AnsweredName(a, messages[j]), ResultText(messages[j]));
+        results = true;
+      }
+      const std::string content = Gemma4ModelText(a.Text());
+      text += piece + content;
+      ending = !a.tool_calls.empty() && !results ? "<|tool_response>" : results && content.empty() ? "" : "<turn|>\n";
+      i = j;
+      if (i >= messages.size() || messages[i].role != "assistant") break;
+      text += ending;  // the next assistant message continues this turn
+    }
+    ChatMessage turn = TextMessage("assistant", ending == "<turn|>\n" ? text : text + ending, path);
+    turn.open_turn = ending != "<turn|>\n";
+    out.push_back(std::move(turn));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, const ConvTemplate& tmpl,
                                                    const ToolSet& tools, std::vector<ChatMessage> messages) {
   bool calls = false;
   for (const ChatMessage& m : messages) calls = calls || !m.tool_calls.empty();
   if (tools.tools.empty() && !calls) return messages;  // the template's own tool role, as WebLLM
   MLC_RETURN_IF_ERROR(CheckToolCallIds(messages));
+  if (format.style == ToolFormat::Style::kGemma4) return WriteGemma4Messages(tools, std::move(messages));
   std::vector<ChatMessage> out;
   const bool llama = format.style == ToolFormat::Style::kLlama31;
   const bool has_system = !messages.empty() && messages[0].role == "system";
   if (!tools.tools.empty()) {  // shown even under tool_choice "none", as the published templates do
     std::string base = has_system ? messages[0].Text() : format.native && llama ? "" : tmpl.system_message;
     std::string text = llama ? "" : ToolsText(format, tools);
-    if (llama) base = "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" + Trimmed(base);
+    if (llama) base = "Environment: ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n" + JinjaTrim(base);
     if (base.empty() && !format.native) text.erase(0, text.find_first_not_of('\n'));
     out.push_back(TextMessage("system", base + text, has_system ? messages[0].path : "/tools"));
   }
@@ -320,7 +413,7 @@ Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, con
                      "the llama3.1 format writes the tools into the first user message: expected one here");
     }
     ChatMessage& m = messages[first];
-    std::string text = ToolsText(format, tools) + Trimmed(m.Text());
+    std::string text = ToolsText(format, tools) + JinjaTrim(m.Text());
     bool replaced = false;
     for (ContentPart& p : m.parts) {
       if (p.kind == PartKind::kText && !replaced) p.text = std::move(text), replaced = true;
@@ -356,9 +449,45 @@ Result<std::vector<ChatMessage>> WriteToolMessages(const ToolFormat& format, con
   return out;
 }
 
+namespace {
+
+// Gemma 4's follow-up: the results go on with the reply (which ended with <|tool_response>, its
+// calls' end) in the same model turn, which stays open for the answer; what follows them is
+// written as in a whole conversation.
+Result<std::vector<ChatMessage>> WriteGemma4FollowUp(const ChatMessage& reply, std::vector<ChatMessage> messages) {
+  std::string text;
+  size_t i = 0;
+  for (; i < messages.size() && messages[i].role == "tool"; ++i) {
+    text += Gemma4Response(AnsweredName(reply, messages[i]), ResultText(messages[i]));
+  }
+  std::vector<ChatMessage> out;
+  if (i > 0) {
+    const std::string_view mark = "<|tool_response>";
+    if (text.compare(0, mark.size(), mark) == 0) text.erase(0, mark.size());  // the reply wrote it
+    ChatMessage results = TextMessage("assistant", std::move(text), messages[0].path);
+    results.continues_turn = results.open_turn = true;
+    out.push_back(std::move(results));
+  }
+  auto rest = WriteGemma4Messages(ToolSet{}, std::vector<ChatMessage>(messages.begin() + static_cast<ptrdiff_t>(i), messages.end()));
+  MLC_RETURN_IF_ERROR(rest);
+  for (ChatMessage& m : *rest) out.push_back(std::move(m));
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<ChatMessage>> WriteToolFollowUp(const ToolFormat& format, const ConvTemplate& tmpl,
                                                    const std::vector<ToolCall>& previous_calls,
                                                    std::vector<ChatMessage> messages) {
+  if (format.style == ToolFormat::Style::kGemma4) {
+    ChatMessage reply;
+    reply.role = "assistant";
+    reply.tool_calls = previous_calls;
+    messages.insert(messages.begin(), reply);
+    MLC_RETURN_IF_ERROR(CheckToolCallIds(messages));
+    messages.erase(messages.begin());
+    return WriteGemma4FollowUp(reply, std::move(messages));
+  }
   // The reply before them as the assistant message the ids are checked against, then dropped.
   ChatMessage reply;
   reply.role = "assistant";
@@ -398,9 +527,11 @@ OrderedJson ToolCallsJson(const std::vector<ToolCall>& calls) {
 }
 
 Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& format, const ToolSet& tools,
-                                                           const JsonGrammarOptions& options) {
+                                                           const JsonGrammarOptions& given) {
+  JsonGrammarOptions options = given;
+  options.dialect = format.dialect;
   GrammarComposer g(options);
-  std::vector<std::pair<std::string, uint32_t>> cases;
+  std::vector<std::pair<std::string, uint32_t>> args;  // each allowed tool's name and arguments
   for (const ToolFunction& t : tools.tools) {
     if (tools.choice == ToolChoice::kNamed && t.name != tools.named) continue;
     const OrderedJson none = {{"type", "object"}, {"properties", OrderedJson::object()}, {"additionalProperties", false}};
@@ -410,12 +541,31 @@ Result<std::shared_ptr<const JsonGrammar>> ToolCallGrammar(const ToolFormat& for
       for (Error& e : errors) e.path = t.path + "/function/parameters" + e.path;
       return errors;
     }
-    cases.emplace_back(format.name_open + t.name + format.name_close, g.Sequence({*params, g.Text(format.close)}));
+    args.emplace_back(format.name_open + t.name + format.name_close, *params);
   }
-  const uint32_t call = g.Switch(std::move(cases));
-  const uint32_t more = g.Repeat(g.Sequence({g.Text(format.between + format.open), call}), 0,
-                                 tools.parallel && !format.single_call ? static_cast<int64_t>(kMaxTools) - 1 : 0);
-  const uint32_t calls = g.Sequence({call, more});
+  const int64_t most = tools.parallel && !format.single_call ? static_cast<int64_t>(kMaxTools) : 1;
+  const uint32_t close = g.Text(format.close);
+  uint32_t calls = 0;
+  if (format.calls_end.empty()) {  // calls until the reply stops
+    std::vector<std::pair<std::string, uint32_t>> cases;
+    for (const auto& [name, params] : args) cases.emplace_back(name, g.Sequence({params, close}));
+    const uint32_t call = g.Switch(std::move(cases));
+    const uint32_t more = g.Repeat(g.Sequence({g.Text(format.between + format.open), call}), 0, most - 1);
+    calls = g.Sequence({call, more});
+  } else {
+    // The text after each call says whether another comes or the calls end (a switch on it, not a
+    // repetition, whose choice by one byte could not tell them apart): built from the last call back.
+    uint32_t after = g.Text(format.calls_end);  // after the most calls allowed
+    auto call_then = [&](uint32_t next) {
+      std::vector<std::pair<std::string, uint32_t>> cases;
+      for (const auto& [name, params] : args) cases.emplace_back(name, g.Sequence({params, close, next}));
+      return g.Switch(std::move(cases));
+    };
+    for (int64_t k = most - 1; k >= 1; --k) {
+      after = g.Switch({{format.between + format.open, call_then(after)}, {format.calls_end, g.Repeat(close, 0, 0)}});
+    }
+    calls = call_then(after);
+  }
   const uint32_t root = tools.choice == ToolChoice::kAuto ? g.FreeTextThen(format.open, calls)
                                                           : g.Sequence({g.Text(format.open), calls});
   return g.Finish(root);

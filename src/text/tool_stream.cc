@@ -3,6 +3,8 @@
 // as it comes (what may be the call's close held back).
 #include "mlc_manifest/tools.h"
 
+#include "text/tool_gemma4.h"
+
 namespace mlc {
 namespace {
 
@@ -31,18 +33,31 @@ ToolCallStream::Delta ToolCallStream::Push(std::string_view text) {
 ToolCallStream::Delta ToolCallStream::Finish() {
   Delta out;
   if (phase_ == Phase::kContent || phase_ == Phase::kAfter || phase_ == Phase::kClose) out.content = std::move(buffer_);
-  if (phase_ == Phase::kArguments && !buffer_.empty()) {  // a call cut short
-    out.calls.push_back(CallDelta{calls_.size() - 1, "", "", buffer_});
-    calls_.back().arguments += buffer_;
+  if (phase_ == Phase::kArguments && !(raw_ + buffer_).empty()) {  // a call cut short: what came of it
+    const std::string rest = raw_ + buffer_;
+    out.calls.push_back(CallDelta{calls_.size() - 1, "", "", rest});
+    calls_.back().arguments += rest;
   }
   buffer_.clear();
+  raw_.clear();
   return out;
 }
 
 // How many bytes of the buffer belong to the arguments: up to the end of their object.
 size_t ToolCallStream::ScanArguments() {
+  const bool marks = format_.dialect == JsonDialect::kGemma;  // strings between <|"|> marks, no escapes
   for (size_t i = 0; i < buffer_.size(); ++i) {
     const char c = buffer_[i];
+    if (marks && c == kGemmaQuote[0]) {
+      const std::string_view rest = std::string_view(buffer_).substr(i, kGemmaQuote.size());
+      if (rest.size() < kGemmaQuote.size() && kGemmaQuote.substr(0, rest.size()) == rest) return i;  // held
+      if (rest == kGemmaQuote) {
+        in_string_ = !in_string_;
+        i += kGemmaQuote.size() - 1;
+      }
+      continue;
+    }
+    if (marks && in_string_) continue;
     if (in_string_) {
       if (escaped_) {
         escaped_ = false;
@@ -83,7 +98,9 @@ void ToolCallStream::Step(Delta& out) {
       }
       case Phase::kName: {
         if (buffer_.size() < format_.name_open.size()) return;
-        const size_t close = buffer_.find(format_.name_close, format_.name_open.size());
+        // Without a closing text the name ends where its arguments' '{' begins (Gemma 4).
+        const size_t close = format_.name_close.empty() ? buffer_.find('{', format_.name_open.size())
+                                                        : buffer_.find(format_.name_close, format_.name_open.size());
         if (close == std::string::npos) return;
         ToolCall call;
         call.id = id_prefix_ + std::to_string(calls_.size());
@@ -96,6 +113,23 @@ void ToolCallStream::Step(Delta& out) {
       }
       case Phase::kArguments: {
         const size_t end = ScanArguments();
+        if (format_.dialect != JsonDialect::kJson) {  // read into JSON once whole
+          raw_.append(buffer_, 0, end);
+          buffer_.erase(0, end);
+          if (!closed_) return;
+          auto args = ReadGemma4Arguments(raw_);
+          std::string json = args ? args->dump() : raw_;
+          raw_.clear();
+          calls_.back().arguments = json;
+          if (!out.calls.empty() && out.calls.back().index == calls_.size() - 1) {
+            out.calls.back().arguments += json;
+          } else {
+            out.calls.push_back(CallDelta{calls_.size() - 1, "", "", std::move(json)});
+          }
+          closed_ = false;
+          phase_ = Phase::kClose;
+          break;
+        }
         if (end > 0) {
           std::string piece = buffer_.substr(0, end);
           calls_.back().arguments += piece;
@@ -118,6 +152,10 @@ void ToolCallStream::Step(Delta& out) {
         break;
       }
       case Phase::kAfter: {
+        if (!format_.calls_end.empty() && buffer_.compare(0, format_.calls_end.size(), format_.calls_end) == 0) {
+          buffer_.erase(0, format_.calls_end.size());  // where the calls end (no text of the reply)
+          continue;
+        }
         const std::string next = format_.between + format_.open;
         if (buffer_.size() < next.size()) return;
         if (buffer_.compare(0, next.size(), next) != 0) return;  // nothing else follows a call
